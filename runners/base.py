@@ -1,0 +1,90 @@
+"""The one small interface every backend protocol implements.
+
+A runner turns a :class:`GenerationRequest` into a :class:`GenerationResponse`. It knows nothing of
+items, runs, stores or judging: the pool scheduler owns those. Runners never raise for a failed
+call; they return a response whose ``error_class`` says what went wrong, so that a failure is a
+recorded fact rather than a lost exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Mode = Literal["chat", "completion"]
+
+# Why a call produced no usable answer. ``None`` means the server answered.
+ErrorClass = Literal[
+    "connection",  # refused, reset, DNS: we never got an HTTP answer
+    "timeout",  # no complete answer within the backend's timeout
+    "rate_limited",  # 429 after all retries
+    "server_error",  # 5xx after all retries
+    "client_error",  # other 4xx: our request is wrong; never retried
+    "bad_response",  # 2xx with a body we cannot parse
+    "auth",  # the api_key_env variable is unset or the server said 401/403
+]
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Everything besides the input that shapes an answer (and so belongs in the cache key)."""
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    top_p: float | None = None
+    seed: int | None = None
+    think: bool | None = None  # Ollama reasoning models only
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One call: OpenAI-style chat ``messages`` or a raw ``prompt`` for base models."""
+
+    model: str
+    mode: Mode = "chat"
+    messages: tuple[dict[str, str], ...] = ()
+    prompt: str | None = None
+    params: GenerationParams = field(default_factory=GenerationParams)
+
+    def __post_init__(self) -> None:
+        if self.mode == "chat" and not self.messages:
+            raise ValueError("chat request needs at least one message")
+        if self.mode == "completion" and self.prompt is None:
+            raise ValueError("completion request needs a prompt")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One HTTP attempt, kept so retries are visible in results and summaries."""
+
+    number: int
+    status: int | None  # HTTP status, None when no answer arrived
+    error_class: ErrorClass | None
+    latency_s: float
+    detail: str = ""  # short, key-free description (never the request headers)
+
+
+@dataclass(frozen=True)
+class GenerationResponse:
+    text: str
+    finish_reason: str | None  # "stop", "length", ... as the server said
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float  # wall time over all attempts
+    attempts: tuple[Attempt, ...] = ()
+    error_class: ErrorClass | None = None
+    error_detail: str = ""
+    server_timing_s: float | None = None  # the server's own generation time, when it reports one
+
+    @property
+    def ok(self) -> bool:
+        return self.error_class is None
+
+
+class Runner(Protocol):
+    """A backend protocol bound to one endpoint; one aiohttp session per runner."""
+
+    async def generate(self, request: GenerationRequest) -> GenerationResponse: ...
+
+    async def aclose(self) -> None: ...
