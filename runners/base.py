@@ -34,7 +34,9 @@ class GenerationParams:
     stop: tuple[str, ...] = ()
     top_p: float | None = None
     seed: int | None = None
-    think: bool | None = None  # Ollama reasoning models only
+    # Ollama reasoning models only: True/False, or a level ("low"/"medium"/"high") for models that
+    # take one; None means the field is not sent and the model's default applies.
+    think: bool | str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class GenerationResponse:
     error_class: ErrorClass | None = None
     error_detail: str = ""
     server_timing_s: float | None = None  # the server's own generation time, when it reports one
+    reasoning: str | None = None  # separate thinking trace (Ollama message.thinking); never in text
 
     @property
     def ok(self) -> bool:

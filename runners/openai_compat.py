@@ -1,0 +1,107 @@
+"""The OpenAI-compatible protocol: vLLM, llama.cpp server, LiteLLM, DeepSeek, SiliconFlow, ...
+
+``base_url`` includes the API prefix (``http://host:8000/v1``); chat mode posts
+``{base_url}/chat/completions`` with ``messages``, completion mode posts ``{base_url}/completions``
+with ``prompt``. A 2xx with empty content is an answer (``text=""``): whether it is a bad one is
+the scorer's call, not the transport's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from runners.base import GenerationParams, GenerationRequest, GenerationResponse
+from runners.retry import BadResponse, JsonEndpoint, RetryPolicy, Sleep
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _content_text(content: Any) -> str:
+    """``message.content`` as text: a string, null, or a list of typed parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    raise BadResponse(f"message.content is {type(content).__name__}, expected a string")
+
+
+def sampling_fields(params: GenerationParams) -> dict[str, Any]:
+    """The request fields every OpenAI-style endpoint understands; optional ones only when set."""
+    fields: dict[str, Any] = {"temperature": params.temperature, "max_tokens": params.max_tokens}
+    if params.stop:
+        fields["stop"] = list(params.stop)
+    if params.top_p is not None:
+        fields["top_p"] = params.top_p
+    if params.seed is not None:
+        fields["seed"] = params.seed
+    return fields
+
+
+def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) for one request."""
+    payload: dict[str, Any] = {"model": request.model, "stream": False, **sampling_fields(request.params)}
+    if request.mode == "chat":
+        payload["messages"] = [dict(m) for m in request.messages]
+        return "/chat/completions", payload
+    payload["prompt"] = request.prompt
+    return "/completions", payload
+
+
+def parse_body(obj: Any) -> GenerationResponse:
+    """A chat or completion body → response; raises BadResponse when there is no choice to read."""
+    if not isinstance(obj, dict):
+        raise BadResponse(f"body is a JSON {type(obj).__name__}, expected an object")
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        keys = ", ".join(sorted(obj)[:8])
+        raise BadResponse(f"no choices[0] in the body (keys: {keys})")
+    choice = choices[0]
+    message = choice.get("message")
+    reasoning = None
+    if isinstance(message, dict):
+        text = _content_text(message.get("content"))
+        # DeepSeek and vLLM reasoning parsers put the thinking trace beside the answer.
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or None
+    elif "text" in choice:
+        text = _content_text(choice.get("text"))
+    else:
+        raise BadResponse("choices[0] has neither message nor text")
+    usage = obj.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    timings = obj.get("timings")
+    timings = timings if isinstance(timings, dict) else {}
+    predicted_ms = timings.get("predicted_ms")  # llama.cpp server's own generation time
+    return GenerationResponse(
+        text=text,
+        finish_reason=choice.get("finish_reason"),
+        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+        completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        latency_s=0.0,
+        server_timing_s=predicted_ms / 1000 if isinstance(predicted_ms, (int, float)) else None,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+    )
+
+
+class OpenAICompatRunner:
+    """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint."""
+
+    def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float = 120.0,
+                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
+        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
+                                      policy=policy or RetryPolicy(), sleep=sleep)
+
+    def __repr__(self) -> str:
+        e = self._endpoint
+        return f"OpenAICompatRunner(base_url={e.base_url!r}, api_key_env={e.api_key_env!r})"
+
+    async def generate(self, request: GenerationRequest) -> GenerationResponse:
+        path, payload = build_payload(request)
+        return await self._endpoint.post(path, payload, parse_body)
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
