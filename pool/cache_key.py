@@ -1,0 +1,83 @@
+"""The response-cache key: what makes two requests the same question to the same model.
+
+``key = sha256( canonical_json({v, backend_type, endpoint, request}) ).hexdigest()`` where
+``request`` is :func:`request_payload` — model id, mode, messages, prompt and every field of
+:class:`GenerationParams`. Nothing about transport goes in (api keys, headers, timeouts, retry
+counts): they change how we ask, not what the model answers. Leaving the model or endpoint out
+would hand model A's answers to model B, so both are always in.
+
+Canonical JSON = sorted keys, no whitespace, ``ensure_ascii=False``, encoded as UTF-8; tuples
+become lists; float-typed params are coerced to float so ``temperature=0`` and ``0.0`` agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from runners.base import GenerationRequest
+
+# Bump when the payload layout changes, so old cache entries simply stop matching.
+CACHE_KEY_VERSION = 1
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: equal values give equal strings (NaN/inf are rejected)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def normalize_endpoint(endpoint_identity: str) -> str:
+    """Strip what does not identify the server from a URL: credentials, query, trailing ``/``.
+
+    ``https://user:pw@Host/v1/?key=..`` → ``https://host/v1``. The query string is dropped
+    because some providers carry keys there. Non-URL identities pass through unchanged.
+    """
+    parts = urlsplit(endpoint_identity)
+    if not (parts.scheme and parts.netloc):
+        return endpoint_identity
+    host = parts.netloc.rsplit("@", 1)[-1].lower()
+    return urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
+
+
+def request_payload(request: GenerationRequest) -> dict[str, Any]:
+    """What is sent to the model: input plus all generation params (never keys or headers).
+
+    This is also what the run store keeps as ``request_json``. ``prompt`` and ``messages`` are
+    both included whatever the mode: a request carrying an unused field can only cause a cache
+    miss, never a wrong hit.
+    """
+    params: dict[str, Any] = {}
+    for f in dataclasses.fields(request.params):
+        value = getattr(request.params, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and "float" in str(f.type):
+            value = float(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        params[f.name] = value
+    return {
+        "model": request.model,
+        "mode": request.mode,
+        "messages": [dict(m) for m in request.messages],
+        "prompt": request.prompt,
+        "params": params,
+    }
+
+
+def cache_key(backend_type: str, endpoint_identity: str, request: GenerationRequest) -> str:
+    """sha256 hex of everything that shapes the answer.
+
+    ``endpoint_identity`` is the backend's ``base_url`` for remote servers. For the managed
+    llama.cpp backend the URL is a random free port each run, so the caller passes a stable
+    identity instead — ``"llamacpp://<sha256 of the GGUF file>"`` — so that the same weights
+    hit the same cache entries across runs.
+    """
+    payload = {
+        "v": CACHE_KEY_VERSION,
+        "backend_type": backend_type,
+        "endpoint": normalize_endpoint(endpoint_identity),
+        "request": request_payload(request),
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

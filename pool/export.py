@@ -1,0 +1,171 @@
+"""The two files a person or a later tool reads from a run directory.
+
+``RUN_DIR/results.jsonl`` — one JSON object per line, one line per result, sorted by
+(model, item_id, stage). Fields:
+
+- ``run_id`` — the run that produced the row.
+- ``model`` — the pool's model name; ``item_id`` — the suite item; ``stage`` — ``"answer"``,
+  ``"judge"``, or a judge sub-stage.
+- ``status`` — ``ok`` (the model answered), ``error`` (answered badly: empty or truncated; a
+  real result that scorers see), ``infra_error`` (no answer could be obtained; excluded from
+  scores). Refusals are not a status: scorers judge them.
+- ``error_class`` — why, when not ok: ``empty`` / ``truncated`` for ``error``; ``connection``,
+  ``timeout``, ``rate_limited``, ``server_error``, ``client_error``, ``bad_response``, ``auth``
+  for ``infra_error``; otherwise null.
+- ``attempts`` — HTTP attempts made (0 for a cache hit); ``retries`` — attempts beyond the first.
+- ``latency_s`` — wall time over all attempts (for a cache hit: the original call's).
+- ``prompt_tokens`` / ``completion_tokens`` — as the server reported them, or null.
+- ``finish_reason`` — as the server said (``stop``, ``length``, ...), or null.
+- ``cached`` — true when the answer came from the response cache.
+- ``text`` — the raw answer (kept even when truncated; empty for infra errors).
+- ``extra`` — object filled by later stages (scores, verdicts); ``{}`` until then.
+
+``RUN_DIR/summary.json`` — see :func:`summarize`.
+
+Both are written atomically (temp file in the same directory, fsync, ``os.replace``), so a
+reader never sees half a file and a crash leaves the previous version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pool.outcome import STATUSES, Result
+from pool.store import RunStore
+
+RESULTS_FILENAME = "results.jsonl"
+SUMMARY_FILENAME = "summary.json"
+EXPORT_FIELDS = (
+    "run_id", "model", "item_id", "stage", "status", "error_class", "attempts", "retries",
+    "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text", "extra",
+)  # fmt: skip
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _resolve_run_id(store: RunStore, run_id: str | None) -> str:
+    if run_id is not None:
+        if store.get_run(run_id) is None:
+            raise KeyError(f"{store.path}: no run {run_id!r}")
+        return run_id
+    runs = store.runs()
+    if len(runs) != 1:
+        names = ", ".join(r.run_id for r in runs) or "none"
+        raise ValueError(f"{store.path}: expected exactly one run, found {names}; pass run_id")
+    return runs[0].run_id
+
+
+def result_record(r: Result) -> dict[str, Any]:
+    """The exported view of one result (``EXPORT_FIELDS``, in that order)."""
+    return {name: getattr(r, name) for name in EXPORT_FIELDS}
+
+
+def export_results_jsonl(run_dir: Path | str, run_id: str | None = None) -> Path:
+    """Write ``RUN_DIR/results.jsonl``; ``run_id`` may be omitted when the dir holds one run."""
+    run_dir = Path(run_dir)
+    with RunStore(run_dir) as store:
+        rows = store.results(_resolve_run_id(store, run_id))
+    lines = (json.dumps(result_record(r), ensure_ascii=False, sort_keys=False) for r in rows)
+    path = run_dir / RESULTS_FILENAME
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    return path
+
+
+def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts for one group of rows; superseded infra errors add to requests and retries."""
+    answered = [
+        r.latency_s
+        for r in results
+        if r.status != "infra_error" and not r.cached and r.latency_s is not None
+    ]
+    return {
+        "results": len(results),
+        "status": {s: sum(r.status == s for r in results) for s in STATUSES},
+        "requests": sum(r.attempts for r in results) + sum(s["attempts"] for s in superseded),
+        "retries": sum(r.retries for r in results) + sum(s["retries"] for s in superseded),
+        "cache_hits": sum(r.cached for r in results),
+        "prompt_tokens": sum(r.prompt_tokens or 0 for r in results),
+        "completion_tokens": sum(r.completion_tokens or 0 for r in results),
+        "median_latency_s": statistics.median(answered) if answered else None,
+    }
+
+
+def summarize(
+    results: Iterable[Result],
+    superseded: Iterable[Mapping[str, Any]],
+    failed_models: Mapping[str, str],
+    wall_time_s: float,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The summary as a pure function of the stored rows.
+
+    ``{"wall_time_s", "totals": tally, "models": {model: tally + {"failed": reason|null,
+    "stages": {stage: tally}}}, "extra"}`` where a tally is ``results``, ``status`` (count per
+    ok/error/infra_error), ``requests`` (HTTP attempts, including ones whose infra_error row
+    was later replaced), ``retries``, ``cache_hits``, ``prompt_tokens``, ``completion_tokens``
+    and ``median_latency_s`` (over answered, non-cached rows; null if none). A model's tally
+    spans all its stages; read ``stages.answer`` for the answer latency alone.
+    """
+    results, superseded = list(results), list(superseded)
+    models: dict[str, Any] = {}
+    for model in sorted({r.model for r in results} | set(failed_models)):
+        rows = [r for r in results if r.model == model]
+        gone = [s for s in superseded if s["model"] == model]
+        stages = {
+            stage: _tally([r for r in rows if r.stage == stage], [s for s in gone if s["stage"] == stage])
+            for stage in sorted({r.stage for r in rows})
+        }
+        models[model] = {**_tally(rows, gone), "failed": failed_models.get(model), "stages": stages}
+    return {
+        "wall_time_s": wall_time_s,
+        "totals": _tally(results, superseded),
+        "models": models,
+        "extra": dict(extra or {}),
+    }
+
+
+def write_summary(
+    run_dir: Path | str,
+    wall_time_s: float,
+    extra: Mapping[str, Any] | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """Write ``RUN_DIR/summary.json`` (run metadata + :func:`summarize`) and return it."""
+    run_dir = Path(run_dir)
+    with RunStore(run_dir) as store:
+        rid = _resolve_run_id(store, run_id)
+        run = store.get_run(rid)
+        assert run is not None
+        body = summarize(
+            store.results(rid), store.superseded_infra_errors(rid), store.failed_models(rid),
+            wall_time_s, extra,
+        )  # fmt: skip
+    summary = {
+        "run_id": rid,
+        "run_status": run.status,
+        "created_at": run.created_at,
+        "resumes": run.resumes,
+        "pool_fingerprint": run.pool_fingerprint,
+        "data_fingerprint": run.data_fingerprint,
+        **body,
+    }
+    atomic_write_text(run_dir / SUMMARY_FILENAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    return summary

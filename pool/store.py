@@ -1,0 +1,375 @@
+"""The run store: ``RUN_DIR/run.sqlite``, the single source of truth for what a run has done.
+
+Why it is built this way: a nightly run may be SIGKILLed at any moment and resumed. So every
+result is committed in its own transaction (or a small batch) as soon as it exists, the
+primary key (run_id, model, item_id, stage) makes a second record of a unit impossible, and the
+planned units are stored so a resumed run computes its remaining work as *plan minus results*.
+Connection settings and crash-safety reasoning: :mod:`pool.sqlite_db`.
+
+Tables::
+
+    runs     (run_id PK, created_at, updated_at, pool_fingerprint, data_fingerprint,
+              options_json, status 'running'|'finished'|'interrupted', resumes)
+    plan     (run_id, model, item_id, stage, seq)               PK (run_id, model, item_id, stage)
+    results  (run_id, model, item_id, stage, status 'ok'|'error'|'infra_error', error_class,
+              error_detail, attempts, retries, latency_s, server_timing_s, prompt_tokens,
+              completion_tokens, finish_reason, text, request_json, cache_key, cached 0|1,
+              started_at, finished_at, extra JSON)              PK (run_id, model, item_id, stage)
+    superseded_infra_errors (the unit, error_class, error_detail, attempts, retries, latency_s,
+              started_at, finished_at, replaced_at) — infra_error rows replaced on a retry
+              resume, kept so request and retry counts stay honest
+    model_failures (run_id, model, reason, marked_at)           PK (run_id, model)
+
+A run killed by SIGKILL is left with ``status='running'``; :meth:`RunStore.begin_run` on the same
+run_id resumes it and counts the resume.
+
+Concurrency: the scheduler is one asyncio process. Store calls are synchronous and made from the
+event-loop thread — each is one small indexed write and, with WAL + ``synchronous=NORMAL``, no
+fsync, so it costs well under a millisecond and needs no writer thread or queue. The sqlite3
+connection refuses use from another thread (``check_same_thread``), which enforces this.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from pool.outcome import Result, Unit
+from pool.sqlite_db import connect, transaction, utc_now_iso
+
+RUN_DB_FILENAME = "run.sqlite"
+SCHEMA_VERSION = 1
+RunStatus = Literal["running", "finished", "interrupted"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id           TEXT PRIMARY KEY,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    pool_fingerprint TEXT NOT NULL,
+    data_fingerprint TEXT NOT NULL,
+    options_json     TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted')),
+    resumes          INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS plan (
+    run_id  TEXT NOT NULL,
+    model   TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    stage   TEXT NOT NULL,
+    seq     INTEGER NOT NULL,
+    PRIMARY KEY (run_id, model, item_id, stage)
+);
+CREATE INDEX IF NOT EXISTS plan_by_seq ON plan (run_id, seq);
+CREATE TABLE IF NOT EXISTS results (
+    run_id            TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    item_id           TEXT NOT NULL,
+    stage             TEXT NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN ('ok', 'error', 'infra_error')),
+    error_class       TEXT,
+    error_detail      TEXT NOT NULL DEFAULT '',
+    attempts          INTEGER NOT NULL CHECK (attempts >= 0),
+    retries           INTEGER NOT NULL CHECK (retries >= 0),
+    latency_s         REAL,
+    server_timing_s   REAL,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER,
+    finish_reason     TEXT,
+    text              TEXT NOT NULL,
+    request_json      TEXT NOT NULL,
+    cache_key         TEXT,
+    cached            INTEGER NOT NULL CHECK (cached IN (0, 1)),
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT NOT NULL,
+    extra             TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, model, item_id, stage)
+);
+CREATE TABLE IF NOT EXISTS superseded_infra_errors (
+    run_id       TEXT NOT NULL,
+    model        TEXT NOT NULL,
+    item_id      TEXT NOT NULL,
+    stage        TEXT NOT NULL,
+    error_class  TEXT,
+    error_detail TEXT NOT NULL,
+    attempts     INTEGER NOT NULL,
+    retries      INTEGER NOT NULL,
+    latency_s    REAL,
+    started_at   TEXT NOT NULL,
+    finished_at  TEXT NOT NULL,
+    replaced_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS model_failures (
+    run_id    TEXT NOT NULL,
+    model     TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    marked_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, model)
+);
+"""
+
+_RESULT_COLUMNS = (
+    "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "attempts",
+    "retries", "latency_s", "server_timing_s", "prompt_tokens", "completion_tokens",
+    "finish_reason", "text", "request_json", "cache_key", "cached", "started_at", "finished_at",
+    "extra",
+)  # fmt: skip
+_UNIT_WHERE = "run_id = ? AND model = ? AND item_id = ? AND stage = ?"
+_INSERT_RESULT = (
+    f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)})"
+    f" VALUES ({', '.join('?' * len(_RESULT_COLUMNS))})"
+    " ON CONFLICT (run_id, model, item_id, stage) DO "
+)
+_INSERT_NEW = _INSERT_RESULT + "NOTHING"
+_INSERT_OR_REPLACE_INFRA = (
+    _INSERT_RESULT
+    + "UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _RESULT_COLUMNS[4:])
+    + " WHERE results.status = 'infra_error'"
+)
+_SUPERSEDE_INFRA = (
+    "INSERT INTO superseded_infra_errors SELECT run_id, model, item_id, stage, error_class,"
+    " error_detail, attempts, retries, latency_s, started_at, finished_at, ?"
+    f" FROM results WHERE {_UNIT_WHERE} AND status = 'infra_error'"
+)
+
+
+class RunMismatchError(RuntimeError):
+    """A resume was asked with a different pool or data than the run was planned with."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    created_at: str
+    updated_at: str
+    pool_fingerprint: str
+    data_fingerprint: str
+    options: dict[str, Any]
+    status: RunStatus
+    resumes: int  # how many times begin_run found this run already there
+
+
+def _result_params(r: Result) -> tuple[Any, ...]:
+    values = {**r.__dict__, "cached": int(r.cached), "extra": json.dumps(r.extra, sort_keys=True)}
+    return tuple(values[c] for c in _RESULT_COLUMNS)
+
+
+def _row_to_result(row: sqlite3.Row) -> Result:
+    values = {c: row[c] for c in _RESULT_COLUMNS}
+    values["cached"] = bool(values["cached"])
+    values["extra"] = json.loads(values["extra"])
+    return Result(**values)
+
+
+def _row_to_run(row: sqlite3.Row) -> RunInfo:
+    values = dict(row)  # sqlite3.Row maps column names to values
+    return RunInfo(options=json.loads(values.pop("options_json")), **values)
+
+
+class RunStore:
+    """Exactly-once result storage for the runs in one run directory."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / RUN_DB_FILENAME
+        self._conn = connect(self.path)
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            self._conn.close()
+            raise RuntimeError(f"{self.path}: schema version {version}, expected {SCHEMA_VERSION}")
+        with transaction(self._conn):
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def begin_run(
+        self, run_id: str, *, pool_fingerprint: str, data_fingerprint: str, options: Mapping[str, Any]
+    ) -> RunInfo:
+        """Create the run, or resume it (status back to running, ``resumes`` + 1).
+
+        Raises :class:`RunMismatchError` when resuming with another pool or data: the stored
+        results would answer different questions.
+        """
+        now = utc_now_iso()
+        with transaction(self._conn):
+            row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                self._conn.execute(
+                    "INSERT INTO runs (run_id, created_at, updated_at, pool_fingerprint,"
+                    " data_fingerprint, options_json, status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                    (run_id, now, now, pool_fingerprint, data_fingerprint,
+                     json.dumps(dict(options), sort_keys=True, default=str)),
+                )  # fmt: skip
+            else:
+                for name, new in (("pool", pool_fingerprint), ("data", data_fingerprint)):
+                    old = row[f"{name}_fingerprint"]
+                    if old != new:
+                        raise RunMismatchError(
+                            f"{self.path}: run {run_id!r} was planned with {name} fingerprint"
+                            f" {old}, now {new}; start a new run directory instead of resuming"
+                        )
+                self._conn.execute(
+                    "UPDATE runs SET status = 'running', updated_at = ?, resumes = resumes + 1"
+                    " WHERE run_id = ?",
+                    (now, run_id),
+                )
+        info = self.get_run(run_id)
+        assert info is not None
+        return info
+
+    def set_run_status(self, run_id: str, status: RunStatus) -> None:
+        with transaction(self._conn):
+            cur = self._conn.execute(
+                "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?",
+                (status, utc_now_iso(), run_id),
+            )
+        if cur.rowcount != 1:
+            raise KeyError(f"{self.path}: no run {run_id!r}")
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else _row_to_run(row)
+
+    def runs(self) -> list[RunInfo]:
+        rows = self._conn.execute("SELECT * FROM runs ORDER BY created_at, run_id").fetchall()
+        return [_row_to_run(r) for r in rows]
+
+    # -- plan ---------------------------------------------------------------------------------
+
+    def save_plan(self, run_id: str, units: Iterable[Unit]) -> int:
+        """Add units to the run's plan in one transaction; already planned units are ignored.
+
+        Returns how many were new. Safe to call again on resume or to add later stages.
+        """
+        with transaction(self._conn):
+            seq = self._conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM plan WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            added = 0
+            for unit in units:
+                cur = self._conn.execute(
+                    "INSERT INTO plan (run_id, model, item_id, stage, seq) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT DO NOTHING",
+                    (run_id, unit.model, unit.item_id, unit.stage, seq + added),
+                )
+                added += cur.rowcount
+        return added
+
+    def planned_units(self, run_id: str) -> list[Unit]:
+        rows = self._conn.execute(
+            "SELECT model, item_id, stage FROM plan WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        return [Unit(*r) for r in rows]
+
+    def pending_units(self, run_id: str, *, retry_infra_errors: bool = False) -> list[Unit]:
+        """Planned units without a finished result, in plan order.
+
+        ``ok`` and ``error`` rows are finished. An ``infra_error`` row is finished too, unless
+        ``retry_infra_errors`` — then the unit is pending again and :meth:`record` with the same
+        flag replaces that row.
+        """
+        rows = self._conn.execute(
+            "SELECT p.model, p.item_id, p.stage FROM plan p LEFT JOIN results r"
+            " ON r.run_id = p.run_id AND r.model = p.model AND r.item_id = p.item_id"
+            " AND r.stage = p.stage"
+            " WHERE p.run_id = ? AND (r.status IS NULL OR (? AND r.status = 'infra_error'))"
+            " ORDER BY p.seq",
+            (run_id, int(retry_infra_errors)),
+        ).fetchall()
+        return [Unit(*r) for r in rows]
+
+    # -- results ------------------------------------------------------------------------------
+
+    def record(self, result: Result, *, retry_infra_errors: bool = False) -> bool:
+        """Write one result in its own transaction; returns whether it was written.
+
+        A unit that already has a row is left alone (``ON CONFLICT DO NOTHING``) — a finished
+        result is never overwritten. With ``retry_infra_errors`` an existing ``infra_error`` row
+        (only) is replaced, and the old one moved to ``superseded_infra_errors``.
+        """
+        return self.record_many([result], retry_infra_errors=retry_infra_errors) == 1
+
+    def record_many(self, results: Iterable[Result], *, retry_infra_errors: bool = False) -> int:
+        """Write a small batch atomically (all or none survive a crash); returns rows written."""
+        written = 0
+        with transaction(self._conn):
+            for r in results:
+                if retry_infra_errors:
+                    self._conn.execute(
+                        _SUPERSEDE_INFRA, (utc_now_iso(), r.run_id, r.model, r.item_id, r.stage)
+                    )
+                    cur = self._conn.execute(_INSERT_OR_REPLACE_INFRA, _result_params(r))
+                else:
+                    cur = self._conn.execute(_INSERT_NEW, _result_params(r))
+                written += cur.rowcount
+        return written
+
+    def get_result(self, run_id: str, unit: Unit) -> Result | None:
+        row = self._conn.execute(
+            f"SELECT * FROM results WHERE {_UNIT_WHERE}",
+            (run_id, unit.model, unit.item_id, unit.stage),
+        ).fetchone()
+        return None if row is None else _row_to_result(row)
+
+    def results(self, run_id: str) -> list[Result]:
+        """All results of a run, sorted by (model, item_id, stage)."""
+        rows = self._conn.execute(
+            "SELECT * FROM results WHERE run_id = ? ORDER BY model, item_id, stage", (run_id,)
+        ).fetchall()
+        return [_row_to_result(r) for r in rows]
+
+    def set_extra(self, run_id: str, unit: Unit, extra: Mapping[str, Any]) -> None:
+        """Replace a result's ``extra`` JSON (scores and the like, added by later stages)."""
+        with transaction(self._conn):
+            cur = self._conn.execute(
+                f"UPDATE results SET extra = ? WHERE {_UNIT_WHERE}",
+                (json.dumps(dict(extra), sort_keys=True), run_id, unit.model, unit.item_id, unit.stage),
+            )
+        if cur.rowcount != 1:
+            raise KeyError(f"{self.path}: no result for {unit} in run {run_id!r}")
+
+    def superseded_infra_errors(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT * FROM superseded_infra_errors WHERE run_id = ? ORDER BY replaced_at", (run_id,)
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    # -- model failures -----------------------------------------------------------------------
+
+    def mark_model_failed(self, run_id: str, model: str, reason: str) -> None:
+        """Record why a whole model was given up on (e.g. server never came up); last wins."""
+        with transaction(self._conn):
+            self._conn.execute(
+                "INSERT INTO model_failures (run_id, model, reason, marked_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (run_id, model) DO UPDATE SET reason = excluded.reason,"
+                " marked_at = excluded.marked_at",
+                (run_id, model, reason, utc_now_iso()),
+            )
+
+    def failed_models(self, run_id: str) -> dict[str, str]:
+        rows = self._conn.execute(
+            "SELECT model, reason FROM model_failures WHERE run_id = ? ORDER BY model", (run_id,)
+        ).fetchall()
+        return {r["model"]: r["reason"] for r in rows}
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
