@@ -22,6 +22,7 @@ ErrorClass = Literal[
     "client_error",  # other 4xx: our request is wrong; never retried
     "bad_response",  # 2xx with a body we cannot parse
     "auth",  # the api_key_env variable is unset or the server said 401/403
+    "model_failed",  # set by the pool scheduler, never by a runner: the model was given up on
 ]
 
 

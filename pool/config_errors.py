@@ -1,0 +1,158 @@
+"""Turn pydantic validation errors into ``file:line: field: what is wrong; what to do`` lines.
+
+Pydantic's messages are written for Python callers ("Input should be a valid dictionary or
+instance of Model"); a person editing YAML needs the line, the key path as written in the file,
+and a hint. Values of ``api_key_env`` are never echoed: they may be a pasted key.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import ErrorDetails
+from yaml.nodes import Node, ScalarNode
+
+from pool.config_schema import BACKEND_CLASSES, Defaults, Judge, Model, PoolConfig
+from pool.yaml_lines import format_path, locate
+
+_SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "api_token", "secret", "password"})
+_BACKEND_TYPES = "openai (any OpenAI-compatible server or API), ollama, llamacpp (managed local)"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem in a pool file; ``str()`` gives the line a person reads."""
+
+    file: str
+    line: int | None
+    field: str
+    message: str
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column else "")
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
+
+
+def issues_from_errors(errors: Sequence[ErrorDetails], root: Node, file: str) -> list[Issue]:
+    """One :class:`Issue` per distinct (line, field, message), sorted by line."""
+    seen: dict[tuple[int, str, str], Issue] = {}
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] == "too_short" and any(
+            tuple(other["loc"][: len(loc)]) == loc and other is not error for other in errors
+        ):
+            continue  # pydantic adds "too short" when the only items failed; noise
+        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc += ("type",)
+        line, path, node = locate(root, loc)
+        raw = node.value if isinstance(node, ScalarNode) else None
+        field = format_path(path)
+        issue = Issue(file, line, field, _message(error, loc, path, raw))
+        seen.setdefault((line, field, issue.message), issue)
+    return sorted(seen.values(), key=lambda i: (i.line or 0, i.field))
+
+
+def _message(
+    error: ErrorDetails, loc: tuple[Any, ...], path: tuple[Any, ...], raw: str | None
+) -> str:
+    kind, value = error["type"], error.get("input")
+    shown = "" if "api_key_env" in path else f", got {describe(value, raw)}"
+    last = path[-1] if path else ""
+    if kind == "too_short":
+        return "must not be empty; add at least one entry"
+    if kind == "missing":
+        return f"required field '{last}' is missing; add it"
+    if kind == "extra_forbidden":
+        return _unknown_key_message(str(last), loc)
+    if kind == "union_tag_invalid":
+        return f"unknown backend type '{error['ctx']['tag']}'; use one of: {_BACKEND_TYPES}"
+    if kind == "union_tag_not_found":
+        return f"required field 'type' is missing; use one of: {_BACKEND_TYPES}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a mapping (indented key: value lines){shown}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list ([a, b] or '- item' lines){shown}"
+    if kind == "string_type":
+        return f"expected text{shown}; put the value in quotes"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected a whole number{shown}"
+    if kind in ("float_type", "float_parsing"):
+        return f"expected a number{shown}"
+    if kind == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    if kind == "pool_reference":
+        return str(error["msg"])
+    if kind == "string_pattern_mismatch" and path[:1] == ("backends",):
+        return "backend names use letters, digits and . _ - (starting with a letter or digit)"
+    return f"{error['msg']}{shown}"
+
+
+def _unknown_key_message(key: str, loc: tuple[Any, ...]) -> str:
+    block = _block_at(loc)
+    allowed = list(block.model_fields) if block else []
+    message = f"unknown key '{key}'"
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if close:
+        message += f"; did you mean '{close[0]}'?"
+    if key.lower() in _SECRET_KEYS:
+        message += (
+            "; keys never go in the pool file: export the key in an environment "
+            "variable and set api_key_env: VAR_NAME on the backend"
+        )
+    elif block is Defaults and key in Model.model_fields:
+        message += "; it cannot be a default, set it on each model"
+    elif loc[:1] == ("backends",) and len(loc) >= 4:
+        owners = [t for t, cls in BACKEND_CLASSES.items() if key in cls.model_fields]
+        if key == "base_url" and loc[2] == "llamacpp":
+            message += (
+                "; llamacpp servers get their URL at run time: remove it (use type: "
+                "openai for a server you run yourself)"
+            )
+        elif owners:
+            message += f"; '{key}' is only for {' and '.join(owners)} backends"
+    if allowed and not close:
+        message += f"; allowed keys: {', '.join(allowed)}"
+    return message
+
+
+def _block_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Which schema block a loc ending in an unknown key points into."""
+    if len(loc) == 1:
+        return PoolConfig
+    if loc[0] == "backends" and len(loc) >= 4:
+        return BACKEND_CLASSES.get(str(loc[2]))
+    blocks: dict[str, type[BaseModel]] = {"models": Model, "defaults": Defaults, "judge": Judge}
+    return blocks.get(str(loc[0]))
+
+
+def describe(value: Any, raw: str | None = None) -> str:
+    """A short, YAML-flavoured description of a value for 'got ...'.
+
+    ``raw`` is the scalar as written; shown when YAML turned it into something else
+    (``12:30`` is the integer 750 in YAML 1.1).
+    """
+    if raw is not None and not isinstance(value, str) and raw.lower() != str(value).lower():
+        return f"{raw!r}, which YAML reads as {describe(value)}"
+    if value is None:
+        return "nothing (empty value)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"text {text!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__

@@ -1,0 +1,142 @@
+"""Cross-reference checks of a pool: names unique, backends declared, per-backend keys, judge.
+
+These need the whole config, so they run after every block has validated on its own; each
+problem is returned as a pydantic line error with the ``loc`` of the offending key, so the
+loader can point at its line like any other validation error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from pool.config_values import check_gguf
+
+if TYPE_CHECKING:
+    from pool.config_schema import Judge, Model, PoolConfig
+
+Loc = tuple[str | int, ...]
+
+
+def reference_issues(config: PoolConfig) -> list[InitErrorDetails]:
+    """Every cross-reference problem, in file order."""
+    issues: list[InitErrorDetails] = []
+    first_index: dict[str, int] = {}
+    for index, model in enumerate(config.models):
+        if model.name in first_index:
+            issues.append(
+                _issue(
+                    ("models", index, "name"),
+                    f"duplicate model name '{model.name}' (also models[{first_index[model.name]}]); "
+                    f"names must be unique because they name result files: rename one",
+                )
+            )
+        first_index.setdefault(model.name, index)
+        explicit_think = "think" in model.model_fields_set and model.think is not None
+        issues += _backend_issues(config, ("models", index), model, model.backend, explicit_think)
+    if config.judge is not None:
+        issues += _judge_issues(config, config.judge, sorted(first_index))
+    return issues
+
+
+def _issue(loc: Loc, message: str) -> InitErrorDetails:
+    return {"type": PydanticCustomError("pool_reference", message), "loc": loc, "input": None}
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _backend_issues(
+    config: PoolConfig, where: Loc, entry: Model | Judge, backend_name: str, explicit_think: bool
+) -> list[InitErrorDetails]:
+    if backend_name not in config.backends:
+        declared = ", ".join(config.backends)
+        hint = _suggest(backend_name, list(config.backends)) or "; name one of them or declare it"
+        return [
+            _issue(
+                (*where, "backend"),
+                f"unknown backend '{backend_name}'; declared backends: {declared}{hint}",
+            )
+        ]
+    kind = config.backends[backend_name].type
+    issues = []
+    if kind == "llamacpp":
+        problem = check_gguf(entry.gguf)
+        if problem:
+            issues.append(_issue((*where, "gguf"), problem))
+    else:
+        for key in ("gguf", "chat_format"):
+            if getattr(entry, key) is not None:
+                issues.append(
+                    _issue(
+                        (*where, key),
+                        f"{key} is only for llamacpp backends; "
+                        f"backend '{backend_name}' is type {kind}; remove it",
+                    )
+                )
+    if explicit_think and kind != "ollama":
+        issues.append(
+            _issue(
+                (*where, "think"),
+                f"think is only sent to ollama backends; "
+                f"backend '{backend_name}' is type {kind}; remove it",
+            )
+        )
+    return issues
+
+
+def _judge_issues(
+    config: PoolConfig, judge: Judge, pool_names: list[str]
+) -> list[InitErrorDetails]:
+    if judge.backend is not None:
+        issues = _backend_issues(config, ("judge",), judge, judge.backend, judge.think is not None)
+        name = judge.name or "judge"
+        if name in pool_names:
+            issues.append(
+                _issue(
+                    ("judge", "name"),
+                    f"'{name}' is already a pool model; "
+                    f"reference it without backend: or choose another name",
+                )
+            )
+        return issues
+    if judge.model is None:
+        return [
+            _issue(
+                ("judge", "model"),
+                "set model: to a pool model name, or give "
+                "backend: and model: for a judge defined here",
+            )
+        ]
+    if judge.model not in pool_names:
+        hint = _suggest(judge.model, pool_names) or "; or add backend: to define the judge here"
+        return [
+            _issue(
+                ("judge", "model"),
+                f"unknown pool model '{judge.model}'; pool models: {', '.join(pool_names)}{hint}",
+            )
+        ]
+    issues = [
+        _issue(
+            ("judge", key),
+            f"{key} is only for a judge defined here (with backend:); "
+            f"a referenced judge takes it from pool model '{judge.model}'",
+        )
+        for key in ("name", "gguf", "chat_format")
+        if getattr(judge, key) is not None
+    ]
+    referenced = next(m for m in config.models if m.name == judge.model)
+    kind = config.backends[referenced.backend].type
+    if judge.think is not None and kind != "ollama":
+        issues.append(
+            _issue(
+                ("judge", "think"),
+                f"think is only sent to ollama backends; "
+                f"'{judge.model}' is on a {kind} backend; remove it",
+            )
+        )
+    return issues

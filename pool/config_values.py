@@ -1,0 +1,127 @@
+"""Checks for single values of the pool file: booleans, names, env var names, URLs, GGUF refs.
+
+Each raises ``ValueError`` with a message that says what to write instead; pydantic attaches the
+field path and :mod:`pool.config` adds the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runners.gguf_models import MODELS as LOCAL_GGUF_MODELS
+
+# Keys of the GGUF models the managed llama.cpp server can prepare (pip extra `local`); the
+# registry in runners.gguf_models is the one source. Anything else must be a .gguf path.
+KNOWN_GGUF: tuple[str, ...] = tuple(LOCAL_GGUF_MODELS)
+
+_TRUE_WORDS = frozenset({"true", "yes", "on"})
+_FALSE_WORDS = frozenset({"false", "no", "off"})
+_THINK_LEVELS = ("low", "medium", "high")
+_NAME = re.compile(r"^[A-Za-z0-9._:/@+-]{1,128}$")
+_ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_PREFIXES = (
+    "sk-",
+    "sk_",
+    "gsk_",
+    "xai-",
+    "hf_",
+    "ghp_",
+    "github_pat_",
+    "aiza",
+    "pk-",
+    "bearer",
+)
+
+
+def parse_yaml_bool(value: Any) -> bool:
+    """true/false, plus yes/no/on/off in any case (the loader keeps those words as text)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
+        return value.strip().lower() in _TRUE_WORDS
+    raise ValueError(f"expected true or false (yes/no/on/off also work), got {value!r}")
+
+
+def parse_think(value: Any) -> bool | str | None:
+    """Ollama's reasoning switch: a boolean word, or an effort level low/medium/high."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _THINK_LEVELS:
+            return word
+        if word in _TRUE_WORDS | _FALSE_WORDS:
+            return word in _TRUE_WORDS
+    raise ValueError(
+        f"think must be true/false (or yes/no/on/off) or one of {', '.join(_THINK_LEVELS)}; "
+        f"got {value!r}"
+    )
+
+
+def check_model_name(name: str) -> str:
+    """Names become file names, so only [A-Za-z0-9._:/@+-], no empty or dot-only path parts."""
+    if not _NAME.match(name):
+        bad = sorted({c for c in name if not re.match(r"[A-Za-z0-9._:/@+-]", c)})
+        shown = ", ".join(repr(c) for c in bad) if bad else "length"
+        raise ValueError(
+            f"name {name!r} has characters that cannot name a file ({shown}); use only letters, "
+            f"digits and . _ : / @ + - (at most 128)"
+        )
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        raise ValueError(f"name {name!r} has an empty, '.' or '..' part between slashes")
+    return name
+
+
+def looks_like_api_key(value: str) -> bool:
+    """Heuristic: a known key prefix, or a long token with digits and no word separators."""
+    lowered = value.lower()
+    if lowered.startswith(_KEY_PREFIXES):
+        return True
+    has_digit = any(c.isdigit() for c in value)
+    mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return (len(value) >= 20 and "_" not in value and has_digit) or (
+        len(value) >= 32 and mixed_case and has_digit
+    )
+
+
+def check_api_key_env(value: str) -> str:
+    """The NAME of the env var holding the key; the key itself never goes in the file."""
+    if looks_like_api_key(value):
+        # Never echo the value: it may be a real key.
+        raise ValueError(
+            "this looks like an API key, not an environment variable name; never put keys in "
+            "the pool file: export the key in an env var (export DEEPSEEK_API_KEY=...) and "
+            "write its name here (api_key_env: DEEPSEEK_API_KEY)"
+        )
+    if not _ENV_VAR.match(value):
+        raise ValueError(
+            "expected an environment variable name (letters, digits, _; not starting with a "
+            "digit), e.g. api_key_env: DEEPSEEK_API_KEY"
+        )
+    return value
+
+
+def check_base_url(value: str) -> str:
+    """http(s) URL, stored without a trailing slash so runners can append paths."""
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError(
+            f"base_url {value!r} must start with http:// or https:// and a host, "
+            f"e.g. http://localhost:8000/v1"
+        )
+    return value.rstrip("/")
+
+
+def check_gguf(value: str | None) -> str | None:
+    """Return a problem description, or None when ``value`` is a known key or a .gguf path."""
+    known = ", ".join(KNOWN_GGUF)
+    if value is None:
+        return f"llamacpp models need gguf: one of {known}, or a path to a .gguf file"
+    if value in KNOWN_GGUF or value.lower().endswith(".gguf"):
+        return None
+    return f"unknown gguf '{value}'; use one of {known}, or a path ending in .gguf"
+
+
+def file_stem(name: str) -> str:
+    """A model name as one file-name component: '/' -> '%2F', ':' -> '%3A' (reversible)."""
+    return name.replace("%", "%25").replace("/", "%2F").replace(":", "%3A")

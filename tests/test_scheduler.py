@@ -1,0 +1,111 @@
+"""The pool scheduler against the FAKE OpenAI server: limits, faults, exactly-once, model failure."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pool.cache_key import cache_key
+from pool.outcome import Unit
+from pool.response_cache import ResponseCache
+from pool.scheduler import Job, Lane, Scheduler
+from pool.store import RunStore
+from runners.base import GenerationParams, GenerationRequest
+from runners.openai_compat import OpenAICompatRunner
+from runners.retry import RetryPolicy
+from tests.fakes import cut_body, drop, ok, rate_limited, server_error, stall, truncated_json
+from tests.fakes.openai_fake import FakeOpenAIServer
+
+FAST = RetryPolicy(max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01, retry_after_cap_s=0.05)
+
+
+def _jobs(model: str, n: int, identity: str) -> list[Job]:
+    return [
+        Job(Unit(model, f"demo/t/{i}"), GenerationRequest(model=model, messages=({"role": "user", "content": f"q{i}"},),
+                                                          params=GenerationParams(max_tokens=8)), "openai", identity)
+        for i in range(n)
+    ]
+
+
+def _run(tmp_path: Path, fake: FakeOpenAIServer, jobs_by_lane, *, concurrency: int = 4, cache_dir=None,
+         failures: int = 5, timeout_s: float = 5.0):
+    async def go():
+        async with fake:
+            runner = OpenAICompatRunner(fake.base_url, timeout_s=timeout_s, policy=FAST)
+            lane = Lane("fake", runner, concurrency)
+            with RunStore(tmp_path / "run") as store:
+                store.begin_run("r1", pool_fingerprint="p", data_fingerprint="d", options={})
+                store.save_plan("r1", [j.unit for jobs in jobs_by_lane.values() for j in jobs])
+                streams = {lane: iter(jobs) for lane, jobs in jobs_by_lane.items()}
+                cache = ResponseCache(cache_dir) if cache_dir else None
+                scheduler = Scheduler(run_id="r1", store=store, lanes={"fake": lane}, cache=cache,
+                                      max_consecutive_failures=failures)
+                try:
+                    counters = await scheduler.run(streams)
+                finally:
+                    await runner.aclose()
+                    if cache:
+                        cache.close()
+                return counters, store.results("r1"), store.failed_models("r1"), store.pending_units("r1")
+
+    return asyncio.run(go())
+
+
+def test_in_flight_reaches_but_never_exceeds_the_backend_limit(tmp_path):
+    fake = FakeOpenAIServer(latency_s=0.05)
+    jobs = _jobs("m1", 20, "fake://a") + _jobs("m2", 20, "fake://a")
+    counters, results, failed, pending = _run(tmp_path, fake, {"fake": jobs}, concurrency=4)
+    assert fake.max_in_flight == 4
+    assert len(results) == 40 and not pending and not failed
+    assert {r.status for r in results} == {"ok"}
+    assert counters.calls == 40
+
+
+def test_faults_are_retried_and_every_unit_recorded_once(tmp_path):
+    script = [rate_limited("0.01"), server_error(500), stall(2.0), drop(), truncated_json(), cut_body(), server_error(503)]
+    fake = FakeOpenAIServer(script=script)
+    jobs = _jobs("m1", 12, "fake://a")
+    counters, results, failed, pending = _run(tmp_path, fake, {"fake": jobs}, concurrency=1, timeout_s=0.5)
+    assert len(results) == 12 and len({r.item_id for r in results}) == 12 and not pending
+    by_id = {r.item_id: r for r in results}
+    # unit 0 meets 429, 500, a stall past the timeout and a dropped connection: 4 attempts, no answer
+    first = by_id["demo/t/0"]
+    assert (first.status, first.error_class, first.attempts, first.retries) == ("infra_error", "connection", 4, 3)
+    assert [a["error_class"] for a in first.extra["attempts"]] == ["rate_limited", "server_error", "timeout", "connection"]
+    # unit 1 meets truncated JSON, a cut body and a 503, then is answered on its 4th attempt
+    second = by_id["demo/t/1"]
+    assert (second.status, second.attempts, second.retries) == ("ok", 4, 3)
+    assert all(r.status == "ok" and r.attempts == 1 for r in results if r.item_id not in ("demo/t/0", "demo/t/1"))
+    assert fake.request_count == 18 and sum(r.retries for r in results) == 6
+
+
+def test_dead_model_is_marked_failed_and_others_finish(tmp_path):
+    fake = FakeOpenAIServer(behave=lambda i, payload: server_error(500) if payload.get("model") == "dead" else None)
+    jobs = {"fake": _jobs("dead", 10, "fake://a") + _jobs("alive", 5, "fake://a")}
+    counters, results, failed, pending = _run(tmp_path, fake, jobs, concurrency=1, failures=3)
+    assert not pending and len(results) == 15
+    assert "dead" in failed and "3 consecutive infra errors" in failed["dead"]
+    dead = [r for r in results if r.model == "dead"]
+    assert all(r.status == "infra_error" for r in dead)
+    assert sum(r.error_class == "model_failed" and r.attempts == 0 for r in dead) == 7
+    assert all(r.status == "ok" for r in results if r.model == "alive")
+
+
+def test_cache_reuses_answers_across_runs_by_identity(tmp_path):
+    cache_dir = tmp_path / "cache"
+    jobs = _jobs("m1", 5, "fake://a")
+    _run(tmp_path / "first", FakeOpenAIServer(), {"fake": jobs}, cache_dir=cache_dir)
+    fake = FakeOpenAIServer()
+    counters, results, *_ = _run(tmp_path / "second", fake, {"fake": jobs}, cache_dir=cache_dir)
+    assert fake.request_count == 0 and counters.cache_hits == 5
+    assert all(r.cached and r.attempts == 0 and r.status == "ok" for r in results)
+    other = FakeOpenAIServer()
+    counters, *_ = _run(tmp_path / "third", other, {"fake": _jobs("m1", 5, "fake://b")}, cache_dir=cache_dir)
+    assert other.request_count == 5 and counters.cache_hits == 0
+
+
+def test_cache_key_names_model_and_endpoint():
+    request = _jobs("m1", 1, "x")[0].request
+    other_model = _jobs("m2", 1, "x")[0].request
+    assert cache_key("openai", "fake://a", request) != cache_key("openai", "fake://a", other_model)
+    assert cache_key("openai", "fake://a", request) != cache_key("openai", "fake://b", request)
