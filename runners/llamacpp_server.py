@@ -1,0 +1,378 @@
+"""A llama.cpp OpenAI-compatible server that the orchestrator starts, owns and always stops.
+
+``python -m llama_cpp.server --config_file CONFIG.json`` serves several GGUF models under
+``/v1/chat/completions`` and ``/v1/completions``. :class:`ManagedLlamaServer` writes that config,
+starts the server in its own process group on a free loopback port, waits until ``/v1/models``
+lists every alias, and on exit (normal, error, cancellation, Ctrl-C) sends SIGTERM to the group,
+then SIGKILL after a grace period, so no server outlives the run.
+
+Facts a scheduler must respect (llama-cpp-python 0.3.x):
+
+* **One request at a time.** The app serialises every call behind a lock; concurrency 1 is the
+  honest setting, more only queues inside the server.
+* **One model in memory at a time.** A request for another alias unloads the current model and
+  loads the new one (mmap'd, well under a second for these sizes); group requests by model.
+* ``gemma3-270m`` is a *base* model: use ``/v1/completions`` with stop sequences. The chat models
+  use the chat template stored in their GGUF (``chat_format`` left unset).
+* ``logits_all`` defaults to true in the server; we turn it off because it allocates
+  ``n_ctx × n_vocab`` floats (1.2 GB for Qwen's 152k vocabulary) and we never ask for logprobs.
+
+Timing: responses carry OpenAI ``usage`` (prompt/completion/total tokens) but **no timing**.
+With ``verbose`` on (our default) llama.cpp resets its perf counters at the start of each
+generation and prints them at the end, to the server log::
+
+    llama_perf_context_print: prompt eval time =      41.93 ms /    31 tokens (...)
+    llama_perf_context_print:        eval time =     251.04 ms /    15 runs   (...)
+    llama_perf_context_print:       total time =     296.20 ms /    46 tokens
+
+Because the server is single-slot, the n-th block after a log offset belongs to the n-th request
+sent after that offset; :func:`parse_server_timings` and :meth:`ManagedLlamaServer.timings_since`
+read them. ``ServerTiming.total_s`` is the server's own time for the request: prompt eval plus
+decode, *excluding* a model (re)load after an alias switch and HTTP/JSON overhead. The prompt
+count is only the tokens actually evaluated: a prefix shared with the previous request of the
+same model is reused from the KV cache. The first request after a model load can be several
+times slower (weights paged in from the mmap'd file): benchmarks should send one warm-up request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+
+from runners.base import Mode
+from runners.gguf_models import MODELS, model_path
+
+LLAMA_INSTALL_HINT = (
+    "pip install 'medpool[local]'  (or: pip install 'llama-cpp-python[server]')"
+)
+
+
+class LlamaServerError(RuntimeError):
+    """The managed server could not be started or did not become ready."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One model under an alias: ``model`` is a key of :data:`MODELS` or a path to a GGUF file.
+
+    ``options`` are extra llama-cpp-python ``ModelSettings`` fields (``n_ctx``, ``chat_format``...);
+    they override what the manager sets.
+    """
+
+    alias: str
+    model: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> Mode:
+        """Which endpoint suits the model: registry models know; a bare path is taken as chat."""
+        spec = MODELS.get(self.model)
+        return spec.mode if spec else "chat"
+
+
+@dataclass(frozen=True)
+class ServerTiming:
+    """One generation as llama.cpp measured it (``llama_perf_context_print``)."""
+
+    prompt_eval_ms: float
+    prompt_tokens: int  # tokens actually evaluated (a cached prefix is not counted)
+    eval_ms: float
+    eval_runs: int  # decode steps (about the number of completion tokens)
+    total_ms: float
+
+    @property
+    def total_s(self) -> float:
+        return self.total_ms / 1000.0
+
+    @property
+    def eval_tokens_per_s(self) -> float | None:
+        return self.eval_runs / (self.eval_ms / 1000.0) if self.eval_ms > 0 else None
+
+
+_PERF = re.compile(
+    r"llama_perf_context_print:\s+(?P<what>prompt eval|eval|total) time =\s*(?P<ms>[\d.]+) ms"
+    r"(?: /\s*(?P<n>\d+) (?:tokens|runs))?"
+)
+
+
+def parse_server_timings(log_text: str) -> list[ServerTiming]:
+    """Per-request timings from a llama.cpp server log, in order (a block ends at ``total time``)."""
+    timings: list[ServerTiming] = []
+    block: dict[str, tuple[float, int]] = {}
+    for match in _PERF.finditer(log_text):
+        block[match["what"]] = (float(match["ms"]), int(match["n"] or 0))
+        if match["what"] == "total":
+            prompt = block.get("prompt eval", (0.0, 0))
+            decode = block.get("eval", (0.0, 0))
+            timings.append(
+                ServerTiming(
+                    prompt[0], prompt[1], decode[0], decode[1], block["total"][0]
+                )
+            )
+            block = {}
+    return timings
+
+
+def free_loopback_port(host: str = "127.0.0.1") -> int:
+    """A port the kernel just reported free (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class ManagedLlamaServer:
+    """``async with ManagedLlamaServer([...]) as server:`` then call ``server.base_url``.
+
+    Pass ``log_path`` to keep the server log (and its timings) after exit; otherwise it lives in a
+    temp dir that is removed on a clean stop and kept when start fails.
+    """
+
+    def __init__(
+        self,
+        models: Iterable[
+            ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
+        ],
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        n_ctx: int = 2048,
+        n_threads: int = 2,
+        log_path: str | os.PathLike[str] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        ready_timeout_s: float = 120.0,
+        stop_timeout_s: float = 10.0,
+    ) -> None:
+        self.models = [
+            m if isinstance(m, ServedModel) else ServedModel(*m) for m in models
+        ]
+        if not self.models:
+            raise ValueError("ManagedLlamaServer needs at least one model")
+        aliases = [m.alias for m in self.models]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError(f"duplicate model aliases: {aliases}")
+        self.host = host
+        self.port = port
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.cache_dir = cache_dir
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._user_log = Path(log_path) if log_path is not None else None
+        self._workdir: Path | None = None
+        self.log_path: Path | None = None
+        self.config_path: Path | None = None
+        self.process: asyncio.subprocess.Process | None = None
+        self._ready = False
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base URL, e.g. ``http://127.0.0.1:PORT/v1``."""
+        if self.port is None:
+            raise RuntimeError("server not started")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def modes(self) -> dict[str, Mode]:
+        return {m.alias: m.mode for m in self.models}
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Write the config, spawn the server, wait until every alias is listed."""
+        if self.process is not None:
+            raise RuntimeError("server already started")
+        _require_llama_cpp()
+        if self.port is None:
+            self.port = free_loopback_port(self.host)
+        config = (
+            self.server_config()
+        )  # models are located and verified before anything starts
+        self._workdir = Path(tempfile.mkdtemp(prefix="medpool-llama-"))
+        self.log_path = self._user_log or self._workdir / "server.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.config_path = self._workdir / "config.json"
+        self.config_path.write_text(json.dumps(config, indent=1))
+        try:
+            with open(self.log_path, "ab") as log:  # noqa: ASYNC230 (local file, instant)
+                self.process = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "llama_cpp.server",
+                    "--config_file",
+                    str(self.config_path),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,  # own process group: one killpg reaches everything
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )
+            _LIVE_GROUPS.add(self.process.pid)
+            await self._wait_ready()
+            self._ready = True
+        except BaseException:
+            await self.stop()
+            raise
+
+    def server_config(self) -> dict[str, Any]:
+        """The ``ConfigFileSettings`` JSON: server fields plus one ``ModelSettings`` per alias."""
+        entries = []
+        for served in self.models:
+            spec = MODELS.get(served.model)
+            path = (
+                model_path(served.model, self.cache_dir) if spec else Path(served.model)
+            )
+            if not path.is_file():
+                raise LlamaServerError(
+                    f"model {served.alias!r}: {path} is neither a known key nor a file"
+                )
+            entry: dict[str, Any] = {
+                "model": str(path),
+                "model_alias": served.alias,
+                "n_ctx": self.n_ctx,
+                "n_threads": self.n_threads,
+                "n_threads_batch": self.n_threads,
+                "n_gpu_layers": 0,
+                "logits_all": False,
+                "verbose": True,  # per-request timings go to the log
+            }
+            if spec and spec.chat_format:
+                entry["chat_format"] = spec.chat_format
+            entries.append({**entry, **served.options})
+        return {"host": self.host, "port": self.port, "models": entries}
+
+    async def _wait_ready(self) -> None:
+        assert self.process is not None
+        wanted = {m.alias for m in self.models}
+        deadline = time.monotonic() + self.ready_timeout_s
+        delay = 0.1
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while True:
+                if self.process.returncode is not None:
+                    raise LlamaServerError(
+                        f"llama.cpp server exited with code {self.process.returncode} before it was ready; "
+                        f"log {self.log_path}:\n{self.log_tail()}"
+                    )
+                try:
+                    async with session.get(f"{self.base_url}/models") as resp:
+                        if resp.status == 200:
+                            listed = {
+                                m.get("id") for m in (await resp.json()).get("data", [])
+                            }
+                            if wanted <= listed:
+                                return
+                            raise LlamaServerError(
+                                f"server lists {sorted(listed)}, expected {sorted(wanted)}"
+                            )
+                except (TimeoutError, aiohttp.ClientError, ValueError):
+                    pass  # not listening yet
+                if time.monotonic() > deadline:
+                    raise LlamaServerError(
+                        f"llama.cpp server not ready after {self.ready_timeout_s:.0f}s; "
+                        f"log {self.log_path}:\n{self.log_tail()}"
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, 1.0)
+
+    async def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL after ``stop_timeout_s``; safe to call twice."""
+        proc = self.process
+        try:
+            if proc is not None and proc.returncode is None:
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), self.stop_timeout_s)
+                except TimeoutError:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    await proc.wait()
+                except asyncio.CancelledError:
+                    _signal_group(proc.pid, signal.SIGKILL)  # no time left to be polite
+                    raise
+            if proc is not None:
+                _signal_group(
+                    proc.pid, signal.SIGKILL
+                )  # stragglers in the group, if any
+        finally:
+            if proc is not None:
+                _LIVE_GROUPS.discard(proc.pid)
+            # The work dir holds the config and, unless log_path was given, the log: keep it only
+            # when start failed, so the log named in the error message still exists.
+            if self._workdir is not None and (
+                self._ready or self._user_log is not None
+            ):
+                shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def log_offset(self) -> int:
+        """Current size of the server log; pass it to :meth:`timings_since` after some requests."""
+        return (
+            self.log_path.stat().st_size
+            if self.log_path and self.log_path.exists()
+            else 0
+        )
+
+    def timings_since(self, offset: int = 0) -> list[ServerTiming]:
+        """Timings of the requests completed since ``offset``, oldest first."""
+        if self.log_path is None:
+            return []
+        with open(self.log_path, "rb") as log:
+            log.seek(offset)
+            return parse_server_timings(log.read().decode("utf-8", "replace"))
+
+    def log_tail(self, lines: int = 30) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return "(no log)"
+        with open(self.log_path, "rb") as log:
+            log.seek(max(0, self.log_path.stat().st_size - 16384))
+            text = log.read().decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _require_llama_cpp() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LlamaServerError(f"llama_cpp is not installed: {LLAMA_INSTALL_HINT}")
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# Last line of defence: if the interpreter exits without running __aexit__ (e.g. a second Ctrl-C
+# inside asyncio.run's shutdown), kill every server group we started and have not reaped.
+_LIVE_GROUPS: set[int] = set()
+
+
+@atexit.register
+def _kill_leftover_servers() -> None:
+    for pgid in list(_LIVE_GROUPS):
+        _signal_group(pgid, signal.SIGKILL)

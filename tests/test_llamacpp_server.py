@@ -1,0 +1,239 @@
+"""The managed llama.cpp server: config, timing parser, and real start/serve/stop with the three models."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from runners.gguf_models import MODELS
+from runners.llamacpp_server import (
+    LlamaServerError,
+    ManagedLlamaServer,
+    ServedModel,
+    parse_server_timings,
+)
+
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+requires_llama = pytest.mark.skipif(
+    not HAVE_LLAMA and os.environ.get("CI") != "true",
+    reason="llama_cpp not importable: pip install 'medpool[local]' (these tests are required when CI=true)",
+)
+
+ALL_THREE = [
+    ServedModel("smollm2", "smollm2-135m-instruct"),
+    ServedModel("gemma", "gemma3-270m"),
+    ServedModel("qwen", "qwen2.5-coder-0.5b-instruct"),
+]
+
+SAMPLE_LOG = """\
+INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+llama_perf_context_print:        load time =     120.50 ms
+llama_perf_context_print: prompt eval time =      41.93 ms /    31 tokens (    1.35 ms per token,   739.33 tokens per second)
+llama_perf_context_print:        eval time =     251.04 ms /    15 runs   (   16.74 ms per token,    59.75 tokens per second)
+llama_perf_context_print:       total time =     296.20 ms /    46 tokens
+llama_perf_context_print:        load time =     120.50 ms
+llama_perf_context_print:        eval time =     100.00 ms /     8 runs   (   12.50 ms per token,    80.00 tokens per second)
+llama_perf_context_print:       total time =     110.00 ms /     9 tokens
+"""
+
+
+def test_parse_server_timings_one_entry_per_request() -> None:
+    first, second = parse_server_timings(SAMPLE_LOG)
+    assert (
+        first.prompt_eval_ms,
+        first.prompt_tokens,
+        first.eval_ms,
+        first.eval_runs,
+    ) == (41.93, 31, 251.04, 15)
+    assert first.total_s == pytest.approx(0.2962)
+    assert first.eval_tokens_per_s == pytest.approx(15 / 0.25104)
+    assert (second.prompt_tokens, second.eval_runs, second.total_ms) == (
+        0,
+        8,
+        110.0,
+    )  # prefix fully cached
+
+
+def test_config_has_one_entry_per_alias(tmp_path: Path) -> None:
+    gguf = tmp_path / "x.gguf"
+    gguf.write_bytes(b"GGUF")
+    server = ManagedLlamaServer(
+        [("a", str(gguf), {"n_ctx": 512}), ("b", str(gguf))], port=1234, n_threads=2
+    )
+    config = server.server_config()
+    assert (config["host"], config["port"]) == ("127.0.0.1", 1234)
+    a, b = config["models"]
+    assert (a["model_alias"], a["n_ctx"], b["n_ctx"], b["n_threads"]) == (
+        "a",
+        512,
+        2048,
+        2,
+    )
+    assert a["model"] == str(gguf) and a["logits_all"] is False
+    assert server.modes == {"a": "chat", "b": "chat"}
+
+
+def test_registry_modes_and_duplicate_aliases() -> None:
+    assert (
+        ServedModel("g", "gemma3-270m").mode
+        == "completion"
+        == MODELS["gemma3-270m"].mode
+    )
+    with pytest.raises(ValueError, match="duplicate"):
+        ManagedLlamaServer([("a", "gemma3-270m"), ("a", "smollm2-135m-instruct")])
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _assert_stopped(server: ManagedLlamaServer) -> None:
+    assert server.process is not None and server.process.returncode is not None
+    assert not _group_alive(server.process.pid)
+    assert server.port is not None and not _port_open(server.host, server.port)
+
+
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: dict[str, object]
+) -> dict[str, object]:
+    async with session.post(url, json=body) as resp:
+        assert resp.status == 200, await resp.text()
+        return await resp.json()
+
+
+@requires_llama
+def test_three_models_answer_then_server_is_gone(tmp_path: Path) -> None:
+    async def scenario() -> ManagedLlamaServer:
+        log = tmp_path / "server.log"
+        async with ManagedLlamaServer(ALL_THREE, log_path=log, n_ctx=1024) as server:
+            offset = server.log_offset()
+            timeout = aiohttp.ClientTimeout(total=120)
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                chat = f"{server.base_url}/chat/completions"
+                smol = await _post(
+                    session,
+                    chat,
+                    {
+                        "model": "smollm2",
+                        "max_tokens": 16,
+                        "temperature": 0,
+                        "messages": [
+                            {"role": "user", "content": "Name one symptom of the flu."}
+                        ],
+                    },
+                )
+                qwen = await _post(
+                    session,
+                    chat,
+                    {
+                        "model": "qwen",
+                        "max_tokens": 16,
+                        "temperature": 0,
+                        "messages": [
+                            {
+                                "role": "user",
+                                "content": "感冒的常见症状有哪些？请用中文简短回答。",
+                            }
+                        ],
+                    },
+                )
+                gemma = await _post(
+                    session,
+                    f"{server.base_url}/completions",
+                    {
+                        "model": "gemma",
+                        "max_tokens": 16,
+                        "temperature": 0,
+                        "stop": ["\n\n"],
+                        "prompt": "Question: What organ pumps blood through the body?\nAnswer:",
+                    },
+                )
+            for reply in (smol, qwen):
+                choice = reply["choices"][0]  # type: ignore[index]
+                assert choice["message"]["content"].strip() and choice[
+                    "finish_reason"
+                ] in ("stop", "length")
+            assert any(
+                "\u4e00" <= ch <= "\u9fff"
+                for ch in qwen["choices"][0]["message"]["content"]
+            )  # type: ignore[index]
+            assert (
+                gemma["choices"][0]["text"].strip()
+                and gemma["choices"][0]["finish_reason"]
+            )  # type: ignore[index]
+            assert smol["usage"]["completion_tokens"] > 0  # type: ignore[index]
+            timings = server.timings_since(offset)
+            assert len(timings) == 3 and all(t.total_ms > 0 for t in timings)
+        return server
+
+    server = asyncio.run(scenario())
+    _assert_stopped(server)
+    assert (tmp_path / "server.log").stat().st_size > 0
+
+
+@requires_llama
+def test_server_is_stopped_when_the_body_raises() -> None:
+    holder: list[ManagedLlamaServer] = []
+
+    async def scenario() -> None:
+        async with ManagedLlamaServer([ALL_THREE[0]]) as server:
+            holder.append(server)
+            assert _port_open(server.host, server.port or 0)
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(scenario())
+    _assert_stopped(holder[0])
+
+
+@requires_llama
+def test_server_is_stopped_when_cancelled() -> None:
+    holder: list[ManagedLlamaServer] = []
+
+    async def serve_forever(started: asyncio.Event) -> None:
+        async with ManagedLlamaServer([ALL_THREE[0]]) as server:
+            holder.append(server)
+            started.set()
+            await asyncio.sleep(3600)
+
+    async def scenario() -> None:
+        started = asyncio.Event()
+        task = asyncio.create_task(serve_forever(started))
+        await asyncio.wait_for(started.wait(), 120)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    _assert_stopped(holder[0])
+
+
+@requires_llama
+def test_early_exit_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"this is not a gguf file" * 100)
+    log = tmp_path / "server.log"
+    server = ManagedLlamaServer(
+        [("broken", str(broken))], log_path=log, ready_timeout_s=60
+    )
+
+    with pytest.raises(LlamaServerError, match="exited with code") as info:
+        asyncio.run(server.start())
+    assert str(log) in str(info.value) and "failed to load model" in str(info.value)
+    assert server.process is not None and not _group_alive(server.process.pid)
