@@ -57,3 +57,19 @@ __all__ = [
     "multi_choice_score", "multi_choice_scores", "normalize_entity", "parse_chip_line",
     "read_chip_submission", "rouge_l_chars", "write_chip_submission",
 ]  # fmt: skip
+
+# Items and loaders (issue 4): the item model every scorer and the scheduler share.
+from eval.items import GOLD_TYPES, TRACKS, Item, ItemError, Source  # noqa: E402
+from eval.loaders import (  # noqa: E402
+    DuplicateItemError,
+    ItemFormatError,
+    LoadResult,
+    Skipped,
+    load_demo_suite,
+    load_items,
+)
+
+__all__ += [
+    "GOLD_TYPES", "TRACKS", "DuplicateItemError", "Item", "ItemError", "ItemFormatError", "LoadResult", "Skipped",
+    "Source", "load_demo_suite", "load_items",
+]  # fmt: skip

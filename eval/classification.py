@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,11 @@ def macro_f1(preds: Sequence[Hashable], golds: Sequence[Hashable], labels: Seque
     label_list = _label_index(preds, golds, labels)
     index = {label: i for i, label in enumerate(label_list)}
     count = len(golds)
-    try:
-        gold_codes = np.fromiter((index[g] for g in golds), dtype=np.int64, count=count)
+    try:  # map over the bound dict methods: the lookups run in C, with no generator frame per item
+        gold_codes = np.fromiter(map(index.__getitem__, golds), dtype=np.intp, count=count)
     except KeyError as exc:
         raise ValueError(f"gold label {exc.args[0]!r} is not in labels") from None
-    pred_codes = np.fromiter((index.get(p, -1) for p in preds), dtype=np.int64, count=count)
+    pred_codes = np.fromiter(map(index.get, preds, repeat(-1)), dtype=np.intp, count=count)
     correct = pred_codes == gold_codes
     classes = len(label_list)
     tp = np.bincount(gold_codes[correct], minlength=classes).astype(float)

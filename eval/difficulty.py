@@ -23,10 +23,15 @@ def composite_difficulty(correctness: np.ndarray | Sequence[Sequence[float]], la
     if matrix.shape[0] and (~observed.any(axis=1)).any():
         row = int(np.flatnonzero(~observed.any(axis=1))[0])
         raise ValueError(f"correctness row {row} has no observed result; drop the item first")
-    if ((matrix[observed] < 0) | (matrix[observed] > 1)).any():
+    if (matrix < 0).any() or (matrix > 1).any():  # NaN compares False, so no masked copy is needed
         raise ValueError("correctness values must lie in [0, 1]")
+    # D ignores model order but float sums do not: sorting each row gives items with the same results
+    # bit-identical D, so ties really fall back to input order in hard_subset.
+    matrix = np.sort(matrix, axis=1)  # NaN sorts last; a copy we own, reused in place below
     if observed.all():
-        return (1.0 - matrix.mean(axis=1)) + lam * matrix.var(axis=1)
+        mean = matrix.mean(axis=1)
+        np.square(np.subtract(matrix, mean[:, None], out=matrix), out=matrix)
+        return (1.0 - mean) + lam * matrix.mean(axis=1)
     return (1.0 - np.nanmean(matrix, axis=1)) + lam * np.nanvar(matrix, axis=1)
 
 

@@ -1,0 +1,328 @@
+"""The evaluation item: one immutable record per question, whatever file format it came from.
+
+Every loader turns its format into ``Item``; the scheduler sends ``chat_messages()`` (chat models)
+or ``completion_prompt()`` (base models) and the scorer registry picks a scorer by ``gold_type``.
+The question text is kept exactly as the file gave it: no stripping, no whitespace collapsing (the
+seed system collapsed whitespace before the candidate saw the question; that defect stops here).
+
+Gold shapes, by ``gold_type`` (checked when the item is built; lists become tuples, objects
+read-only mappings, so a gold cannot be mutated by a scorer):
+
+============== ==================================================================================
+gold_type      gold
+============== ==================================================================================
+reference      str: the reference answer (the judge sees it)
+criteria       {"expected_topics": [str], "must_warn": [str]?, "must_not": [str]?, ...}: the
+               judge's criteria contract; other keys (source_refs, ...) are carried through
+single_choice  str: one option label, e.g. "C"
+multi_choice   [str]: option labels, e.g. ["A", "C"]
+cloze          str, or [str] of acceptable fillers (char-F1 against the best)
+extraction     [{"entity": str, "type": str}]: the entity multiset (extraction P/R/F1)
+open_label     [str]: gold labels, e.g. syndrome names (synonym-tolerant DTR-F1)
+quantitative   {herb: grams}: the dose vector (cosine + MAE)
+classification str: one label; the label set, when known, is ``meta["labels"]`` (macro-F1)
+probe          "abstain" (non-existent entity) or "refute" (false premise)
+tool_decision  "call" or "direct"
+routing        str "system:topic"; when options are given it is one of the option texts
+tcm_case       {"clinical_info": [str], "mechanisms": [label], "syndromes": [label], "summary": str}:
+               the four CHIP sub-tasks, asked in that order
+============== ==================================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+Track = Literal["capability", "specialty", "orchestration", "tcm", "exam"]
+GoldType = Literal[
+    "reference", "criteria", "single_choice", "multi_choice", "cloze", "extraction", "open_label",
+    "quantitative", "classification", "probe", "tool_decision", "routing", "tcm_case",
+]  # fmt: skip
+
+TRACKS: tuple[str, ...] = get_args(Track)
+GOLD_TYPES: tuple[str, ...] = get_args(GoldType)
+PROBE_BEHAVIOURS = ("abstain", "refute")
+TOOL_ACTIONS = ("call", "direct")
+CHAT_ROLES = ("system", "user", "assistant")
+DOMAIN_PATTERN = re.compile(r"^[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$")
+_NAME_PATTERN = re.compile(r"^[^/\s]+$")
+
+
+class ItemError(ValueError):
+    """An item that cannot be built; ``field`` names the offending field (loaders add path:line)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an item came from: the file as the loader was given it, and the 1-based line."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def freeze(value: Any) -> Any:
+    """Deep read-only copy: mappings → MappingProxyType over a dict copy, lists/tuples → tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze(inner) for key, inner in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(inner) for inner in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The inverse of ``freeze`` for JSON: read-only mappings → dicts, tuples → lists."""
+    if isinstance(value, Mapping):
+        return {key: thaw(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(inner) for inner in value]
+    return value
+
+
+def _is_str_list(value: Any, allow_empty: bool = True) -> bool:
+    return isinstance(value, tuple) and (allow_empty or len(value) > 0) and all(isinstance(v, str) and v for v in value)
+
+
+def _check_gold(gold_type: str, gold: Any, labels: tuple[str, ...] | None, option_texts: tuple[str, ...] | None) -> str | None:
+    """The problem with ``gold`` for this gold type, or None when it has the documented shape."""
+    if gold_type in ("reference", "classification"):
+        return None if isinstance(gold, str) and gold.strip() else "must be a non-empty string"
+    if gold_type == "criteria":
+        if not isinstance(gold, Mapping):
+            return "must be an object with expected_topics (and optionally must_warn, must_not)"
+        if not _is_str_list(gold.get("expected_topics"), allow_empty=False):
+            return "expected_topics must be a non-empty list of strings"
+        for key in ("must_warn", "must_not"):
+            if key in gold and not _is_str_list(gold[key]):
+                return f"{key} must be a list of strings"
+        return None
+    if gold_type in ("single_choice", "multi_choice"):
+        if labels is None:
+            return "a choice item needs options"
+        chosen = (gold,) if gold_type == "single_choice" else gold
+        if gold_type == "single_choice" and not isinstance(gold, str):
+            return "must be one option label (a string)"
+        if not _is_str_list(chosen, allow_empty=False):
+            return "must be a non-empty list of option labels"
+        unknown = [label for label in chosen if label not in labels]
+        if unknown:
+            return f"labels {unknown} are not among the options {list(labels)}"
+        if len(set(chosen)) != len(chosen):
+            return "repeats an option label"
+        return None
+    if gold_type == "cloze":
+        ok = (isinstance(gold, str) and gold.strip()) or _is_str_list(gold, allow_empty=False)
+        return None if ok else "must be a non-empty string or a list of acceptable strings"
+    if gold_type == "extraction":
+        if not isinstance(gold, tuple) or not all(
+            isinstance(e, Mapping) and isinstance(e.get("entity"), str) and isinstance(e.get("type"), str) for e in gold
+        ):
+            return 'must be a list of {"entity": str, "type": str} objects'
+        return None
+    if gold_type == "open_label":
+        return None if _is_str_list(gold, allow_empty=False) else "must be a non-empty list of label strings"
+    if gold_type == "quantitative":
+        if not isinstance(gold, Mapping) or not gold:
+            return "must be a non-empty object {herb: grams}"
+        bad = [k for k, v in gold.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
+        return f"doses for {bad} must be non-negative numbers of grams" if bad else None
+    if gold_type == "probe":
+        return None if gold in PROBE_BEHAVIOURS else f"must be one of {list(PROBE_BEHAVIOURS)}"
+    if gold_type == "tool_decision":
+        return None if gold in TOOL_ACTIONS else f"must be one of {list(TOOL_ACTIONS)}"
+    if gold_type == "routing":
+        if not isinstance(gold, str) or not DOMAIN_PATTERN.match(gold):
+            return 'must be a "system:topic" specialty slug'
+        if option_texts is not None and gold not in option_texts:
+            return f"{gold!r} is not among the option texts {list(option_texts)}"
+        return None
+    if gold_type == "tcm_case":
+        if not isinstance(gold, Mapping):
+            return "must be an object with clinical_info, mechanisms, syndromes, summary"
+        for key in ("clinical_info", "mechanisms", "syndromes"):
+            if not _is_str_list(gold.get(key), allow_empty=False):
+                return f"{key} must be a non-empty list of strings"
+        if not isinstance(gold.get("summary"), str) or not gold["summary"].strip():
+            return "summary must be a non-empty string"
+        return None
+    return f"unknown gold_type {gold_type!r}"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One evaluation item. Immutable: containers are tuples and read-only mappings (see ``freeze``).
+
+    ``id`` is ``suite/task/local_id`` and stable across runs and machines (it names no absolute path).
+    Exactly one of ``question`` and ``messages`` is set. ``options`` are (label, text) pairs shown to
+    the model under the question. ``scorable=False`` items carry a ``skip_reason`` and are listed,
+    not run. ``domain`` is a two-level ``system:topic`` specialty or None.
+    """
+
+    id: str
+    suite: str
+    track: Track
+    task: str
+    gold_type: GoldType
+    gold: Any = field(hash=False)
+    source: Source
+    question: str | None = None
+    messages: tuple[Mapping[str, str], ...] | None = field(default=None, hash=False)
+    options: tuple[tuple[str, str], ...] | None = None
+    domain: str | None = None
+    scorable: bool = True
+    skip_reason: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    @staticmethod
+    def make_id(suite: str, task: str, local_id: str) -> str:
+        return f"{suite}/{task}/{local_id}"
+
+    @property
+    def local_id(self) -> str:
+        return self.id[len(self.suite) + len(self.task) + 2 :]
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # frozen: normalise containers once, here
+        for name in ("suite", "task"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not _NAME_PATTERN.match(value):
+                raise ItemError(name, f"must be a non-empty string without '/' or spaces, got {value!r}")
+        prefix = f"{self.suite}/{self.task}/"
+        if not isinstance(self.id, str) or not self.id.startswith(prefix) or len(self.id) == len(prefix):
+            raise ItemError("id", f"must be '{prefix}<local id>', got {self.id!r}")
+        if self.track not in TRACKS:
+            raise ItemError("track", f"must be one of {list(TRACKS)}, got {self.track!r}")
+        if self.gold_type not in GOLD_TYPES:
+            raise ItemError("gold_type", f"must be one of {list(GOLD_TYPES)}, got {self.gold_type!r}")
+        if (self.question is None) == (self.messages is None):
+            raise ItemError("question", "give exactly one of question and messages")
+        if self.question is not None and (not isinstance(self.question, str) or not self.question.strip()):
+            raise ItemError("question", "must be a non-empty string")
+        if self.messages is not None:
+            set_(self, "messages", self._checked_messages(self.messages))
+        if self.options is not None:
+            set_(self, "options", self._checked_options(self.options))
+        if self.domain is not None and (not isinstance(self.domain, str) or not DOMAIN_PATTERN.match(self.domain)):
+            raise ItemError("domain", f'must be a "system:topic" slug such as "cardiology:hypertension", got {self.domain!r}')
+        if not isinstance(self.scorable, bool):
+            raise ItemError("scorable", "must be true or false")
+        if self.scorable == (self.skip_reason is not None):
+            raise ItemError("skip_reason", "required exactly when the item is not scorable")
+        if not isinstance(self.source, Source):
+            raise ItemError("source", "must be a Source(path, line)")
+        if not isinstance(self.meta, Mapping):
+            raise ItemError("meta", "must be an object")
+        set_(self, "meta", freeze(self.meta))
+        set_(self, "gold", freeze(self.gold))
+        labels = tuple(label for label, _ in self.options) if self.options else None
+        texts = tuple(text for _, text in self.options) if self.options else None
+        problem = _check_gold(self.gold_type, self.gold, labels, texts)
+        known_labels = self.meta.get("labels")
+        if not problem and self.gold_type == "classification" and known_labels is not None and self.gold not in known_labels:
+            problem = f"{self.gold!r} is not in meta.labels"
+        if problem:
+            raise ItemError("gold", f"{self.gold_type} gold {problem}")
+
+    @staticmethod
+    def _checked_messages(messages: Any) -> tuple[Mapping[str, str], ...]:
+        if isinstance(messages, (str, Mapping)) or not isinstance(messages, Sequence) or not messages:
+            raise ItemError("messages", 'must be a non-empty list of {"role", "content"} objects')
+        checked = []
+        for index, message in enumerate(messages):
+            where = f"messages[{index}]"
+            if not isinstance(message, Mapping) or set(message) != {"role", "content"}:
+                raise ItemError(where, 'must be an object with exactly the keys "role" and "content"')
+            if message["role"] not in CHAT_ROLES:
+                raise ItemError(f"{where}.role", f"must be one of {list(CHAT_ROLES)}, got {message['role']!r}")
+            if not isinstance(message["content"], str):
+                raise ItemError(f"{where}.content", "must be a string")
+            checked.append(MappingProxyType({"role": message["role"], "content": message["content"]}))
+        if checked[-1]["role"] != "user":
+            raise ItemError("messages", "the last message must be the user's (the model answers it)")
+        return tuple(checked)
+
+    @staticmethod
+    def _checked_options(options: Any) -> tuple[tuple[str, str], ...]:
+        pairs = tuple(options.items()) if isinstance(options, Mapping) else options
+        if isinstance(pairs, str) or not isinstance(pairs, Sequence) or not pairs:
+            raise ItemError("options", 'must be a non-empty {"A": "text", ...} object or list of [label, text] pairs')
+        checked = []
+        for index, pair in enumerate(pairs):
+            if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
+                raise ItemError(f"options[{index}]", "must be a [label, text] pair")
+            label, text = pair
+            if not isinstance(label, str) or not label.strip() or not isinstance(text, str) or not text.strip():
+                raise ItemError(f"options[{index}]", "label and text must be non-empty strings")
+            checked.append((label, text))
+        labels = [label for label, _ in checked]
+        if len(set(labels)) != len(labels):
+            raise ItemError("options", f"labels repeat: {labels}")
+        return tuple(checked)
+
+    def _options_block(self) -> str:
+        return "\n".join(f"{label}. {text}" for label, text in self.options or ())
+
+    def chat_messages(self) -> tuple[dict[str, str], ...]:
+        """What a chat model receives: the question as one user message, or the given messages.
+
+        Options, when present, follow the question (or the last user message) as ``"A. text"``
+        lines after one newline. The original text is otherwise unchanged; fresh dicts are returned
+        so a caller may mutate them freely.
+        """
+        if self.messages is None:
+            turns = [{"role": "user", "content": self.question or ""}]
+        else:
+            turns = [dict(message) for message in self.messages]
+        if self.options:
+            turns[-1]["content"] = f"{turns[-1]['content']}\n{self._options_block()}"
+        return tuple(turns)
+
+    def completion_prompt(self) -> str:
+        """What a base (completion) model receives: a plain-text prompt ending where the answer starts.
+
+        Layout: ``问题：<question>\\n[<options>\\n]答案：``. For chat messages, system messages come
+        first as plain paragraphs, then each user turn as ``问题：…`` and each assistant turn as
+        ``答案：…`` on its own line, ending with ``答案：`` for the model to continue.
+        """
+        parts: list[str] = []
+        for message in self.chat_messages():
+            role, content = message["role"], message["content"]
+            if role == "system":
+                parts.append(f"{content}\n")
+            elif role == "user":
+                parts.append(f"问题：{content}\n")
+            else:
+                parts.append(f"答案：{content}\n")
+        return "".join(parts) + "答案："
+
+    def to_record(self) -> dict[str, Any]:
+        """The item as one line of the project's own JSONL format (plain JSON types; round-trips)."""
+        record: dict[str, Any] = {
+            "id": self.local_id, "suite": self.suite, "task": self.task, "track": self.track,
+            "gold_type": self.gold_type,
+        }  # fmt: skip
+        if self.messages is not None:
+            record["messages"] = thaw(self.messages)
+        else:
+            record["question"] = self.question
+        if self.options is not None:
+            record["options"] = thaw(self.options)
+        record["gold"] = thaw(self.gold)
+        record["domain"] = self.domain
+        if not self.scorable:
+            record["scorable"] = False
+            record["skip_reason"] = self.skip_reason
+        if self.meta:
+            record["meta"] = thaw(self.meta)
+        return record

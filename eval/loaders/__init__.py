@@ -1,0 +1,26 @@
+"""Loaders: every suite format in, one immutable ``Item`` model out.
+
+One module per format (``reference``, ``criteria``, ``probes``, ``tool_decision``, ``tcm_sd``,
+``calibration`` (recognised and skipped), ``medpool_jsonl`` (the project's own format)); the
+``registry`` picks a loader by suite manifest or by the file's shape. Entry points::
+
+    load_items([Path("../shared/data")]) -> LoadResult(items, skipped)
+    load_demo_suite() -> LoadResult
+"""
+
+from eval.loaders.base import DuplicateItemError, ItemFormatError, Loader, LoadResult, Skipped
+from eval.loaders.registry import DEMO_DIR, LOADERS, MANIFEST_NAME, choose_loader, load_demo_suite, load_items
+
+__all__ = [
+    "DEMO_DIR",
+    "LOADERS",
+    "MANIFEST_NAME",
+    "DuplicateItemError",
+    "ItemFormatError",
+    "LoadResult",
+    "Loader",
+    "Skipped",
+    "choose_loader",
+    "load_demo_suite",
+    "load_items",
+]  # fmt: skip

@@ -1,0 +1,120 @@
+"""What work a run has: every enabled model × every selected item, as units with their requests.
+
+Planning is separate from executing (the OpenCompass split): the plan names the units, the request
+each one sends and the backend limits that apply, and can be printed (``--dry-run``) or stored
+without starting anything. Units are ordered model by model, so a backend that serves one model at
+a time (the managed llama.cpp server, Ollama) never reloads weights between consecutive requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pool.config import Model, PoolConfig
+from pool.outcome import Unit
+from runners.base import GenerationRequest
+
+ANSWER_STAGE = "answer"
+
+
+class PromptItem(Protocol):
+    """The part of an evaluation item the scheduler needs: an id and what to send."""
+
+    @property
+    def id(self) -> str: ...
+
+    def chat_messages(self) -> tuple[dict[str, str], ...]: ...
+
+    def completion_prompt(self) -> str: ...
+
+
+def answer_request(model: Model, item: PromptItem) -> GenerationRequest:
+    """The request a model gets for an item: chat messages, or a raw prompt for base models."""
+    params = model.generation_params()
+    if model.mode == "completion":
+        return GenerationRequest(model=model.model, mode="completion", prompt=item.completion_prompt(), params=params)
+    return GenerationRequest(model=model.model, mode="chat", messages=item.chat_messages(), params=params)
+
+
+def data_fingerprint(items: Sequence[PromptItem]) -> str:
+    """sha256 over the item ids and exactly what each item sends, in order."""
+    digest = hashlib.sha256()
+    for item in items:
+        record = {"id": item.id, "messages": list(item.chat_messages()), "prompt": item.completion_prompt()}
+        digest.update(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The units of a run and everything needed to send them."""
+
+    config: PoolConfig
+    models: tuple[Model, ...]
+    items: tuple[PromptItem, ...]
+
+    def __post_init__(self) -> None:
+        ids = [item.id for item in self.items]
+        if len(set(ids)) != len(ids):
+            raise ValueError("item ids must be unique within a run")
+
+    @property
+    def items_by_id(self) -> Mapping[str, PromptItem]:
+        return {item.id: item for item in self.items}
+
+    def units(self) -> Iterator[Unit]:
+        for model in self.models:
+            for item in self.items:
+                yield Unit(model.name, item.id, ANSWER_STAGE)
+
+    @property
+    def unit_count(self) -> int:
+        return len(self.models) * len(self.items)
+
+    def fingerprints(self) -> tuple[str, str]:
+        return self.config.fingerprint(), data_fingerprint(self.items)
+
+    def describe(self) -> dict[str, Any]:
+        """The ``--dry-run`` view: models × items × stages, backends and their limits, requests."""
+        backends: dict[str, Any] = {}
+        for model in self.models:
+            backend = self.config.backend_of(model)
+            entry = backends.setdefault(
+                model.backend,
+                {
+                    "type": backend.type,
+                    "max_concurrency": backend.max_concurrency,
+                    "requests_per_minute": backend.requests_per_minute,
+                    "timeout_s": backend.timeout_s,
+                    "max_retries": backend.max_retries,
+                    "models": [],
+                    "requests": 0,
+                },
+            )
+            entry["models"].append(model.name)
+            entry["requests"] += len(self.items)
+        return {
+            "models": [m.name for m in self.models],
+            "items": len(self.items),
+            "stages": [ANSWER_STAGE],
+            "units": self.unit_count,
+            "backends": backends,
+            "requests_at_most": self.unit_count,
+        }
+
+
+def select_models(config: PoolConfig, names: Sequence[str] | None, include_disabled: bool) -> tuple[Model, ...]:
+    """The models a run asks: the named ones (enabled or not), else all or only the enabled ones."""
+    if names:
+        known = {m.name for m in config.models}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"--models: unknown model(s) {', '.join(unknown)}; the pool has {', '.join(sorted(known))}")
+        wanted = set(names)
+        return tuple(m for m in config.models if m.name in wanted)
+    return tuple(config.models if include_disabled else config.enabled_models())
