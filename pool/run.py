@@ -79,7 +79,7 @@ def _resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], Path, bo
             runs = store.runs()
         if len(runs) != 1:
             raise DataError(f"--resume {run_dir}: expected one run in run.sqlite, found {len(runs)}")
-        return json.loads(runs[0].options_json), run_dir, True
+        return dict(runs[0].options), run_dir, True
     options = {name: getattr(args, name) for name in PLAN_OPTIONS}
     options["pool"] = str(Path(args.pool).resolve())
     options["data"] = [str(Path(p).resolve()) for p in args.data] if args.data else None

@@ -1,0 +1,157 @@
+"""``python -m pool.run`` end to end against the FAKE OpenAI server in its own process:
+SIGKILL then --resume equals an uninterrupted run; Ctrl-C exits 130 and resumes; exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def fake_server(tmp_path):
+    """Start the fake with 20 ms latency in a separate process; yield its base URL."""
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", "0.02"], cwd=REPO)
+    deadline = time.monotonic() + 20
+    while not port_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "fake server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port_file.read_text()}/v1"
+    proc.terminate()
+    proc.wait(10)
+
+
+def write_pool(path: Path, base_url: str, max_retries: int = 3) -> Path:
+    path.write_text(
+        f"""backends:
+  fake:
+    type: openai
+    base_url: {base_url}
+    max_concurrency: 2
+    max_retries: {max_retries}
+    timeout_s: 5
+models:
+  - name: alpha
+    backend: fake
+    max_tokens: 16
+  - name: beta
+    backend: fake
+    mode: completion
+    max_tokens: 16
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def run_cli(*args: str, cache_dir: Path, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir)}
+    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def rows(run_dir: Path) -> list[tuple]:
+    lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(r["model"], r["item_id"], r["stage"], r["status"], r["text"]) for r in map(json.loads, lines)]
+
+
+def count_results(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def wait_for_results(db: Path, proc: subprocess.Popen, at_least: int) -> None:
+    deadline = time.monotonic() + 60
+    while count_results(db) < at_least:
+        assert proc.poll() is None, f"run ended early: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.02)
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server):
+    pool = write_pool(tmp_path / "pool.yaml", fake_server)
+    args = ("--pool", str(pool), "--limit", "40", "--no-cache")
+    reference = run_cli(*args, "--out", str(tmp_path / "reference"), cache_dir=tmp_path / "c1")
+    assert reference.wait(120) == 0, reference.communicate()
+
+    killed = run_cli(*args, "--out", str(tmp_path / "killed"), cache_dir=tmp_path / "c2")
+    wait_for_results(tmp_path / "killed" / "run.sqlite", killed, 15)
+    killed.kill()
+    killed.wait(10)
+    done_before = count_results(tmp_path / "killed" / "run.sqlite")
+    assert 15 <= done_before < 80
+
+    resumed = run_cli("--resume", str(tmp_path / "killed"), cache_dir=tmp_path / "c2")
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert f"{80 - done_before} to do" in err or done_before == 80
+    assert rows(tmp_path / "killed") == rows(tmp_path / "reference")
+    assert len(rows(tmp_path / "killed")) == 80  # 2 models × 40 items, each exactly once
+    summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
+    assert summary["run_status"] == "finished" and summary["resumes"] == 1
+
+
+def test_ctrl_c_saves_and_prints_how_to_resume(tmp_path, fake_server):
+    pool = write_pool(tmp_path / "pool.yaml", fake_server)
+    run_dir = tmp_path / "run"
+    proc = run_cli("--pool", str(pool), "--limit", "40", "--no-cache", "--out", str(run_dir), cache_dir=tmp_path / "c")
+    wait_for_results(run_dir / "run.sqlite", proc, 10)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"--resume {run_dir}" in err
+    partial = rows(run_dir)
+    assert 10 <= len(partial) < 80
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["run_status"] == "interrupted"
+    resumed = run_cli("--resume", str(run_dir), cache_dir=tmp_path / "c")
+    assert resumed.wait(120) == 0
+    assert len(rows(run_dir)) == 80 and set(partial) <= set(rows(run_dir))
+
+
+def test_unreachable_endpoint_exits_1_and_marks_the_model_failed(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    pool = write_pool(tmp_path / "pool.yaml", f"http://127.0.0.1:{port}/v1", max_retries=0)
+    proc = run_cli("--pool", str(pool), "--limit", "8", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["totals"]["status"]["infra_error"] == 16
+    assert "consecutive infra errors" in summary["models"]["alpha"]["failed"]
+    assert "--resume" in err
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
+    pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
+    proc = run_cli("--pool", str(pool), "--limit", "5", "--dry-run", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    plan = json.loads(out)
+    assert plan["units"] == 10 and plan["backends"]["fake"]["max_concurrency"] == 2
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_pool_file_exits_2_naming_file_and_line(tmp_path):
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("backends:\n  fake:\n    type: openai\n    base_url: http://x/v1\nmodels:\n  - name: a\n    backend: nope\n")
+    proc = run_cli("--pool", str(pool), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "pool.yaml:7" in err and "nope" in err
