@@ -21,7 +21,6 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from eval._checks import (
     f1_from_counts,
-    require_collection,
     require_int,
     require_mapping,
     require_real,

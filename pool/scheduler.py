@@ -21,7 +21,7 @@ from typing import Protocol
 
 from asyncio_throttle import Throttler
 
-from pool.cache_key import cache_key, request_payload, canonical_json
+from pool.cache_key import cache_key, canonical_json, request_payload
 from pool.outcome import Result, Unit, result_from_response
 from pool.response_cache import ResponseCache
 from pool.sqlite_db import utc_now_iso

@@ -13,7 +13,7 @@ from pool.store import RunStore
 from runners.base import GenerationParams, GenerationRequest
 from runners.openai_compat import OpenAICompatRunner
 from runners.retry import RetryPolicy
-from tests.fakes import cut_body, drop, ok, rate_limited, server_error, stall, truncated_json
+from tests.fakes import cut_body, drop, rate_limited, server_error, stall, truncated_json
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 FAST = RetryPolicy(max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01, retry_after_cap_s=0.05)
