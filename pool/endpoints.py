@@ -52,8 +52,9 @@ def _runner(config: PoolConfig, backend_name: str, base_url: str) -> Runner:
 async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Path) -> AsyncIterator[dict[str, BackendEndpoint]]:
     """Yield a live :class:`BackendEndpoint` per backend the given models use; tear all down after."""
     by_backend: dict[str, list[Model]] = {}
-    for model in models:
-        by_backend.setdefault(model.backend, []).append(model)
+    for model in models:  # the judge may also be a pool model: serve and identify it once
+        if all(m.name != model.name for m in by_backend.get(model.backend, [])):
+            by_backend.setdefault(model.backend, []).append(model)
     async with AsyncExitStack() as stack:
         endpoints: dict[str, BackendEndpoint] = {}
         for name, backend_models in by_backend.items():
@@ -62,10 +63,10 @@ async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Pa
             if isinstance(backend, LlamaCppBackend):
                 from runners.llamacpp_server import ManagedLlamaServer, ServedModel
 
-                served = [
-                    ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
+                served = list({
+                    m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
                     for m in backend_models
-                ]
+                }.values())
                 server_log = run_dir / f"llamacpp-{name}.log"
                 server = ManagedLlamaServer(served, n_ctx=backend.n_ctx, n_threads=backend.n_threads or 2, log_path=server_log)
                 await stack.enter_async_context(server)

@@ -1,7 +1,11 @@
 """Which items a run sends: loaded from ``--data`` (or the built-in demo suite), then filtered.
 
-Filters apply in this documented order: ``--track``, ``--task``, ``--domain`` (exact
-``system:topic`` or a ``system`` prefix), ``--id``, then ``--sample N`` (first N per
+Orchestration tracks first: without ``--orchestration`` the ``orchestration``-track items
+(routing, tool decision, probes) are left out; with it they are kept and a specialty-routing item
+is derived from every criteria item with a domain (``eval.orchestration``). Then the filters, in
+this documented order: ``--subset`` (``mini``/``medium``/``large``, see ``eval.subsets``, or a
+YAML/JSON/text file of item ids such as ``hard.yaml``), ``--track``, ``--task``, ``--domain``
+(exact ``system:topic`` or a ``system`` prefix), ``--id``, ``--sample N`` (first N per
 (task, domain), in load order), then ``--limit N`` (first N of what is left). Only scorable items
 are sent; unscorable ones (e.g. probes not yet verified) are reported as skipped by the loader.
 """
@@ -12,8 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from eval.items import Item
 from eval.loaders import DuplicateItemError, ItemFormatError, LoadResult, load_demo_suite, load_items
+from eval.orchestration import derive_routing_items
+from eval.subsets import SUBSET_SIZES, named_subset
 
 
 class DataError(ValueError):
@@ -42,6 +50,12 @@ def _domain_matches(domain: str | None, wanted: str) -> bool:
 def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
     """Apply the run's filters (see module docstring) to the scorable items."""
     items = list(loaded.scorable_items)
+    if options.get("orchestration"):
+        items += derive_routing_items(items)
+    else:
+        items = [i for i in items if i.track != "orchestration"]
+    if options.get("subset"):
+        items = _apply_subset(items, options["subset"])
     if options.get("track"):
         items = [i for i in items if i.track == options["track"]]
     if options.get("task"):
@@ -68,3 +82,33 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
             raise DataError("--limit must be >= 0")
         items = items[: options["limit"]]
     return items
+
+
+def read_id_list(path: Path) -> list[str]:
+    """Item ids from ``hard.yaml`` (``item_ids:``), a YAML/JSON list, or a text file (one id a line)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml", ".json"):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise DataError(f"--subset {path}: not valid YAML/JSON ({exc})") from None
+        ids = data.get("item_ids") if isinstance(data, dict) else data
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise DataError(f"--subset {path}: expected a list of item ids or a mapping with item_ids: [...]")
+        return ids
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _apply_subset(items: list[Item], subset: str) -> list[Item]:
+    if subset in SUBSET_SIZES:
+        return named_subset(items, subset)
+    path = Path(subset)
+    if not path.is_file():
+        raise DataError(f"--subset {subset}: neither {', '.join(SUBSET_SIZES)} nor a file of item ids")
+    wanted = read_id_list(path)
+    known = {i.id for i in items}
+    missing = [i for i in wanted if i not in known]
+    if missing:
+        raise DataError(f"--subset {path}: {len(missing)} id(s) are not in the selected data, e.g. {missing[0]}")
+    keep = set(wanted)
+    return [i for i in items if i.id in keep]

@@ -39,6 +39,11 @@ class Job:
     request: GenerationRequest
     backend_type: str
     endpoint_identity: str
+    called_model: str = ""  # the pool model that answers (the judge for judge units); default unit.model
+
+    @property
+    def caller(self) -> str:
+        return self.called_model or self.unit.model
 
 
 @dataclass
@@ -141,7 +146,7 @@ class Scheduler:
             await self._execute(lane, job)
 
     async def _execute(self, lane: Lane, job: Job) -> None:
-        model = job.unit.model
+        model = job.caller
         started = utc_now_iso()
         key = cache_key(job.backend_type, job.endpoint_identity, job.request)
         cached = False
