@@ -73,3 +73,8 @@ __all__ += [
     "GOLD_TYPES", "TRACKS", "DuplicateItemError", "Item", "ItemError", "ItemFormatError", "LoadResult", "Skipped",
     "Source", "load_demo_suite", "load_items",
 ]  # fmt: skip
+
+# Scorers (issue 4, item 5): judge-free scoring dispatched by gold type through one registry.
+from eval.scorers import SCORERS, NeedsJudge, UnknownGoldTypeError, register, score_answer  # noqa: E402
+
+__all__ += ["SCORERS", "NeedsJudge", "UnknownGoldTypeError", "register", "score_answer"]

@@ -1,0 +1,96 @@
+"""One registry of scorers, keyed by gold type, and the single entry point :func:`score_answer`.
+
+A scorer is ``scorer(item, answer_text) -> Score | NeedsJudge``, registered with
+``@register("gold_type")``; a new item type is one scorer plus that one line. ``score_answer``
+handles what every scorer would otherwise repeat, in this order:
+
+1. the gold type must have a scorer (else :class:`UnknownGoldTypeError`, naming the registered ones);
+2. an unscorable item (``item.scorable`` False) → ``Score(status="unscorable")``;
+3. run status ``infra_error`` (no answer was obtained) → ``Score(status="infra_error")``, never 0;
+4. status ``ok`` or ``error`` (answered badly: empty or truncated) is a real answer and is scored
+   normally: a missing or empty answer scores 0, a judged type still goes to the judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from eval.items import Item
+from eval.scores import PASS_THRESHOLD, Score
+
+AnswerStatus = Literal["ok", "error", "infra_error"]
+ANSWER_STATUSES: tuple[str, ...] = ("ok", "error", "infra_error")
+JudgeContract = Literal["reference", "criteria", "probe"]
+
+
+@dataclass(frozen=True)
+class NeedsJudge:
+    """This answer is scored by the LLM judge under ``contract`` (the judge package builds the request)."""
+
+    contract: JudgeContract
+
+
+Scorer = Callable[[Item, str], "Score | NeedsJudge"]
+SCORERS: dict[str, Scorer] = {}
+
+
+class UnknownGoldTypeError(ValueError):
+    """No scorer is registered for an item's gold type."""
+
+
+def register(gold_type: str) -> Callable[[Scorer], Scorer]:
+    """Decorator: make ``scorer`` the one scorer for ``gold_type``. Registering a type twice is an
+    error (two scorers for one type would make results depend on import order)."""
+
+    def decorate(scorer: Scorer) -> Scorer:
+        if gold_type in SCORERS:
+            raise ValueError(f"gold type {gold_type!r} already has a scorer ({SCORERS[gold_type].__qualname__})")
+        SCORERS[gold_type] = scorer
+        return scorer
+
+    return decorate
+
+
+def scorer_for(gold_type: str) -> Scorer:
+    try:
+        return SCORERS[gold_type]
+    except KeyError:
+        raise UnknownGoldTypeError(
+            f"no scorer for gold type {gold_type!r}; registered: {', '.join(sorted(SCORERS))}. "
+            f"Add one in eval/scorers/ with @register({gold_type!r})."
+        ) from None
+
+
+def score_answer(item: Item, answer_text: str | None, status: str) -> Score | NeedsJudge:
+    """Score one answer to ``item``. ``status`` is the answer's run status (see the module doc)."""
+    if status not in ANSWER_STATUSES:
+        raise ValueError(f"answer status must be one of {list(ANSWER_STATUSES)}, got {status!r} (item {item.id})")
+    scorer = scorer_for(item.gold_type)
+    if not item.scorable:
+        return Score(status="unscorable", details={"reason": item.skip_reason})
+    if status == "infra_error":
+        return Score(status="infra_error", details={"reason": "no answer was obtained (infra_error)"})
+    result = scorer(item, answer_text or "")
+    if isinstance(result, Score) and status == "error":
+        note = "answer status 'error' (empty or truncated): scored as given"
+        details = dict(result.details)
+        details["notes"] = [*details.get("notes", ()), note]
+        result = Score(status=result.status, value=result.value, passed=result.passed, metrics=result.metrics,
+                       judge=result.judge, details=details)  # fmt: skip
+    return result
+
+
+def deterministic_score(value: float, parsed: Any, notes: Iterable[str], *, passed: bool | None = None,
+                        metrics: Mapping[str, float] | None = None, **details: Any) -> Score:  # fmt: skip
+    """A judge-free Score: ``value`` in [0, 1]; passed defaults to value ≥ PASS_THRESHOLD; details
+    always carry the parsed prediction and the parse notes."""
+    value = min(max(float(value), 0.0), 1.0)
+    return Score(
+        status="scored",
+        value=value,
+        passed=value >= PASS_THRESHOLD if passed is None else passed,
+        metrics=dict(metrics or {}),
+        details={"parsed": parsed, "notes": list(notes), **details},
+    )
