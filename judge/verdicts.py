@@ -1,0 +1,97 @@
+"""Verdicts of the non-rubric contracts (probe, claim-level hallucination) and the parse failure.
+
+Probe: ``success`` iff the answer did the expected thing (abstained on a non-existent entity,
+corrected a false premise). Hallucination (``--hallu``): the answer split into atomic claims, each
+labelled supported / unsupported / not_sure; rates are recomputed from the labels, never taken
+from the judge's own arithmetic:
+
+    unsupported_rate  = Σ unsupported / Σ claims                  (None when there are no claims)
+    factual_precision = supported / (supported + unsupported)     (None when that sum is 0)
+
+``not_sure`` (weak or evolving evidence) counts as a claim but not as a hallucination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from judge.rubric import PARSE_STAGES, ParseStage
+
+ClaimLabel = Literal["supported", "unsupported", "not_sure"]
+CLAIM_LABELS: tuple[str, ...] = ("supported", "unsupported", "not_sure")
+
+
+def _check_stage(stage: str) -> None:
+    if stage not in PARSE_STAGES:
+        raise ValueError(f"parse_stage must be one of {list(PARSE_STAGES)}, got {stage!r}")
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """The judge's reply gave no valid verdict: why, and the last ladder rung that was tried.
+
+    The caller re-asks once (``reask_messages``); a second failure becomes an ``infra_error``
+    score (``unparseable_score``), never a zero and never a model failure.
+    """
+
+    reason: str
+    stage_reached: ParseStage
+
+    def __post_init__(self) -> None:
+        _check_stage(self.stage_reached)
+
+
+@dataclass(frozen=True)
+class ProbeVerdict:
+    success: bool
+    rationale: str = ""
+    flags: tuple[str, ...] = ()
+    parse_stage: ParseStage = "strict"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.success, bool):
+            raise ValueError(f"success must be true or false, got {self.success!r}")  # noqa: TRY004 (the parser turns ValueError into a ParseFailure)
+        _check_stage(self.parse_stage)
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    label: ClaimLabel
+
+    def __post_init__(self) -> None:
+        if self.label not in CLAIM_LABELS:
+            raise ValueError(f"claim label must be one of {list(CLAIM_LABELS)}, got {self.label!r}")
+
+
+@dataclass(frozen=True)
+class HalluVerdict:
+    claims: tuple[Claim, ...]
+    parse_stage: ParseStage = "strict"
+
+    def __post_init__(self) -> None:
+        _check_stage(self.parse_stage)
+
+    def count(self, label: ClaimLabel) -> int:
+        return sum(1 for claim in self.claims if claim.label == label)
+
+    @property
+    def unsupported_rate(self) -> float | None:
+        return self.count("unsupported") / len(self.claims) if self.claims else None
+
+    @property
+    def factual_precision(self) -> float | None:
+        supported, unsupported = self.count("supported"), self.count("unsupported")
+        return supported / (supported + unsupported) if supported + unsupported else None
+
+    def metrics(self) -> dict[str, float | int | None]:
+        """Counts and rates by name, for a score's metrics or an aggregate (sum counts, then divide)."""
+        return {
+            "n_claims": len(self.claims),
+            "supported": self.count("supported"),
+            "unsupported": self.count("unsupported"),
+            "not_sure": self.count("not_sure"),
+            "unsupported_rate": self.unsupported_rate,
+            "factual_precision": self.factual_precision,
+        }
