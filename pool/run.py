@@ -28,13 +28,16 @@ from pool.plan import Plan, answer_request, select_models
 from pool.progress import ProgressDisplay
 from pool.response_cache import ResponseCache
 from pool.scheduler import Job, Scheduler
+from pool.scoring import ScoringStage
 from pool.store import RunMismatchError, RunStore
 
 log = logging.getLogger("pool.run")
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Options stored with a run so that --resume rebuilds exactly the same plan.
-PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache")
+PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
+                "orchestration", "subset")
+JUDGED_GOLD_TYPES = ("reference", "criteria", "probe")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,8 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--domain", help="only items whose domain is or starts with this (system or system:topic)")
     parser.add_argument("--id", action="append", help="only this item id (repeatable)")
     parser.add_argument("--sample", type=int, metavar="N", help="first N items per (task, domain)")
+    parser.add_argument("--subset", metavar="mini|medium|large|FILE",
+                        help="nested deterministic subset, or a file of item ids (e.g. hard.yaml from routing.build)")
+    parser.add_argument("--orchestration", action="store_true",
+                        help="add the orchestration tracks: specialty routing (derived from criteria items), tool decision, probes")
     parser.add_argument("--out", help="run directory (default: runs/<UTC timestamp>)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run; its stored options are used")
+    parser.add_argument("--rescore", metavar="RUN_DIR",
+                        help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking the models")
+    parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
+    parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
@@ -71,15 +82,18 @@ def _fail(message: str) -> int:
 
 def _resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], Path, bool]:
     """(plan options, run dir, resuming?) — on resume, the options stored with the run win."""
-    if args.resume:
-        run_dir = Path(args.resume)
+    if args.resume or args.rescore:
+        run_dir = Path(args.resume or args.rescore)
         if not (run_dir / "run.sqlite").is_file():
-            raise DataError(f"--resume {run_dir}: no run.sqlite there; pass the directory of an earlier run")
+            raise DataError(f"{run_dir}: no run.sqlite there; pass the directory of an earlier run")
         with RunStore(run_dir) as store:
             runs = store.runs()
         if len(runs) != 1:
-            raise DataError(f"--resume {run_dir}: expected one run in run.sqlite, found {len(runs)}")
-        return dict(runs[0].options), run_dir, True
+            raise DataError(f"{run_dir}: expected one run in run.sqlite, found {len(runs)}")
+        options = dict(runs[0].options)
+        if args.rescore and "--pool" in sys.argv[1:]:
+            options["pool"] = str(Path(args.pool).resolve())  # e.g. the same pool with another judge:
+        return options, run_dir, True
     options = {name: getattr(args, name) for name in PLAN_OPTIONS}
     options["pool"] = str(Path(args.pool).resolve())
     options["data"] = [str(Path(p).resolve()) for p in args.data] if args.data else None
@@ -105,18 +119,22 @@ def _jobs(plan: Plan, units: Sequence[Unit], endpoints: dict[str, BackendEndpoin
 
 
 async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pending: list[Unit],
-                   args: argparse.Namespace, options: dict[str, Any], resuming: bool) -> None:
+                   args: argparse.Namespace, options: dict[str, Any], resuming: bool) -> dict[str, Any] | None:
+    """Answer the pending units, then score every answer; returns the scoring tally (None: not scored)."""
     totals: dict[str, int] = {}
     for unit in pending:
         totals[unit.model] = totals.get(unit.model, 0) + 1
-    models_with_work = [m for m in plan.models if m.name in totals]
+    judge = None if args.no_judge else plan.config.judge_model()
+    if judge is not None and not any(i.gold_type in JUDGED_GOLD_TYPES for i in plan.items):
+        judge = None
+    serve = [m for m in plan.models if m.name in totals] + ([judge] if judge is not None else [])
     cache = None if options.get("no_cache") else ResponseCache(args.cache_dir)
     current = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if current is not None:
         loop.add_signal_handler(signal.SIGTERM, current.cancel)
     try:
-        async with open_backends(plan.config, models_with_work, run_dir) as endpoints:
+        async with open_backends(plan.config, serve, run_dir) as endpoints:
             progress = ProgressDisplay(totals, interval_s=args.log_interval)
             scheduler = Scheduler(
                 run_id=run_id, store=store, lanes={n: e.lane for n, e in endpoints.items()}, cache=cache,
@@ -125,13 +143,29 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
                 on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
             )
             try:
-                await scheduler.run(_jobs(plan, pending, endpoints))
+                if pending:
+                    await scheduler.run(_jobs(plan, pending, endpoints))
             finally:
                 progress.close()
+            stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
+                                 judge=judge, endpoints=endpoints, scheduler=scheduler, log_interval=args.log_interval)
+            await stage.run()
+            stage.write(run_dir)
+            return stage.tally()
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         if cache is not None:
             cache.close()
+
+
+def _build_routing(run_dir: Path) -> bool:
+    """Leaderboards, pairwise ratings, hard subset, manifest and report (routing.build)."""
+    try:
+        from routing.build import main as build_main
+    except ImportError as exc:  # routing is part of this project; a broken install is worth a line
+        print(f"warning: routing.build unavailable ({exc}); run python -m routing.build --run {run_dir}", file=sys.stderr)
+        return False
+    return build_main(["--run", str(run_dir)]) == 0
 
 
 def _print_summary(summary: dict[str, Any], run_dir: Path) -> None:
@@ -168,34 +202,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_id = run_dir.name
     pool_fp, data_fp = plan.fingerprints()
     started = time.monotonic()
+    scoring: dict[str, Any] | None = None
     with RunStore(run_dir) as store:
-        try:
-            store.begin_run(run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp, options=options)
-        except RunMismatchError as exc:
-            return _fail(f"{exc}; start a new run with --out instead of --resume")
-        store.save_plan(run_id, plan.units())
-        pending = store.pending_units(run_id, retry_infra_errors=resuming)
-        print(f"run {run_id}: {plan.unit_count} units, {len(pending)} to do "
-              f"({len(plan.models)} models × {len(plan.items)} items)", file=sys.stderr)
+        if args.rescore:
+            pending: list[Unit] = []  # answers are kept; only the scoring stage runs again
+        else:
+            try:
+                store.begin_run(run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp, options=options)
+            except RunMismatchError as exc:
+                return _fail(f"{exc}; start a new run with --out instead of --resume")
+            store.save_plan(run_id, plan.units())
+            pending = store.pending_units(run_id, retry_infra_errors=resuming)
+            print(f"run {run_id}: {plan.unit_count} units, {len(pending)} to do "
+                  f"({len(plan.models)} models × {len(plan.items)} items)", file=sys.stderr)
         status = EXIT_OK
         try:
-            if pending:
-                asyncio.run(_execute(plan, run_id, run_dir, store, pending, args, options, resuming))
+            scoring = asyncio.run(_execute(plan, run_id, run_dir, store, pending, args, options, resuming))
         except (KeyboardInterrupt, asyncio.CancelledError):
             store.set_run_status(run_id, "interrupted")
             status = EXIT_INTERRUPTED
         except Exception as exc:  # a backend that never came up, a server that crashed at start
             store.set_run_status(run_id, "interrupted")
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
             status = EXIT_INFRA
         else:
             store.set_run_status(run_id, "finished")
     export_results_jsonl(run_dir, run_id)
-    summary = write_summary(run_dir, time.monotonic() - started, run_id=run_id)
+    summary = write_summary(run_dir, time.monotonic() - started, run_id=run_id,
+                            extra={"scoring": scoring} if scoring is not None else None)
     _print_summary(summary, run_dir)
     if status == EXIT_INTERRUPTED:
         print(f"interrupted; finished results are saved. Resume with: python -m pool.run --resume {run_dir}", file=sys.stderr)
         return status
+    if status == EXIT_OK and not args.no_routing and not _build_routing(run_dir):
+        status = EXIT_INFRA
     infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
     if status == EXIT_OK and infra:
         print(f"{infra} unit(s) ended in infra_error (no answer); see summary.json. "

@@ -1,0 +1,205 @@
+"""The scoring stage: judge-free scorers where a gold label exists, the LLM judge where it must.
+
+Judge calls are ordinary units (``stage = judge:<identity hash>``, then ``…:reask`` for the one
+re-ask an unparseable verdict gets) sent through the same scheduler, lanes, retries and cache as
+answers, and stored in the same run store, so a killed run resumes scoring without paying twice
+and ``--rescore`` with another judge adds new stages instead of overwriting old verdicts.
+Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see ``eval.scores``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.items import Item
+from eval.scorers import NeedsJudge, score_answer
+from eval.scores import JudgeIdentity, Score, family_of
+from judge import judge_messages, judged_score, parse_reply, prompt_version, reask_messages, unparseable_score
+from judge import contract_for
+from pool.config import Model, PoolConfig
+from pool.endpoints import BackendEndpoint
+from pool.export import atomic_write_text
+from pool.outcome import Result, Unit
+from pool.plan import ANSWER_STAGE
+from pool.progress import ProgressDisplay
+from pool.scheduler import Job, Scheduler
+from pool.store import RunStore
+from runners.base import GenerationRequest
+
+
+@dataclass(frozen=True)
+class JudgeSetup:
+    model: Model
+    backend: str
+
+    def identity(self, item: Item) -> JudgeIdentity:
+        return JudgeIdentity(self.model.name, self.backend, prompt_version(contract_for(item)))
+
+
+def judge_stage(identity: JudgeIdentity, reask: bool = False) -> str:
+    digest = hashlib.sha256(identity.key().encode("utf-8")).hexdigest()[:10]
+    return f"judge:{digest}" + (":reask" if reask else "")
+
+
+def model_identity(config: PoolConfig, model: Model) -> dict[str, Any]:
+    """What makes two runs of a model comparable: results differing here are never merged."""
+    return {"name": model.name, "backend": model.backend, "backend_type": config.backends[model.backend].type,
+            "model": model.model, "temperature": model.temperature, "max_tokens": model.max_tokens,
+            "mode": model.mode, "think": model.think}
+
+
+class ScoringStage:
+    """Scores every stored answer of a run; judge calls go through ``scheduler``'s lanes."""
+
+    def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
+                 judge: Model | None, endpoints: Mapping[str, BackendEndpoint] | None,
+                 scheduler: Scheduler | None, log_interval: float = 30.0) -> None:
+        self.run_id = run_id
+        self.store = store
+        self.config = config
+        self.items = items
+        self.judge = JudgeSetup(judge, judge.backend) if judge is not None else None
+        self.endpoints = endpoints or {}
+        self.scheduler = scheduler
+        self.log_interval = log_interval
+
+    def _answers(self) -> list[Result]:
+        return [r for r in self.store.results(self.run_id) if r.stage == ANSWER_STAGE and r.item_id in self.items]
+
+    async def _judge_round(self, wanted: Sequence[tuple[Unit, tuple[dict[str, str], ...]]]) -> None:
+        """Plan and run the judge units that have no finished row yet."""
+        assert self.judge is not None and self.scheduler is not None
+        if not wanted:
+            return
+        self.store.save_plan(self.run_id, [unit for unit, _ in wanted])
+        pending = set(self.store.pending_units(self.run_id, retry_infra_errors=True))
+        todo = [(unit, messages) for unit, messages in wanted if unit in pending]
+        if not todo:
+            return
+        endpoint = self.endpoints[self.judge.backend]
+        judge = self.judge.model
+        jobs = (
+            Job(unit, GenerationRequest(model=judge.model, mode="chat", messages=messages, params=judge.generation_params()),
+                endpoint.type, endpoint.identities[judge.name], called_model=judge.name)
+            for unit, messages in todo
+        )
+        progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
+        previous = self.scheduler.progress
+        self.scheduler.progress = progress
+        self.scheduler.retry_infra_errors = True
+        try:
+            await self.scheduler.run({self.judge.backend: jobs})
+        finally:
+            progress.close()
+            self.scheduler.progress = previous
+
+    async def run(self) -> list[dict[str, Any]]:
+        """Score every answer; returns the scores.jsonl rows (also written by :meth:`write`)."""
+        answers = self._answers()
+        scores: dict[tuple[str, str], Score] = {}
+        to_judge: list[Result] = []
+        for answer in answers:
+            item = self.items[answer.item_id]
+            outcome = score_answer(item, answer.text, answer.status)
+            if isinstance(outcome, NeedsJudge):
+                if self.judge is None:
+                    scores[(answer.model, answer.item_id)] = Score(
+                        "unscorable", details={"reason": "needs the LLM judge, but the pool has no judge: block"})
+                else:
+                    to_judge.append(answer)
+            else:
+                scores[(answer.model, answer.item_id)] = outcome
+        if to_judge:
+            await self._judge(to_judge, scores)
+        self.rows = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in answers]
+        return self.rows
+
+    async def _judge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
+        assert self.judge is not None
+        first = []
+        for answer in answers:
+            item = self.items[answer.item_id]
+            stage = judge_stage(self.judge.identity(item))
+            first.append((Unit(answer.model, answer.item_id, stage), judge_messages(item, answer.text)))
+        await self._judge_round(first)
+        reask = []
+        verdicts: dict[tuple[str, str], Any] = {}
+        for answer, (unit, _) in zip(answers, first):
+            item = self.items[answer.item_id]
+            identity = self.judge.identity(item)
+            row = self.store.get_result(self.run_id, unit)
+            if row is None or row.status == "infra_error":
+                reason = "judge call failed" if row is None else f"judge call failed: {row.error_class}"
+                scores[(answer.model, answer.item_id)] = unparseable_score(identity, reason, "")
+                continue
+            parsed = parse_reply(item, row.text)
+            if _is_failure(parsed):
+                reask.append((Unit(answer.model, answer.item_id, judge_stage(identity, reask=True)),
+                              reask_messages(item, answer.text, row.text)))
+                verdicts[(answer.model, answer.item_id)] = parsed
+            else:
+                scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
+        await self._judge_round(reask)
+        for unit, _ in reask:
+            item = self.items[unit.item_id]
+            identity = self.judge.identity(item)
+            row = self.store.get_result(self.run_id, unit)
+            parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
+            key = (unit.model, unit.item_id)
+            if parsed is None or _is_failure(parsed):
+                first_failure = verdicts[key]
+                reason = f"unparseable judge reply after one re-ask ({getattr(first_failure, 'reason', first_failure)})"
+                scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
+            else:
+                scores[key] = judged_score(item, self._answer_text(unit), parsed, identity)
+
+    def _answer_text(self, unit: Unit) -> str:
+        row = self.store.get_result(self.run_id, Unit(unit.model, unit.item_id, ANSWER_STAGE))
+        return row.text if row is not None else ""
+
+    def _row(self, answer: Result, score: Score) -> dict[str, Any]:
+        item = self.items[answer.item_id]
+        model = self.config.model(answer.model)
+        return {
+            "model": answer.model,
+            "item_id": item.id,
+            "suite": item.suite,
+            "track": item.track,
+            "task": item.task,
+            "domain": item.domain,
+            "gold_type": item.gold_type,
+            "family": family_of(item.gold_type),
+            **score.to_record(),
+            "answer_status": answer.status,
+            "latency_s": answer.latency_s,
+            "completion_tokens": answer.completion_tokens,
+            "model_identity": model_identity(self.config, model),
+        }
+
+    def write(self, run_dir: Path) -> Path:
+        path = run_dir / "scores.jsonl"
+        rows = sorted(self.rows, key=lambda r: (r["model"], r["item_id"]))
+        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
+        return path
+
+    def tally(self) -> dict[str, Any]:
+        """Counts for summary.json: per family and status, and the judge's unparseable verdicts."""
+        counts: dict[str, dict[str, int]] = {}
+        unparseable = 0
+        for row in self.rows:
+            family = counts.setdefault(row["family"], {})
+            family[row["status"]] = family.get(row["status"], 0) + 1
+            unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
+        judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
+        return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable}
+
+
+def _is_failure(parsed: Any) -> bool:
+    from judge import ParseFailure
+
+    return isinstance(parsed, ParseFailure)
