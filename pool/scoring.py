@@ -36,14 +36,17 @@ from runners.base import GenerationRequest
 class JudgeSetup:
     model: Model
     backend: str
+    endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
 
     def identity(self, item: Item) -> JudgeIdentity:
         return JudgeIdentity(self.model.name, self.backend, prompt_version(contract_for(item)))
 
-
-def judge_stage(identity: JudgeIdentity, reask: bool = False) -> str:
-    digest = hashlib.sha256(identity.key().encode("utf-8")).hexdigest()[:10]
-    return f"judge:{digest}" + (":reask" if reask else "")
+    def stage(self, item: Item, reask: bool = False) -> str:
+        """The stage name of this judge's verdicts: a new judge, server or setting never reuses old ones."""
+        params = self.model.generation_params()
+        key = json.dumps([self.identity(item).key(), self.endpoint, self.model.model, params.temperature,
+                          params.max_tokens, list(params.stop), params.top_p, params.seed], ensure_ascii=False)
+        return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}" + (":reask" if reask else "")
 
 
 def model_identity(config: PoolConfig, model: Model) -> dict[str, Any]:
@@ -63,8 +66,11 @@ class ScoringStage:
         self.store = store
         self.config = config
         self.items = items
-        self.judge = JudgeSetup(judge, judge.backend) if judge is not None else None
         self.endpoints = endpoints or {}
+        self.judge = None
+        if judge is not None:
+            endpoint = self.endpoints.get(judge.backend)
+            self.judge = JudgeSetup(judge, judge.backend, endpoint.identities.get(judge.name, "") if endpoint else "")
         self.scheduler = scheduler
         self.log_interval = log_interval
 
@@ -124,8 +130,7 @@ class ScoringStage:
         first = []
         for answer in answers:
             item = self.items[answer.item_id]
-            stage = judge_stage(self.judge.identity(item))
-            first.append((Unit(answer.model, answer.item_id, stage), judge_messages(item, answer.text)))
+            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, answer.text)))
         await self._judge_round(first)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
@@ -139,7 +144,7 @@ class ScoringStage:
                 continue
             parsed = parse_reply(item, row.text)
             if _is_failure(parsed):
-                reask.append((Unit(answer.model, answer.item_id, judge_stage(identity, reask=True)),
+                reask.append((Unit(answer.model, answer.item_id, self.judge.stage(item, reask=True)),
                               reask_messages(item, answer.text, row.text)))
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
@@ -156,7 +161,7 @@ class ScoringStage:
                 reason = f"unparseable judge reply after one re-ask ({getattr(first_failure, 'reason', first_failure)})"
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
             else:
-                scores[key] = judged_score(item, self._answer_text(unit), parsed, identity)
+                scores[key] = judged_score(item, self._answer_text(unit), parsed, identity, reasked=True)
 
     def _answer_text(self, unit: Unit) -> str:
         row = self.store.get_result(self.run_id, Unit(unit.model, unit.item_id, ANSWER_STAGE))

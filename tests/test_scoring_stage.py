@@ -1,0 +1,148 @@
+"""The scoring stage end to end with a FAKE OpenAI server playing both candidate and judge:
+the parse ladder's re-ask, unparseable verdicts as infra errors, --rescore, scores.jsonl."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import ok
+from tests.fakes.openai_fake import FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parents[1]
+GOOD = '{"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", "grounding_source": "guideline", "warnings_present": []}'
+SUITE = [
+    {"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference", "question": "高血压的诊断标准？", "gold": "诊室血压≥140/90 mmHg。"},
+    {"id": "r2", "task": "qa", "track": "capability", "gold_type": "reference", "question": "糖尿病的诊断标准？", "gold": "空腹血糖≥7.0 mmol/L。"},
+    {"id": "c1", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": "选哪个？", "options": {"A": "甲", "B": "乙"}, "gold": "B"},
+]
+
+
+def judge_behaviour(mode: str):
+    """Candidate calls get an echo; judge calls (fenced prompts) get replies chosen by ``mode``."""
+    def behave(index, payload):
+        messages = payload.get("messages") or []
+        text = json.dumps(messages, ensure_ascii=False)
+        if payload.get("model") != "judgey":
+            return ok("答案：B")
+        if mode == "good":
+            return ok(GOOD)
+        if mode == "reask":  # garbage first, valid JSON once re-asked
+            return ok(GOOD) if len(messages) > 2 else ok("我觉得还行，大概八分吧")
+        return ok("无法评分")
+    return behave
+
+
+def write_files(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
+    data = tmp_path / "suite" / "items.jsonl"
+    data.parent.mkdir()
+    data.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in SUITE), encoding="utf-8")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"""backends:
+  fake:
+    type: openai
+    base_url: {base_url}
+    max_concurrency: 2
+    max_retries: 0
+models:
+  - name: alpha
+    backend: fake
+    max_tokens: 32
+  - name: judgey
+    backend: fake
+    enabled: false
+judge:
+  model: judgey
+""", encoding="utf-8")
+    return pool, data
+
+
+def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "pool.run", *args, "--no-routing"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def scores(run_dir: Path) -> dict[str, dict]:
+    lines = (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+    return {row["item_id"].split("/")[-1]: row for row in map(json.loads, lines)}
+
+
+@pytest.fixture
+def fake_in_thread():
+    """Run the fake in a background thread's loop so a subprocess can reach it."""
+    import asyncio
+    import threading
+
+    servers = []
+
+    def start(mode: str) -> str:
+        ready = threading.Event()
+        state = {}
+
+        def main():
+            loop = asyncio.new_event_loop()
+            fake = FakeOpenAIServer(behave=judge_behaviour(mode))
+            loop.run_until_complete(fake.start())
+            state["url"], state["loop"], state["fake"] = fake.base_url, loop, fake
+            ready.set()
+            loop.run_forever()
+
+        thread = threading.Thread(target=main, daemon=True)
+        thread.start()
+        ready.wait(10)
+        servers.append(state)
+        return state["url"]
+
+    yield start
+    for state in servers:
+        state["loop"].call_soon_threadsafe(state["loop"].stop)
+
+
+def test_good_verdicts_are_scored_with_the_judge_identity(tmp_path, fake_in_thread):
+    pool, data = write_files(tmp_path, fake_in_thread("good"))
+    out = run("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), cache=tmp_path / "c")
+    assert out.returncode == 0, out.stderr
+    got = scores(tmp_path / "run")
+    assert got["r1"]["status"] == "scored" and got["r1"]["value"] == pytest.approx(35 / 40)
+    assert got["r1"]["passed"] is True and got["r1"]["metrics"]["total"] == 35
+    assert got["r1"]["judge"]["model"] == "judgey" and len(got["r1"]["judge"]["prompt_version"]) == 12
+    assert got["c1"]["status"] == "scored" and got["c1"]["value"] == 1.0 and got["c1"]["judge"] is None
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["extra"]["scoring"]["judge_infra_errors"] == 0
+
+
+def test_unparseable_verdict_gets_one_reask(tmp_path, fake_in_thread):
+    pool, data = write_files(tmp_path, fake_in_thread("reask"))
+    out = run("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), cache=tmp_path / "c")
+    assert out.returncode == 0, out.stderr
+    got = scores(tmp_path / "run")
+    assert got["r1"]["status"] == "scored" and got["r2"]["status"] == "scored"
+    stages = [json.loads(line)["stage"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sum(s.endswith(":reask") for s in stages) == 2
+
+
+def test_still_unparseable_is_an_infra_error_not_a_zero(tmp_path, fake_in_thread):
+    pool, data = write_files(tmp_path, fake_in_thread("never"))
+    out = run("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), cache=tmp_path / "c")
+    assert out.returncode == 0, out.stderr
+    got = scores(tmp_path / "run")
+    assert got["r1"]["status"] == "infra_error" and got["r1"]["value"] is None
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["extra"]["scoring"]["judge_infra_errors"] == 2
+
+    # --rescore with a judge that now answers: new judge calls, no new candidate calls
+    pool.write_text(pool.read_text().replace("max_retries: 0", "max_retries: 0\n    timeout_s: 30"), encoding="utf-8")
+    good_url = fake_in_thread("good")
+    pool.write_text(pool.read_text().replace(pool.read_text().split("base_url: ")[1].split("\n")[0], good_url), encoding="utf-8")
+    again = run("--rescore", str(tmp_path / "run"), "--pool", str(pool), cache=tmp_path / "c2")
+    assert again.returncode == 0, again.stderr
+    got = scores(tmp_path / "run")
+    assert got["r1"]["status"] == "scored"
+    answers = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sum(r["stage"] == "answer" for r in answers) == 3
