@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run; its stored options are used")
     parser.add_argument("--rescore", metavar="RUN_DIR",
                         help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking the models")
+    parser.add_argument("--hallu", action="store_true",
+                        help="also ask the judge for claim-level hallucination labels (unsupported rate, factual precision)")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
@@ -148,7 +150,8 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
             finally:
                 progress.close()
             stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
-                                 judge=judge, endpoints=endpoints, scheduler=scheduler, log_interval=args.log_interval)
+                                 judge=judge, endpoints=endpoints, scheduler=scheduler, log_interval=args.log_interval,
+                                 hallu=args.hallu)
             await stage.run()
             stage.write(run_dir)
             return stage.tally()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scores import JudgeIdentity, Score, family_of
 from judge import judge_messages, judged_score, parse_reply, prompt_version, reask_messages, unparseable_score
-from judge import contract_for
+from judge import contract_for, hallu_messages
 from pool.config import Model, PoolConfig
 from pool.endpoints import BackendEndpoint
 from pool.export import atomic_write_text
@@ -38,15 +38,16 @@ class JudgeSetup:
     backend: str
     endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
 
-    def identity(self, item: Item) -> JudgeIdentity:
-        return JudgeIdentity(self.model.name, self.backend, prompt_version(contract_for(item)))
+    def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
+        return JudgeIdentity(self.model.name, self.backend, prompt_version(contract or contract_for(item)))
 
-    def stage(self, item: Item, reask: bool = False) -> str:
+    def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
         """The stage name of this judge's verdicts: a new judge, server or setting never reuses old ones."""
         params = self.model.generation_params()
-        key = json.dumps([self.identity(item).key(), self.endpoint, self.model.model, params.temperature,
+        key = json.dumps([self.identity(item, contract).key(), self.endpoint, self.model.model, params.temperature,
                           params.max_tokens, list(params.stop), params.top_p, params.seed], ensure_ascii=False)
-        return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}" + (":reask" if reask else "")
+        suffix = (":" + contract if contract else "") + (":reask" if reask else "")
+        return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
 
 
 def model_identity(config: PoolConfig, model: Model) -> dict[str, Any]:
@@ -61,7 +62,7 @@ class ScoringStage:
 
     def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
                  judge: Model | None, endpoints: Mapping[str, BackendEndpoint] | None,
-                 scheduler: Scheduler | None, log_interval: float = 30.0) -> None:
+                 scheduler: Scheduler | None, log_interval: float = 30.0, hallu: bool = False) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
@@ -73,6 +74,7 @@ class ScoringStage:
             self.judge = JudgeSetup(judge, judge.backend, endpoint.identities.get(judge.name, "") if endpoint else "")
         self.scheduler = scheduler
         self.log_interval = log_interval
+        self.hallu = hallu
 
     def _answers(self) -> list[Result]:
         return [r for r in self.store.results(self.run_id) if r.stage == ANSWER_STAGE and r.item_id in self.items]
@@ -122,6 +124,8 @@ class ScoringStage:
                 scores[(answer.model, answer.item_id)] = outcome
         if to_judge:
             await self._judge(to_judge, scores)
+            if self.hallu:
+                await self._hallucination_check(to_judge, scores)
         self.rows = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in answers]
         return self.rows
 
@@ -162,6 +166,45 @@ class ScoringStage:
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
             else:
                 scores[key] = judged_score(item, self._answer_text(unit), parsed, identity, reasked=True)
+
+    async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
+        """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
+
+        unsupported_rate = Σunsupported / Σclaims and factual_precision = sup / (sup + unsup) per
+        answer; a reply that stays unparseable after one re-ask leaves the rubric score as it is and
+        records ``hallu: "no verdict"`` in its details.
+        """
+        assert self.judge is not None
+        wanted = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
+                  and scores[(a.model, a.item_id)].status == "scored"]
+        rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
+                   hallu_messages(self.items[a.item_id], a.text)) for a in wanted]
+        await self._judge_round(rounds)
+        retry, parsed_by_key = [], {}
+        for answer, (unit, _) in zip(wanted, rounds):
+            row = self.store.get_result(self.run_id, unit)
+            parsed = parse_reply(self.items[answer.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
+            if parsed is None or _is_failure(parsed):
+                retry.append((Unit(answer.model, answer.item_id, self.judge.stage(self.items[answer.item_id], True, "hallu")),
+                              reask_messages(self.items[answer.item_id], answer.text, row.text if row else "", contract="hallu")))
+            else:
+                parsed_by_key[(answer.model, answer.item_id)] = parsed
+        await self._judge_round(retry)
+        for unit, _ in retry:
+            row = self.store.get_result(self.run_id, unit)
+            parsed = parse_reply(self.items[unit.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
+            if parsed is not None and not _is_failure(parsed):
+                parsed_by_key[(unit.model, unit.item_id)] = parsed
+        for answer in wanted:
+            key = (answer.model, answer.item_id)
+            score = scores[key]
+            parsed = parsed_by_key.get(key)
+            if parsed is None:
+                scores[key] = replace(score, details={**score.details, "hallu": "no verdict"})
+                continue
+            extra = {name: float(v) for name, v in parsed.metrics().items() if v is not None}
+            scores[key] = replace(score, metrics={**score.metrics, **extra},
+                                  details={**score.details, "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
 
     def _answer_text(self, unit: Unit) -> str:
         row = self.store.get_result(self.run_id, Unit(unit.model, unit.item_id, ANSWER_STAGE))

@@ -31,6 +31,9 @@ def judge_behaviour(mode: str):
         if payload.get("model") != "judgey":
             return ok("答案：B")
         if mode == "good":
+            if "fact checker" in text:
+                return ok('{"claims": [{"claim": "a", "label": "supported"}, {"claim": "b", "label": "unsupported"},'
+                          ' {"claim": "c", "label": "supported"}, {"claim": "d", "label": "not_sure"}]}')
             return ok(GOOD)
         if mode == "reask":  # garbage first, valid JSON once re-asked
             return ok(GOOD) if len(messages) > 2 else ok("我觉得还行，大概八分吧")
@@ -146,3 +149,14 @@ def test_still_unparseable_is_an_infra_error_not_a_zero(tmp_path, fake_in_thread
     assert got["r1"]["status"] == "scored"
     answers = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sum(r["stage"] == "answer" for r in answers) == 3
+
+
+def test_hallucination_check_adds_claim_metrics(tmp_path, fake_in_thread):
+    pool, data = write_files(tmp_path, fake_in_thread("good"))
+    out = run("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--hallu", cache=tmp_path / "c")
+    assert out.returncode == 0, out.stderr
+    metrics = scores(tmp_path / "run")["r1"]["metrics"]
+    assert metrics["n_claims"] == 4 and metrics["unsupported"] == 1
+    assert metrics["unsupported_rate"] == pytest.approx(0.25)
+    assert metrics["factual_precision"] == pytest.approx(2 / 3)
+    assert "n_claims" not in scores(tmp_path / "run")["c1"]["metrics"]
