@@ -204,7 +204,8 @@ class ScoringStage:
                 continue
             extra = {name: float(v) for name, v in parsed.metrics().items() if v is not None}
             scores[key] = replace(score, metrics={**score.metrics, **extra},
-                                  details={**score.details, "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
+                                  details={**score.details, "claims": {k: parsed.count(k) for k in ("supported", "unsupported", "not_sure")},
+                                           "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
 
     def _answer_text(self, unit: Unit) -> str:
         row = self.store.get_result(self.run_id, Unit(unit.model, unit.item_id, ANSWER_STAGE))

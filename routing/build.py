@@ -1,0 +1,211 @@
+"""``python -m routing.build --run RUN_DIR [RUN_DIR ...]``: scores in, leaderboards, ratings, hard
+subset, routing manifest and report out.
+
+Reads ``scores.jsonl`` and ``summary.json`` of each run (see :mod:`routing.load`) and writes, into
+the first run directory or ``--out``: ``leaderboard.json``, ``leaderboard.md``, ``pairwise.json``,
+``hard.yaml``, ``routing_manifest.yaml`` (schema: :mod:`routing.manifest`) and ``report.html``.
+Each file is written atomically (temp file, fsync, rename).
+
+Exit codes: 0 success; 2 bad input (a missing or broken run file, named ``path:line``; bad options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
+from routing.hard import build_hard
+from routing.leaderboard import build_buckets
+from routing.load import Loaded, LoadError, load_runs
+from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
+from routing.markdown import render_markdown
+from routing.pairwise import PairwiseOptions, build_pairwise
+from routing.report import render_report
+from routing.table import INFRA_ERROR, common_items_mask
+
+EXIT_OK, EXIT_INPUT = 0, 2
+OUTPUTS = ("leaderboard.json", "leaderboard.md", "pairwise.json", "hard.yaml", "routing_manifest.yaml", "report.html")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    common: bool = False
+    since: str | None = None
+    min_n: int = 5
+    top_k: int = 3
+    floor: float | None = None
+    lam: float = 0.5
+    hard_n: int = 400
+    seed: int = 0
+    bootstrap: int = 1000
+    bt_rounds: int = 100
+    elo_rounds: int = 50
+    elo_k: float = 16.0
+    elo_max_battles: int = 4_000
+    orchestration_tasks: tuple[str, ...] = field(default=ORCHESTRATION_TASKS)
+
+    def parameters(self) -> dict[str, Any]:
+        params = asdict(self)
+        params["orchestration_tasks"] = list(self.orchestration_tasks)
+        params["ci_level"] = 0.95
+        return params
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:
+    """Infra-error rows per entrant label and family."""
+    table = loaded.table
+    out: dict[str, dict[str, int]] = {}
+    for row in np.flatnonzero(table.status == INFRA_ERROR):
+        per = out.setdefault(table.entrants[table.entrant[row]].label, {})
+        family = table.names("family")[table.family[row]]
+        per[family] = per.get(family, 0) + 1
+    for entrant in table.entrants:
+        out.setdefault(entrant.label, {})
+    return out
+
+
+def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, options: BuildOptions | None = None) -> dict[str, Any]:
+    """Run the whole aggregation and write the six files; returns a summary for printing."""
+    options = options or BuildOptions()
+    loaded = load_runs(run_dirs, since=options.since)
+    table = loaded.table
+    keep = common_items_mask(table) if options.common else np.ones(len(table), dtype=bool)
+    generated_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    params = options.parameters()
+    runs = [{"run_id": r.run_id, "dir": r.dir, "created_at": r.created_at, "pool_fingerprint": r.pool_fingerprint,
+             "data_fingerprint": r.data_fingerprint} for r in loaded.runs]  # fmt: skip
+    header = {"generated_at": generated_at, "runs": runs, "parameters": params}
+
+    buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
+    manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
+    leaderboard = {
+        "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
+        "models": manifest["models"], "families": {},
+    }  # fmt: skip
+    for bucket in buckets:
+        leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
+    pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
+                                   elo_max_battles=options.elo_max_battles, seed=options.seed)
+    pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
+    hard = {"schema_version": HARD_SCHEMA_VERSION, "kind": "medpool-hard-subset", **header,
+            "data_fingerprints": manifest["data_fingerprints"], **build_hard(table, keep, options.lam, options.hard_n)}  # fmt: skip
+    infra = infra_by_model(loaded)
+
+    target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
+    target.mkdir(parents=True, exist_ok=True)
+    texts = {
+        "leaderboard.json": json.dumps(leaderboard, indent=1, ensure_ascii=False) + "\n",
+        "leaderboard.md": render_markdown(leaderboard, hard, manifest),
+        "pairwise.json": json.dumps(pairwise, indent=1, ensure_ascii=False) + "\n",
+        "hard.yaml": dump_yaml(hard),
+        "routing_manifest.yaml": dump_yaml(manifest),
+        "report.html": render_report(leaderboard, pairwise, hard, manifest, infra),
+    }
+    for name in OUTPUTS:
+        atomic_write_text(target / name, texts[name])
+    routes = manifest["buckets"].values()
+    return {
+        "out": str(target), "runs": len(loaded.runs), "models": len(manifest["models"]), "rows": len(table),
+        "infra_errors": int((table.status == INFRA_ERROR).sum()), "buckets": len(buckets),
+        "routable": sum(r["routable"] for r in routes), "decisive": sum(r["routable"] and r["decisive"] for r in routes),
+        "insufficient": sum(r["insufficient_data"] for r in routes), "hard_items": len(hard["item_ids"]),
+        "default": manifest["default"]["model"], "orchestrator": manifest["orchestrator"]["model"],
+    }  # fmt: skip
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.build",
+        description="Aggregate scored runs into leaderboards (95%% bootstrap CIs), pairwise ratings, a hard subset, "
+        "the routing manifest and an HTML report.",
+        epilog=f"Writes {', '.join(OUTPUTS)}. Exit codes: 0 success; 2 bad input (missing/broken run file, bad option).",
+    )
+    add = parser.add_argument
+    add("--run", nargs="+", required=True, metavar="RUN_DIR", help="run directories holding scores.jsonl and summary.json")
+    add("--out", metavar="DIR", help="output directory (default: the first --run directory)")
+    add("--common", action="store_true", help="per task, keep only items every compared model scored")
+    add("--since", metavar="ISO", help="ignore runs created before this time (e.g. 2026-11-01T00:00:00Z)")
+    add("--min-n", type=_positive_int, default=5, help="scored items a model needs in a bucket to be routed there (default 5)")
+    add("--top-k", type=_positive_int, default=3, help="candidates listed per bucket (default 3)")
+    add("--floor", type=float, help="minimum score a model needs to be routed a bucket (default: none)")
+    add("--lam", type=_non_negative(float), default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
+    add("--hard-n", type=_non_negative(int), default=400, help="hard items per task (default 400; all if fewer)")
+    add("--seed", type=int, default=0, help="seed of every bootstrap and shuffle (default 0)")
+    add("--bootstrap", type=_positive_int, default=1000, help="bootstrap resamples for leaderboard CIs (default 1000)")
+    add("--bt-rounds", type=_positive_int, default=100, help="bootstrap rounds for Bradley–Terry CIs (default 100)")
+    add("--elo-rounds", type=_positive_int, default=50, help="shuffled orders for online Elo (default 50)")
+    add("--elo-k", type=_non_negative(float), default=16.0,
+        help="online Elo K factor (default 16: battles from a few hundred items; FastChat's 4 suits millions)")
+    add("--elo-max-battles", type=_positive_int, default=4_000,
+        help="online Elo shuffles a seeded sample of at most this many battles per scope (default 4000)")
+    add("--orchestration-tasks", default=",".join(ORCHESTRATION_TASKS),
+        help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    options = BuildOptions(
+        common=args.common, since=args.since, min_n=args.min_n, top_k=args.top_k, floor=args.floor, lam=args.lam,
+        hard_n=args.hard_n, seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
+        elo_rounds=args.elo_rounds, elo_k=args.elo_k, elo_max_battles=args.elo_max_battles,
+        orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
+    )  # fmt: skip
+    try:
+        summary = build(args.run, args.out, options)
+    except LoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    print(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
+          f"({summary['infra_errors']} infra errors, excluded)")
+    print(f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
+          f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
+    print(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
+          f"hard subset: {summary['hard_items']} items")
+    print(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

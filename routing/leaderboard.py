@@ -1,0 +1,251 @@
+"""Leaderboards per metric family, side by side and never blended.
+
+A *bucket* is one slice of one family that a router can send questions to; its id is
+``family/kind/name``:
+
+=============  ============================  ==========================================================
+family         buckets (kind: from column)   statistics per cell (every one: value, 95% CI, n)
+=============  ============================  ==========================================================
+capability     task                          score = mean value (judge total / 40), pass_rate,
+                                             judge sub-metric means (coverage, accuracy, safety, ...)
+specialty      domain, system (rollup)       score, pass_rate, sub-metrics, safety_floor_rate,
+                                             unsupported_rate (when the judge recorded them)
+orchestration  skill (gold type: routing,    score = accuracy
+               tool_decision)
+robustness     task (probes)                 score = success rate, pass_rate
+exam           task                          score = accuracy / char-F1 / option F1, sub-metrics
+tcm            task                          classification: macro_f1 (primary) + accuracy over the
+                                             bucket's label set; tcm_case: score = CHIP total, p1..p4;
+                                             LingLan tasks: score (DTR-F1, extraction F1, dose ...)
+=============  ============================  ==========================================================
+
+A cell is one entrant (model identity + judge identity) in one bucket: ``n`` scored items,
+``infra_errors`` and ``unscorable`` counted but left out of every statistic. The classification
+label set is the sorted union of the bucket's gold labels and any ``details["labels"]`` (the item's
+label set), the same for every entrant; a prediction outside it is wrong and adds no class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from eval import macro_f1
+from eval.scores import FAMILIES
+from routing.stats import (
+    Estimate,
+    bootstrap_macro_f1,
+    bootstrap_ratios,
+    estimate,
+    resample_counts,
+    resample_indices,
+)
+from routing.table import (
+    INFRA_ERROR,
+    SCORED,
+    UNSCORABLE,
+    Entrant,
+    ScoreTable,
+    group_rows,
+)
+
+BUCKET_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "capability": (("task", "task"),),
+    "specialty": (("domain", "domain"), ("system", "system")),
+    "orchestration": (("skill", "gold_type"),),
+    "robustness": (("task", "task"),),
+    "exam": (("task", "task"),),
+    "tcm": (("task", "task"),),
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    entrant: Entrant
+    n: int
+    infra_errors: int
+    unscorable: int
+    items: np.ndarray  # item codes of the scored rows, sorted
+    stats: dict[str, Estimate]
+
+    def to_json(self, primary: str) -> dict[str, Any]:
+        return {
+            "model": self.entrant.label, "model_key": self.entrant.model.key, "judge": self.entrant.judge_key,
+            "n": self.n, "infra_errors": self.infra_errors, "unscorable": self.unscorable,
+            "primary": self.stats[primary].to_json() if primary in self.stats else None,
+            "metrics": {name: est.to_json() for name, est in self.stats.items()},
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Bucket:
+    id: str
+    family: str
+    kind: str
+    name: str
+    primary: str  # the statistic buckets are ranked by: "score", or "macro_f1" for classification
+    gold_types: tuple[str, ...]
+    n_items: int
+    cells: tuple[Cell, ...]  # best primary value first; cells without a value last
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "family": self.family, "kind": self.kind, "name": self.name, "primary": self.primary,
+                "gold_types": list(self.gold_types), "items": self.n_items,
+                "cells": [cell.to_json(self.primary) for cell in self.cells]}  # fmt: skip
+
+    def value_of(self, cell: Cell) -> float:
+        """The cell's primary statistic; −inf when it has none (no scored item)."""
+        est = cell.stats.get(self.primary)
+        return -np.inf if est is None or not np.isfinite(est.value) else est.value
+
+    def ci_of(self, cell: Cell) -> tuple[float, float]:
+        return cell.stats[self.primary].ci
+
+
+def _mean_columns(table: ScoreTable, rows: np.ndarray, family: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Statistic names and their (n × k) numerator / denominator columns for the ratio bootstrap."""
+    names, nums, dens = [], [], []
+
+    def add(name: str, values: np.ndarray, denominator: np.ndarray | None = None) -> None:
+        present = ~np.isnan(values) if denominator is None else ~np.isnan(denominator)
+        if not present.any():
+            return
+        names.append(name)
+        nums.append(np.where(present, np.nan_to_num(values), 0.0))
+        dens.append(np.where(present, 1.0 if denominator is None else np.nan_to_num(denominator), 0.0))
+
+    add("score", table.value[rows])
+    add("pass_rate", table.passed[rows])
+    for metric, column in sorted(table.metrics.items()):
+        if metric not in ("score", "pass_rate"):
+            add(metric, column[rows])
+    if family == "specialty":
+        add("safety_floor_rate", table.flags["safety_floor"][rows])
+        claims = table.flags["claims_total"][rows]
+        if (~np.isnan(claims)).any():
+            add("unsupported_rate", table.flags["claims_unsupported"][rows], claims)
+        else:
+            add("unsupported_rate", table.flags["grounding_unsupported"][rows])
+    return names, np.stack(nums, axis=1), np.stack(dens, axis=1)
+
+
+def _hashable(label: Any) -> Hashable:
+    return label if isinstance(label, Hashable) else str(label)
+
+
+def bucket_label_set(table: ScoreTable, rows: np.ndarray) -> list[Hashable]:
+    """Sorted union of the gold labels and declared label sets of a classification bucket's rows."""
+    labels: set[Hashable] = set()
+    for row in rows:
+        if int(row) in table.labels:
+            _, gold, declared = table.labels[int(row)]
+            labels.add(_hashable(gold))
+            labels.update(_hashable(x) for x in declared)
+    return sorted(labels, key=str)
+
+
+def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray, labels: list[Hashable],
+                          idx: np.ndarray) -> dict[str, Estimate]:  # fmt: skip
+    """Macro-F1 and accuracy of one cell: eval.macro_f1 for the value, the bucket's resamples for the CI."""
+    rows = np.array([r for r in rows if int(r) in table.labels], dtype=np.int64)
+    if not len(rows):
+        return {}
+    preds = [_hashable(table.labels[int(r)][0]) for r in rows]
+    golds = [_hashable(table.labels[int(r)][1]) for r in rows]
+    point = macro_f1(preds, golds, labels)
+    index = {label: i for i, label in enumerate(labels)}
+    position = np.searchsorted(items, table.item[rows])
+    gold_codes, pred_codes = np.full(len(items), -1), np.full(len(items), -1)
+    gold_codes[position] = [index[g] for g in golds]
+    pred_codes[position] = [index.get(p, -1) for p in preds]
+    draws = bootstrap_macro_f1(gold_codes, pred_codes, len(labels), idx)
+    return {"macro_f1": estimate(point["macro_f1"], draws[:, 0], len(rows)),
+            "accuracy": estimate(point["accuracy"], draws[:, 1], len(rows))}  # fmt: skip
+
+
+def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str, rounds: int, seed: int,
+                 labels: list[Hashable] | None = None) -> list[dict[str, Estimate]]:  # fmt: skip
+    """Every statistic of every cell of one bucket (cells given as their scored rows).
+
+    The bucket's scored items are resampled together — one index matrix over them, seeded by
+    (seed, number of items) — and a cell's resampled statistic is its ratio over the resampled
+    items it has (for a cell with every item: the plain bootstrap of its mean). Resampling items
+    in lockstep makes the intervals of one bucket a paired comparison, and every statistic of every
+    cell comes out of one matrix product ``counts @ X``.
+    """
+    filled = [rows for rows in cell_rows if len(rows)]
+    if not filled:
+        return [{} for _ in cell_rows]
+    items = np.unique(np.concatenate([table.item[rows] for rows in filled]))
+    layout, nums, dens = [], [], []
+    for rows in cell_rows:
+        if not len(rows):
+            layout.append(None)
+            continue
+        names, num, den = _mean_columns(table, rows, family)
+        position = np.searchsorted(items, table.item[rows])
+        full_num, full_den = np.zeros((len(items), len(names))), np.zeros((len(items), len(names)))
+        full_num[position], full_den[position] = num, den
+        layout.append((names, num.sum(axis=0), den.sum(axis=0), (den > 0).sum(axis=0)))
+        nums.append(full_num)
+        dens.append(full_den)
+    draws = bootstrap_ratios(np.hstack(nums), np.hstack(dens), resample_counts(len(items), rounds, seed))
+    idx = resample_indices(len(items), rounds, seed) if labels else None
+    out, column = [], 0
+    for rows, entry in zip(cell_rows, layout):
+        if entry is None:
+            out.append({})
+            continue
+        names, num_total, den_total, counts = entry
+        stats = {}
+        for j, name in enumerate(names):
+            point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
+            stats[name] = estimate(point, draws[:, column + j], int(counts[j]))
+        column += len(names)
+        if labels:
+            stats.update(_classification_stats(table, rows, items, labels, idx))
+        out.append(stats)
+    return out
+
+
+def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int = 1000, seed: int = 0) -> list[Bucket]:
+    """Every bucket of every family. ``keep`` marks the rows allowed into statistics (``--common``);
+    infra errors and unscorable rows are counted from the whole table either way."""
+    keep = np.ones(len(table), dtype=bool) if keep is None else keep
+    buckets = []
+    for family in FAMILIES:
+        if family not in table.vocab["family"]:
+            continue
+        in_family = np.flatnonzero(table.family == table.code("family", family))
+        for kind, column in BUCKET_KINDS[family]:
+            codes = getattr(table, column)[in_family]
+            groups: dict[int, list[tuple[int, np.ndarray]]] = {}
+            for (code, entrant), local in group_rows([codes, table.entrant[in_family]], order_by=table.item[in_family]):
+                groups.setdefault(code, []).append((entrant, in_family[local]))
+            for code, members in groups.items():
+                buckets.append(_bucket(table, keep, family, kind, table.names(column)[code], members, rounds, seed))
+    return buckets
+
+
+def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: str,
+            members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int) -> Bucket:  # fmt: skip
+    all_rows = np.concatenate([rows for _, rows in members])
+    gold_types = tuple(sorted({table.names("gold_type")[c] for c in np.unique(table.gold_type[all_rows])}))
+    labels = bucket_label_set(table, all_rows[table.status[all_rows] == SCORED]) if gold_types == ("classification",) else None
+    classification = bool(labels)  # without recorded labels a classification bucket falls back to mean accuracy
+    scored = [rows[(table.status[rows] == SCORED) & keep[rows]] for _, rows in members]
+    stats = bucket_stats(table, scored, family, rounds, seed, labels if classification else None)
+    cells = [
+        Cell(entrant=table.entrants[entrant], n=len(rows_scored),
+             infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
+             unscorable=int((table.status[rows] == UNSCORABLE).sum()),
+             items=table.item[rows_scored], stats=cell_stats)
+        for (entrant, rows), rows_scored, cell_stats in zip(members, scored, stats)
+    ]  # fmt: skip
+    bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",
+                    gold_types, len(np.unique(np.concatenate([c.items for c in cells]))), ())  # fmt: skip
+    ordered = sorted(cells, key=lambda c: (-bucket.value_of(c), c.entrant.label))
+    return replace(bucket, cells=tuple(ordered))

@@ -1,0 +1,326 @@
+"""Read run directories into a :class:`~routing.table.ScoreTable` — the only file reading in aggregation.
+
+Per run directory: ``summary.json`` (run_id, created_at, pool and data fingerprints, per-model
+answer counts; see ``pool.export``) and ``scores.jsonl`` (one row per (model, item); see
+``eval.scores``). A missing or broken file raises :class:`LoadError` naming ``path:line: field``.
+
+Merging several runs: rows are keyed by (model identity, judge identity, item). Two rows with the
+same key in one file are an error; across runs the row of the later run (by ``created_at``) wins,
+except that an ``infra_error`` never replaces a real result. Rows differing in model or judge
+identity are different keys, so they are never merged.
+
+Audit columns read from ``details`` for the specialty leaderboard (absent keys leave NaN):
+
+- ``safety_floor``: ``details["safety_floor"]`` — true (or a non-empty list of the forbidden phrases
+  found) when the deterministic safety floor capped the score; rate = floored answers / answers.
+- ``claims_unsupported`` / ``claims_total``: ``details["claims"] = {"supported", "unsupported",
+  "not_sure"}`` counts from the claim-level check; unsupported rate = Σunsupported / Σclaims.
+- ``grounding_unsupported``: ``details["grounding"]`` (or ``"grounding_source"``) equal to
+  ``"unsupported"``; used for the unsupported rate when no claim counts are present.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.scores import FAMILIES, JudgeIdentity
+from routing.table import (
+    NO_DOMAIN,
+    STATUSES,
+    ModelIdentity,
+    ScoreTable,
+    intern,
+    make_entrants,
+)
+
+SCORES_FILENAME = "scores.jsonl"
+SUMMARY_FILENAME = "summary.json"
+FLAG_COLUMNS = ("safety_floor", "claims_unsupported", "claims_total", "grounding_unsupported")
+REQUIRED_STR = ("model", "item_id", "task", "gold_type")
+
+
+class LoadError(ValueError):
+    """A run file that cannot be read; the message starts with ``path[:line]``."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    dir: str
+    run_id: str
+    created_at: str
+    pool_fingerprint: str | None
+    data_fingerprint: str | None
+    models: Mapping[str, Any]  # summary.json "models": per-model answer tallies (status counts, ...)
+    wall_time_s: float | None
+
+
+@dataclass(frozen=True)
+class Loaded:
+    table: ScoreTable
+    runs: tuple[RunInfo, ...]
+    skipped_runs: tuple[str, ...]  # directories left out by --since
+    superseded: int  # rows replaced by a later run's row for the same key
+
+
+def parse_time(text: str, where: str) -> datetime:
+    """An ISO-8601 timestamp as an aware UTC datetime (a naive one is taken as UTC)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise LoadError(f"{where}: not an ISO-8601 time: {text!r} (e.g. 2026-11-29T12:00:00Z)") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def read_summary(run_dir: Path) -> RunInfo:
+    path = run_dir / SUMMARY_FILENAME
+    if not path.is_file():
+        raise LoadError(f"{path}: not found; pass a run directory written by pool.run (it holds {SUMMARY_FILENAME} and {SCORES_FILENAME})")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(summary, dict):
+        raise LoadError(f"{path}:1: expected a JSON object, got {type(summary).__name__}")
+    for key in ("run_id", "created_at"):
+        if not isinstance(summary.get(key), str):
+            raise LoadError(f"{path}: field {key!r} must be a string")
+    parse_time(summary["created_at"], f"{path}: field 'created_at'")
+    models = summary.get("models") if isinstance(summary.get("models"), dict) else {}
+    wall = summary.get("wall_time_s")
+    return RunInfo(
+        dir=str(run_dir), run_id=summary["run_id"], created_at=summary["created_at"],
+        pool_fingerprint=summary.get("pool_fingerprint"), data_fingerprint=summary.get("data_fingerprint"),
+        models=models, wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
+    )  # fmt: skip
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_row(row: Any) -> str | None:
+    """What is wrong with one scores.jsonl row (``field: problem``), or None."""
+    if not isinstance(row, dict):
+        return f"row: expected a JSON object, got {type(row).__name__}"
+    for key in REQUIRED_STR:
+        if not isinstance(row.get(key), str) or not row[key]:
+            return f"{key}: must be a non-empty string"
+    if row.get("family") not in FAMILIES:
+        return f"family: must be one of {', '.join(FAMILIES)}, got {row.get('family')!r}"
+    if row.get("status") not in STATUSES:
+        return f"status: must be one of {', '.join(STATUSES)}, got {row.get('status')!r}"
+    value = row.get("value")
+    if row["status"] == "scored" and not (_number(value) and 0.0 <= value <= 1.0):
+        return f"value: a scored row needs a number in [0, 1], got {value!r}"
+    if row["status"] != "scored" and value is not None:
+        return f"value: a {row['status']} row carries no value (null), got {value!r}"
+    if row.get("passed") not in (True, False, None):
+        return f"passed: must be true, false or null, got {row.get('passed')!r}"
+    if row.get("domain") is not None and not isinstance(row["domain"], str):
+        return "domain: must be a string or null"
+    identity = row.get("model_identity")
+    if not isinstance(identity, dict) or not isinstance(identity.get("name"), str):
+        return "model_identity: must be an object with at least 'name' (name, backend, model, temperature, ...)"
+    if identity["name"] != row["model"]:
+        return f"model_identity.name: {identity['name']!r} differs from model {row['model']!r}"
+    judge = row.get("judge")
+    if judge is not None and not (isinstance(judge, dict) and all(isinstance(judge.get(k), str) for k in ("model", "backend", "prompt_version"))):
+        return "judge: must be null or an object with string model, backend, prompt_version"
+    for key in ("metrics", "details"):
+        if not isinstance(row.get(key, {}), dict):
+            return f"{key}: must be an object"
+    for name, metric in row.get("metrics", {}).items():
+        if metric is not None and not _number(metric):
+            return f"metrics.{name}: must be a finite number or null, got {metric!r}"
+    for key in ("latency_s", "completion_tokens"):
+        if row.get(key) is not None and not _number(row[key]):
+            return f"{key}: must be a number or null, got {row[key]!r}"
+    return None
+
+
+def _flags(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
+    """The FLAG_COLUMNS of one row (NaN where the detail is absent)."""
+    floor = unsupported = total = grounded = math.nan
+    if details.get("safety_floor") is not None:
+        floor = float(bool(details["safety_floor"]))
+    claims = details.get("claims")
+    if isinstance(claims, dict) and all(_number(claims.get(k, 0)) for k in ("supported", "unsupported", "not_sure")):
+        unsupported = float(claims.get("unsupported", 0))
+        total = float(sum(claims.get(k, 0) for k in ("supported", "unsupported", "not_sure")))
+    grounding = details.get("grounding", details.get("grounding_source"))
+    if isinstance(grounding, str):
+        grounded = float(grounding == "unsupported")
+    return floor, unsupported, total, grounded
+
+
+def _label(row: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]] | None:
+    details = row.get("details", {})
+    if row["gold_type"] != "classification" or row["status"] != "scored" or "gold_label" not in details:
+        return None
+    declared = details.get("labels") if isinstance(details.get("labels"), list) else []
+    return details.get("predicted_label"), details["gold_label"], tuple(declared)
+
+
+class _Interner:
+    """Shared objects for repeated values, so a million rows hold a few identities and strings."""
+
+    def __init__(self) -> None:
+        self.identities: list[ModelIdentity] = []
+        self.judges: list[JudgeIdentity | None] = [None]
+        self._identity_ids: dict[Any, int] = {}
+        self._raw_identity_ids: dict[Any, int] = {}
+        self._judge_ids: dict[Any, int] = {None: 0}
+        self._strings: dict[str, str] = {}
+
+    def identity(self, record: Mapping[str, Any]) -> int:
+        try:
+            raw: Any = tuple(record.items())
+            hash(raw)
+        except TypeError:  # an unhashable field value: key on its JSON text
+            raw = json.dumps(record, sort_keys=True, default=str)
+        found = self._raw_identity_ids.get(raw)
+        if found is None:
+            identity = ModelIdentity.from_record(record)
+            found = self._identity_ids.setdefault(identity, len(self._identity_ids))
+            if found == len(self.identities):
+                self.identities.append(identity)
+            self._raw_identity_ids[raw] = found
+        return found
+
+    def judge(self, record: Mapping[str, str] | None) -> int:
+        raw = None if record is None else (record["model"], record["backend"], record["prompt_version"])
+        found = self._judge_ids.get(raw)
+        if found is None:
+            found = self._judge_ids[raw] = len(self.judges)
+            self.judges.append(JudgeIdentity(*raw))  # type: ignore[misc]
+        return found
+
+    def text(self, value: str) -> str:
+        return self._strings.setdefault(value, value)
+
+
+# A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
+# latency_s, completion_tokens, metrics, flags, label, line).
+Record = tuple[Any, ...]
+STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
+INFRA_CODE = STATUS_CODE["infra_error"]
+
+
+def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int, str], Record]]:
+    """((identity id, judge id, item id), record) for every checked row of one run's scores.jsonl."""
+    path = run_dir / SCORES_FILENAME
+    if not path.is_file():
+        raise LoadError(f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)")
+    out = []
+    text = interner.text
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LoadError(f"{path}:{line_no}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+            problem = check_row(row)
+            if problem:
+                raise LoadError(f"{path}:{line_no}: {problem}")
+            key = (interner.identity(row["model_identity"]), interner.judge(row.get("judge")), row["item_id"])
+            details = row.get("details", {})
+            out.append((key, (
+                row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
+                text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
+                row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
+                _flags(details) if details else None, _label(row), line_no,
+            )))  # fmt: skip
+    return out
+
+
+def merge_rows(per_run: Sequence[tuple[Path, list[tuple[tuple[int, int, str], Record]]]],
+               interner: _Interner) -> tuple[dict[tuple[int, int, str], tuple[Record, int]], int]:  # fmt: skip
+    """Key -> (record, run index); runs must come oldest first. Returns the map and the superseded count."""
+    merged: dict[tuple[int, int, str], tuple[Record, int]] = {}
+    superseded = 0
+    for run_index, (run_dir, rows) in enumerate(per_run):
+        seen: dict[tuple[int, int, str], int] = {}
+        for key, record in rows:
+            if key in seen:
+                raise LoadError(f"{run_dir / SCORES_FILENAME}:{record[-1]}: duplicate row for model "
+                                f"{interner.identities[key[0]].name!r}, item {key[2]!r} and the same judge "
+                                f"(first at line {seen[key]})")  # fmt: skip
+            seen[key] = record[-1]
+            if key in merged:
+                superseded += 1
+                if record[6] == INFRA_CODE and merged[key][0][6] != INFRA_CODE:
+                    continue  # the earlier real result stands
+            merged[key] = (record, run_index)
+    return merged, superseded
+
+
+def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], interner: _Interner) -> ScoreTable:
+    """Columns from merged records (row order: model identity, judge, item id)."""
+    identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(interner.identities)}
+    judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(interner.judges)}
+    keys = sorted(merged, key=lambda k: (identity_order[k[0]], judge_order[k[1]], k[2]))
+    pairs = list(dict.fromkeys((k[0], k[1]) for k in keys))
+    entrants = make_entrants([(interner.identities[i], interner.judges[j]) for i, j in pairs])
+    entrant_index = {pair: i for i, pair in enumerate(pairs)}
+    records = [merged[k][0] for k in keys]
+    n = len(records)
+    categorical = {name: [r[i] for r in records] for i, name in enumerate(("item", "suite", "task", "domain", "gold_type", "family"))}
+    systems = {d: d.split(":", 1)[0] for d in set(categorical["domain"])}
+    categorical["system"] = [systems[d] for d in categorical["domain"]]
+    codes, vocab = {}, {}
+    for name, values in categorical.items():
+        codes[name], vocab[name] = intern(values)
+    items = vocab.pop("item")
+
+    def column(index: int) -> np.ndarray:
+        return np.array([r[index] for r in records], dtype=float)  # None -> NaN
+
+    metric_rows = [r[11] or {} for r in records]
+    metric_names = sorted({name for m in metric_rows if m for name in m})
+    no_flags = (math.nan,) * len(FLAG_COLUMNS)
+    flags = np.array([r[12] or no_flags for r in records], dtype=float).reshape(n, len(FLAG_COLUMNS))
+    return ScoreTable(
+        entrants=tuple(entrants), items=items, vocab=vocab,
+        entrant=np.fromiter((entrant_index[(k[0], k[1])] for k in keys), dtype=np.int32, count=n),
+        **codes, status=np.array([r[6] for r in records], dtype=np.int8),
+        value=column(7), passed=column(8), latency_s=column(9), completion_tokens=column(10),
+        run=np.fromiter((merged[k][1] for k in keys), dtype=np.int16, count=n),
+        metrics={name: np.array([m.get(name) for m in metric_rows], dtype=float) for name in metric_names},
+        flags={name: flags[:, j] for j, name in enumerate(FLAG_COLUMNS)},
+        labels={i: r[13] for i, r in enumerate(records) if r[13] is not None},
+    )  # fmt: skip
+
+
+def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loaded:
+    """Read, check and merge the given runs (those created before ``since`` are skipped)."""
+    if not run_dirs:
+        raise LoadError("no run directory given")
+    infos = []
+    for run_dir in map(Path, run_dirs):
+        if not run_dir.is_dir():
+            raise LoadError(f"{run_dir}: not a directory; pass the run directory pool.run wrote")
+        infos.append((run_dir, read_summary(run_dir)))
+    skipped: list[str] = []
+    if since is not None:
+        cutoff = parse_time(since, "--since")
+        skipped = [str(d) for d, info in infos if parse_time(info.created_at, str(d)) < cutoff]
+        infos = [(d, info) for d, info in infos if parse_time(info.created_at, str(d)) >= cutoff]
+        if not infos:
+            raise LoadError(f"--since {since}: every run was created earlier ({', '.join(skipped)})")
+    infos.sort(key=lambda pair: parse_time(pair[1].created_at, pair[0].name))  # stable: argument order breaks ties
+    interner = _Interner()
+    per_run = [(d, read_scores(d, interner)) for d, _ in infos]
+    merged, superseded = merge_rows(per_run, interner)
+    if not merged:
+        raise LoadError(f"no score rows in {', '.join(str(d / SCORES_FILENAME) for d, _ in infos)}")
+    return Loaded(build_table(merged, interner), tuple(info for _, info in infos), tuple(skipped), superseded)

@@ -1,0 +1,81 @@
+"""``leaderboard.md``: the leaderboards as Markdown tables, one section per family (never blended)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval.scores import FAMILIES
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def fmt_ci(stat: dict[str, Any] | None, digits: int = 3) -> str:
+    if not stat or stat.get("value") is None:
+        return "–"
+    lo, hi = stat["ci"]
+    return f"{fmt(stat['value'], digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+def md_text(text: Any) -> str:
+    """Table-safe text: pipes escaped, newlines flattened, angle brackets as entities."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
+
+
+PRIORITY = ("pass_rate", "accuracy", "macro_f1", "safety_floor_rate", "unsupported_rate", "p1", "p2", "p3", "p4")
+
+
+def _extra_metrics(bucket: dict[str, Any], limit: int = 5) -> list[str]:
+    """Up to ``limit`` further statistics: the routing-relevant ones first, then judge sub-metrics."""
+    seen = list(dict.fromkeys(name for cell in bucket["cells"] for name in cell["metrics"]))
+    seen = [name for name in seen if name not in (bucket["primary"], "score")]
+    return sorted(seen, key=lambda name: (PRIORITY.index(name) if name in PRIORITY else len(PRIORITY), seen.index(name)))[:limit]
+
+
+def bucket_table(bucket: dict[str, Any]) -> list[str]:
+    extra = _extra_metrics(bucket)
+    head = ["model", "n", f"{bucket['primary']} [95% CI]", *extra, "infra errors"]
+    lines = ["| " + " | ".join(md_text(h) for h in head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for cell in bucket["cells"]:
+        row = [md_text(cell["model"]), str(cell["n"]), fmt_ci(cell["primary"])]
+        row += [fmt_ci(cell["metrics"].get(name)) for name in extra]
+        row.append(str(cell["infra_errors"]))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any]) -> str:
+    runs = ", ".join(f"`{md_text(r['run_id'])}`" for r in leaderboard["runs"])
+    params = leaderboard["parameters"]
+    out = [
+        "# Leaderboards", "",
+        (f"Runs: {runs}. Generated {leaderboard['generated_at']}. Every cell: n scored items, value with its 95% "
+         f"percentile-bootstrap CI ({params['bootstrap']} resamples, seed {params['seed']}), infra errors "
+         f"(excluded from every statistic){'; only items every model answered (--common)' if params['common'] else ''}."),
+        "",
+    ]  # fmt: skip
+    for family in FAMILIES:
+        buckets = leaderboard["families"].get(family)
+        if not buckets:
+            continue
+        out += [f"## {family}", ""]
+        for bucket in buckets:
+            route = manifest["buckets"].get(bucket["id"], {})
+            status = "insufficient data" if route.get("insufficient_data") else (
+                "tied: " + ", ".join(route.get("tied_top", [])) if route.get("tied_top") and not route.get("decisive") else
+                "leader: " + (route.get("tied_top") or ["–"])[0])  # fmt: skip
+            out += [f"### {md_text(bucket['kind'])}: {md_text(bucket['name'])}", "",
+                    f"{bucket['items']} items; {md_text(status)}", "", *bucket_table(bucket), ""]  # fmt: skip
+    out += ["## Full vs Hard", "", (f"Hard subset: {len(hard['item_ids'])} items, top {hard['method']['top_n_per_task']} per task by "
+                                    f"D = (1 − mean) + {hard['method']['lam']}·variance over {len(hard['models'])} models."), "",
+            "| model | tasks | full | hard | gap |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for model, entry in sorted(hard["full_vs_hard"].items()):
+        macro = entry["macro"]
+        out.append(f"| {md_text(model)} | {macro['tasks']} | {fmt(macro['full'])} | {fmt(macro['hard'])} | {fmt(macro['gap'])} |")
+    default, orch = manifest["default"], manifest["orchestrator"]
+    out += ["", "## Routing", "", f"- default model: {md_text(default.get('model') or '–')}",
+            f"- orchestrator: {md_text(orch.get('model') or '–')}"
+            + (f" (tied with {md_text(', '.join(orch['tied_top'][1:]))})" if len(orch.get("tied_top", [])) > 1 else "")
+            + (f" — {md_text(orch['reason'])}" if orch.get("insufficient_data") else ""), ""]  # fmt: skip
+    return "\n".join(out)

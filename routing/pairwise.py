@@ -1,0 +1,142 @@
+"""Pairwise ratings per family and per bucket (``pairwise.json``), from the scores already there.
+
+A *scope* is one family (all its items) or one leaderboard bucket. Inside a scope the score of an
+entrant on an item is its ``value`` (scored rows allowed by ``--common``); the items × entrants
+matrix gives the battles (see :mod:`routing.ratings`). Entrants that meet no other entrant on any
+item are left out of the scope's ratings. Families never mix: a scope holds one family's items.
+
+Online Elo is sequential Python (``eval.elo_ratings``); above ``elo_max_battles`` battles a seeded
+random sample of that many is shuffled instead, and ``elo.battles_used`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eval.scores import FAMILIES
+from routing.leaderboard import Bucket
+from routing.ratings import (
+    LOSS,
+    NONE,
+    TIE,
+    WIN,
+    bootstrap_outcome_counts,
+    bradley_terry,
+    elo_over_orders,
+    outcome_counts,
+    outcome_matrix,
+    overall_win_rates,
+    pair_index,
+    win_rate_matrix,
+)
+from routing.stats import json_number
+from routing.table import SCORED, ScoreTable
+
+ELO_SCORE = {WIN: 1.0, LOSS: 0.0, TIE: 0.5}
+
+
+@dataclass(frozen=True)
+class PairwiseOptions:
+    bt_rounds: int = 100
+    elo_rounds: int = 50
+    elo_k: float = 16.0
+    elo_max_battles: int = 4_000
+    bt_virtual_ties: float = 1.0
+    seed: int = 0
+
+
+def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray | None = None) -> tuple[np.ndarray, list[int], np.ndarray]:
+    """(items × entrants matrix with NaN, entrant indices, item codes) for the given scored rows;
+    the matrix holds the rows' ``value``, or ``values_of_rows`` (aligned with ``rows``) when given."""
+    row_values = table.value[rows] if values_of_rows is None else np.asarray(values_of_rows, dtype=float)
+    entrants = sorted(set(table.entrant[rows].tolist()))
+    items, item_pos = np.unique(table.item[rows], return_inverse=True)
+    column = {e: j for j, e in enumerate(entrants)}
+    values = np.full((len(items), len(entrants)), np.nan)
+    values[item_pos, [column[e] for e in table.entrant[rows].tolist()]] = row_values
+    return values, entrants, items
+
+
+def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
+    """Win rates, Elo over orders and Bradley–Terry for one items × models score matrix."""
+    outcomes = outcome_matrix(values)
+    counts = outcome_counts(outcomes)
+    m = len(labels)
+    played = np.zeros(m, dtype=bool)
+    first, second = pair_index(m)
+    met = counts.sum(axis=1) > 0
+    played[first[met]] = played[second[met]] = True
+    if played.sum() < 2:
+        return {"models": list(labels), "battles": 0, "skipped": "fewer than two models share a scored item"}
+    if not played.all():  # drop entrants that met nobody, then recount over the rest
+        keep = np.flatnonzero(played)
+        result = scope_ratings(values[:, keep], [labels[i] for i in keep], options)
+        result["left_out"] = [labels[i] for i in np.flatnonzero(~played)]
+        return result
+    boot = bootstrap_outcome_counts(outcomes, options.bt_rounds, options.seed)
+    bt = bradley_terry(counts, boot, m, options.bt_virtual_ties)
+    rate, games = win_rate_matrix(counts, m)
+    overall = overall_win_rates(counts, m)
+    elo = _elo(outcomes, labels, options)
+    order = np.argsort(-bt["rating"], kind="stable")
+    names = [labels[i] for i in order]
+    return {
+        "models": names,
+        "items": int(values.shape[0]),
+        "battles": int(counts.sum()),
+        "ties": int(counts[:, TIE].sum()),
+        "win_rate": {
+            "matrix": [[json_number(rate[i, j]) for j in order] for i in order],
+            "games": [[int(games[i, j]) for j in order] for i in order],
+            "overall": {labels[i]: json_number(overall[i]) for i in order},
+        },
+        "elo": {"k": options.elo_k, "rounds": options.elo_rounds, "battles_used": elo.pop("battles_used"),
+                "ratings": {labels[i]: {"median": json_number(elo["median"][i]),
+                                        "ci": [json_number(elo["lower"][i]), json_number(elo["upper"][i])]} for i in order}},
+        "bradley_terry": {"rounds": options.bt_rounds, "virtual_ties": options.bt_virtual_ties, "ratings": {labels[i]: {
+            "rating": json_number(bt["rating"][i]), "ci": [json_number(bt["lower"][i]), json_number(bt["upper"][i])],
+            "rank": int(bt["rank"][i])} for i in order}},
+    }  # fmt: skip
+
+
+def _elo(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
+    flat = np.flatnonzero(outcomes.ravel() != NONE)
+    if len(flat) > options.elo_max_battles:
+        rng = np.random.default_rng([options.seed, len(flat)])
+        flat = np.sort(rng.choice(flat, size=options.elo_max_battles, replace=False))
+    first, second = pair_index(len(labels))
+    pair = flat % outcomes.shape[1]
+    codes = outcomes.ravel()[flat]
+    result = elo_over_orders(
+        [labels[i] for i in first[pair]], [labels[i] for i in second[pair]], [ELO_SCORE[int(c)] for c in codes],
+        labels, options.elo_rounds, options.elo_k, options.seed,
+    )  # fmt: skip
+    return {**result, "battles_used": len(flat)}
+
+
+def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray, options: PairwiseOptions) -> list[dict[str, Any]]:
+    """Every family scope, then every bucket scope, each with its ratings."""
+    allowed = np.flatnonzero(keep & (table.status == SCORED))
+    scopes = []
+    for family in FAMILIES:
+        if family not in table.vocab["family"]:
+            continue
+        rows = allowed[table.family[allowed] == table.code("family", family)]
+        scopes.append(_scope(table, rows, family, family, "family", options))
+    for bucket in buckets:
+        column = {"task": table.task, "domain": table.domain, "system": table.system, "skill": table.gold_type}[bucket.kind]
+        category = {"task": "task", "domain": "domain", "system": "system", "skill": "gold_type"}[bucket.kind]
+        rows = allowed[(table.family[allowed] == table.code("family", bucket.family))
+                       & (column[allowed] == table.code(category, bucket.name))]  # fmt: skip
+        scopes.append(_scope(table, rows, bucket.id, bucket.family, "bucket", options))
+    return scopes
+
+
+def _scope(table: ScoreTable, rows: np.ndarray, scope_id: str, family: str, level: str, options: PairwiseOptions) -> dict[str, Any]:
+    values, entrants, _ = score_matrix(table, rows)
+    labels = [table.entrants[e].label for e in entrants]
+    return {"scope": scope_id, "family": family, "level": level, **scope_ratings(values, labels, options)}

@@ -1,0 +1,214 @@
+"""``report.html``: one self-contained page a clinician-lead can read — no network, no script.
+
+Everything is inline (one ``<style>`` block; bars and heatmap colours are CSS widths and
+backgrounds), so the file opens from disk or an e-mail attachment. Every piece of model, dataset,
+run or judge text passes through :func:`esc` (``html.escape`` with quotes), so a model named
+``<script>…`` is shown as text, never run. Numbers are formatted, never interpolated raw.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eval.scores import FAMILIES
+from routing.markdown import fmt
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans",sans-serif;margin:24px auto;max-width:1200px;color:#1d232a;padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:6px 0 14px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:middle}
+th{background:#f3f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{position:relative;width:180px;height:12px;background:#eef1f4;border-radius:2px}
+.bar .ci{position:absolute;top:3px;height:6px;background:#7aa7d8;border-radius:2px}
+.bar .pt{position:absolute;top:0;width:2px;height:12px;background:#0b3d75}
+.muted{color:#6a737d}.tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px}
+.ok{background:#dcf5e3}.tie{background:#fff3c4}.none{background:#f3d6d6}.small{font-size:12px}
+td.heat{text-align:center;min-width:64px}
+"""
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    """A table from already-escaped cell HTML (``head`` is escaped here)."""
+    head_html = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(cells) + "</tr>" for cells in rows)
+    return f'<table class="{esc(cls)}"><thead><tr>{head_html}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def td(text: Any, num: bool = False) -> str:
+    return f'<td class="num">{esc(text)}</td>' if num else f"<td>{esc(text)}</td>"
+
+
+def pct(x: float, lo: float, hi: float) -> float:
+    return 0.0 if hi <= lo else max(0.0, min(100.0, 100.0 * (x - lo) / (hi - lo)))
+
+
+def ci_bar(stat: dict[str, Any] | None, lo: float = 0.0, hi: float = 1.0) -> str:
+    if not stat or stat.get("value") is None:
+        return "<td></td>"
+    v, (a, b) = stat["value"], stat["ci"]
+    a, b = (v if a is None else a), (v if b is None else b)
+    left, right = pct(a, lo, hi), pct(b, lo, hi)
+    return (f'<td><div class="bar"><div class="ci" style="left:{left:.1f}%;width:{max(right - left, 0.5):.1f}%"></div>'
+            f'<div class="pt" style="left:{pct(v, lo, hi):.1f}%"></div></div></td>')  # fmt: skip
+
+
+def ci_text(stat: dict[str, Any] | None, digits: int = 3) -> str:
+    if not stat or stat.get("value") is None:
+        return "–"
+    return f"{fmt(stat['value'], digits)} [{fmt(stat['ci'][0], digits)}, {fmt(stat['ci'][1], digits)}]"
+
+
+def route_tag(route: dict[str, Any]) -> str:
+    if route.get("insufficient_data"):
+        return f'<span class="tag none">insufficient data</span> <span class="small muted">{esc(route.get("reason", ""))}</span>'
+    if not route.get("routable"):
+        return f'<span class="tag none">not routable</span> <span class="small muted">{esc(route.get("reason", ""))}</span>'
+    if route.get("decisive"):
+        return f'<span class="tag ok">{esc(route["tied_top"][0])}</span>'
+    return '<span class="tag tie">tied</span> ' + esc(", ".join(route["tied_top"]))
+
+
+def runs_section(leaderboard: dict[str, Any], infra: dict[str, dict[str, int]]) -> str:
+    rows = [[td(r["run_id"]), td(r["created_at"]), td(r["pool_fingerprint"] or "–"), td(r["data_fingerprint"] or "–"),
+             td(r["dir"])] for r in leaderboard["runs"]]  # fmt: skip
+    out = ["<h2 id=\"runs\">Runs</h2>", table(["run", "created", "pool fingerprint", "data fingerprint", "directory"], rows)]
+    params = leaderboard["parameters"]
+    out.append('<p class="small muted">' + esc(", ".join(f"{k}={v}" for k, v in params.items())) + "</p>")
+    families = [f for f in FAMILIES if any(f in per for per in infra.values())]
+    out.append("<h3>Infra errors (excluded from every statistic)</h3>")
+    out.append(table(["model", *families, "total"], ([td(model)] + [td(per.get(f, 0), True) for f in families] + [td(sum(per.values()), True)]
+                                                   for model, per in sorted(infra.items()))))  # fmt: skip
+    return "\n".join(out)
+
+
+def routing_section(manifest: dict[str, Any]) -> str:
+    default, orch = manifest["default"], manifest["orchestrator"]
+    out = ['<h2 id="routing">Routing manifest</h2>',
+           f"<p>Default model for unroutable buckets: <b>{esc(default.get('model') or '–')}</b>. "
+           f"Orchestrator: <b>{esc(orch.get('model') or '–')}</b>"
+           + (f" (tied with {esc(', '.join(orch['tied_top'][1:]))})" if len(orch.get("tied_top", [])) > 1 else "")
+           + (f" — {esc(orch.get('reason', ''))}" if orch.get("insufficient_data") else "") + ".</p>"]  # fmt: skip
+    rows = []
+    for bucket_id, route in manifest["buckets"].items():
+        cands = "; ".join(f"{c['model']} {fmt(c['score'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}] n={c['n']}" for c in route["candidates"])
+        rows.append([td(bucket_id), f"<td>{route_tag(route)}</td>", td(cands or "–")])
+    out.append(table(["bucket", "route", "candidates (score [95% CI], n)"], rows))
+    models = manifest["models"]
+    out.append("<h3>Models</h3>")
+    out.append(table(["model", "backend", "answered", "infra errors", "median latency (s)", "median tokens"],
+                     ([td(m), td(p["identity"].get("backend", "–")), td(p["answered"], True), td(p["infra_errors"], True),
+                       td(fmt(p["median_latency_s"], 2), True), td(fmt(p["median_completion_tokens"], 0), True)]
+                      for m, p in models.items())))  # fmt: skip
+    return "\n".join(out)
+
+
+def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
+    out = [f'<h2 id="family-{esc(family)}">{esc(family)}</h2>']
+    for bucket in buckets:
+        primary = bucket["primary"]
+        extra = [m for m in ("pass_rate", "accuracy", "safety_floor_rate", "unsupported_rate") if m != primary
+                 and any(m in c["metrics"] for c in bucket["cells"])]  # fmt: skip
+        out.append(f"<h3>{esc(bucket['kind'])}: {esc(bucket['name'])} <span class=\"small muted\">{esc(bucket['items'])} items, "
+                   f"{esc(', '.join(bucket['gold_types']))}</span></h3>")  # fmt: skip
+        rows = ([td(c["model"]), td(c["n"], True), ci_bar(c["primary"]), td(ci_text(c["primary"]), True)]
+                + [td(ci_text(c["metrics"].get(m)), True) for m in extra] + [td(c["infra_errors"], True)]
+                for c in bucket["cells"])  # fmt: skip
+        out.append(table(["model", "n", primary, "value [95% CI]", *extra, "infra"], rows, "board"))
+    return "\n".join(out)
+
+
+def heatmap_section(buckets: Sequence[dict[str, Any]], min_n: int) -> str:
+    domains = [b for b in buckets if b["family"] == "specialty" and b["kind"] in ("domain", "system")]
+    if not domains:
+        return ""
+    models = sorted({c["model"] for b in domains for c in b["cells"]})
+    rows = []
+    for bucket in domains:
+        by_model = {c["model"]: c for c in bucket["cells"]}
+        cells = [td(f"{bucket['kind']}: {bucket['name']}")]
+        for model in models:
+            cell = by_model.get(model)
+            value = cell["primary"]["value"] if cell and cell["primary"] else None
+            if value is None:
+                cells.append('<td class="heat muted">–</td>')
+                continue
+            thin = cell["n"] < min_n
+            colour = "#eeeeee" if thin else f"hsl({120 * value:.0f},65%,{88 - 18 * abs(value - 0.5):.0f}%)"
+            cells.append(f'<td class="heat" style="background:{colour}" title="{esc(model)} n={cell["n"]}">'
+                         f'{esc(fmt(value, 2))}<br><span class="small muted">n={esc(cell["n"])}</span></td>')  # fmt: skip
+        rows.append(cells)
+    note = f'<p class="small muted">Grey: fewer than {esc(min_n)} scored items (not routable on its own).</p>'
+    return '<h2 id="heatmap">Specialty × model</h2>' + note + table(["specialty", *models], rows, "heatmap")
+
+
+def pairwise_section(scopes: Sequence[dict[str, Any]]) -> str:
+    out = ['<h2 id="pairwise">Pairwise ratings (per family)</h2>',
+           ('<p class="small muted">Per item, the higher score wins a battle and equal scores tie. Bradley–Terry on the Elo '
+            "scale with item-bootstrap 95% CIs; rank = 1 + models whose lower bound exceeds this upper bound. Online Elo: "
+            "median and 95% interval over shuffled battle orders.</p>")]  # fmt: skip
+    for scope in scopes:
+        if scope["level"] != "family":
+            continue
+        out.append(f"<h3>{esc(scope['scope'])}</h3>")
+        if "bradley_terry" not in scope:
+            out.append(f'<p class="muted">{esc(scope.get("skipped", "no battles"))}</p>')
+            continue
+        bt, elo, wr = scope["bradley_terry"]["ratings"], scope["elo"]["ratings"], scope["win_rate"]
+        bounds = [x for r in bt.values() for x in r["ci"] if x is not None] or [1000.0]
+        lo, hi = min(bounds) - 10, max(bounds) + 10
+        rows = ([td(bt[m]["rank"], True), td(m), td(fmt(bt[m]["rating"], 0), True),
+                 ci_bar({"value": bt[m]["rating"], "ci": bt[m]["ci"]}, lo, hi),
+                 td(f"[{fmt(bt[m]['ci'][0], 0)}, {fmt(bt[m]['ci'][1], 0)}]", True),
+                 td(f"{fmt(elo[m]['median'], 0)} [{fmt(elo[m]['ci'][0], 0)}, {fmt(elo[m]['ci'][1], 0)}]", True),
+                 td(fmt(wr["overall"][m]), True)] for m in scope["models"])  # fmt: skip
+        out.append(f'<p class="small">{esc(scope["items"])} items, {esc(scope["battles"])} battles, {esc(scope["ties"])} ties</p>')
+        out.append(table(["rank", "model", "BT rating", "", "95% CI", "Elo median [95%]", "win rate"], rows, "ratings"))
+        matrix_rows = ([td(m)] + [td("·" if i == j else fmt(wr["matrix"][i][j], 2), True) for j in range(len(scope["models"]))]
+                       for i, m in enumerate(scope["models"]))  # fmt: skip
+        out.append(table(["row beats column", *scope["models"]], matrix_rows, "matrix"))
+    return "\n".join(out)
+
+
+def hard_section(hard: dict[str, Any]) -> str:
+    method = hard["method"]
+    out = ['<h2 id="hard">Full vs Hard</h2>',
+           (f'<p class="small muted">{esc(len(hard["item_ids"]))} hard items: top {esc(method["top_n_per_task"])} per task by '
+            f'{esc(method["difficulty"])} (λ = {esc(method["lam"])}); correctness: {esc(method["correctness"])}. '
+            f'Model set: {esc(", ".join(hard["models"]))}.</p>')]  # fmt: skip
+    rows = ([td(model), td(e["macro"]["tasks"], True), td(fmt(e["macro"]["full"]), True), td(fmt(e["macro"]["hard"]), True),
+             td(fmt(e["macro"]["gap"]), True)] for model, e in sorted(hard["full_vs_hard"].items()))  # fmt: skip
+    out.append(table(["model", "tasks", "full", "hard", "gap (full − hard)"], rows, "hard"))
+    task_rows = ([td(task), td(t["family"]), td(t["items"], True), td(t["selected"], True)] for task, t in hard["tasks"].items())
+    out.append(table(["task", "family", "items", "hard items"], task_rows, "hard-tasks"))
+    return "\n".join(out)
+
+
+def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any],
+                  infra: dict[str, dict[str, int]]) -> str:  # fmt: skip
+    """The whole page as a string (pure: dicts in, HTML out)."""
+    families = leaderboard["families"]
+    all_buckets = [b for f in FAMILIES for b in families.get(f, [])]
+    nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
+                     [("runs", "runs"), ("routing", "routing"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
+                      ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard")])  # fmt: skip
+    body = [
+        "<h1>medpool — model pool report</h1>",
+        (f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. Families are reported side by side and never '
+         "blended. Every value carries its n and a 95% percentile-bootstrap confidence interval (bar: CI, tick: value).</p>"),
+        f"<p>{nav}</p>",
+        runs_section(leaderboard, infra),
+        routing_section(manifest),
+        *[family_section(f, families[f]) for f in FAMILIES if f in families],
+        heatmap_section(all_buckets, leaderboard["parameters"]["min_n"]),
+        pairwise_section(pairwise["scopes"]),
+        hard_section(hard),
+    ]  # fmt: skip
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>medpool report</title><style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")  # fmt: skip

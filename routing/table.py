@@ -1,0 +1,174 @@
+"""The loaded scores as columns: one row per (entrant, item), numbers in numpy arrays.
+
+An *entrant* is what one leaderboard row stands for: a model identity (``model_identity`` of a
+``scores.jsonl`` row: name, backend, model, temperature, max_tokens, mode, think) together with the
+judge identity that scored it (``None`` for judge-free scores). Rows of two entrants are never
+merged: the same pool name run on another backend, at another temperature or with thinking on is a
+different model, and the same answers graded by another judge (or another prompt version) are
+different scores. When a name is ambiguous the label says how (``name [backend=ollama]``,
+``name | judge j@b#v``); otherwise the label is the pool name.
+
+Categorical columns (family, task, domain, system, gold_type, suite) are integer codes into a
+vocabulary, so grouping is one ``argsort`` rather than a dict walk per row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eval.scores import JudgeIdentity
+
+STATUSES = ("scored", "infra_error", "unscorable")
+SCORED, INFRA_ERROR, UNSCORABLE = 0, 1, 2
+NO_DOMAIN = "(none)"
+CATEGORIES = ("family", "task", "domain", "system", "gold_type", "suite")
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """A model as the pool ran it; two identities differing in any field are two models."""
+
+    name: str
+    fields: tuple[tuple[str, Any], ...]  # every identity field, sorted by field name
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ModelIdentity:
+        return cls(name=str(record["name"]), fields=tuple(sorted(record.items())))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+    @property
+    def key(self) -> str:
+        """sha256 prefix of the canonical JSON of every field: stable across runs and machines."""
+        blob = json.dumps(self.as_dict(), sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Entrant:
+    model: ModelIdentity
+    judge: JudgeIdentity | None
+    model_label: str  # the model's display name, disambiguated among identities sharing a name
+    label: str  # model_label, plus the judge when the model was scored by more than one judge
+
+    @property
+    def judge_key(self) -> str | None:
+        return None if self.judge is None else self.judge.key()
+
+
+def _identity_labels(identities: Sequence[ModelIdentity]) -> dict[ModelIdentity, str]:
+    """The pool name, or ``name [field=value, ...]`` listing the fields that tell same-named models apart."""
+    by_name: dict[str, list[ModelIdentity]] = {}
+    for identity in identities:
+        by_name.setdefault(identity.name, []).append(identity)
+    labels: dict[ModelIdentity, str] = {}
+    for name, group in by_name.items():
+        if len(group) == 1:
+            labels[group[0]] = name
+            continue
+        keys = sorted({k for ident in group for k, _ in ident.fields})
+        differing = [k for k in keys if len({json.dumps(ident.as_dict().get(k), default=str) for ident in group}) > 1]
+        for ident in group:
+            values = ident.as_dict()
+            detail = ", ".join(f"{k}={values.get(k)}" for k in differing if k != "name")
+            labels[ident] = f"{name} [{detail}]" if detail else f"{name} [{ident.key}]"
+    if len(set(labels.values())) != len(labels):  # two identities still rendered alike: fall back to the key
+        labels = {ident: f"{label} #{ident.key}" for ident, label in labels.items()}
+    return labels
+
+
+def make_entrants(pairs: Sequence[tuple[ModelIdentity, JudgeIdentity | None]]) -> list[Entrant]:
+    """Entrants for (identity, judge) pairs, in the given order, with unambiguous labels."""
+    model_labels = _identity_labels(list(dict.fromkeys(identity for identity, _ in pairs)))
+    judges_of: dict[ModelIdentity, set[str]] = {}
+    for identity, judge in pairs:
+        if judge is not None:
+            judges_of.setdefault(identity, set()).add(judge.key())
+    entrants = []
+    for identity, judge in pairs:
+        label = model_labels[identity]
+        if judge is not None and len(judges_of[identity]) > 1:
+            label = f"{label} | judge {judge.key()}"
+        entrants.append(Entrant(identity, judge, model_labels[identity], label))
+    return entrants
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """Columns of equal length N (one entry per row); see the module docstring."""
+
+    entrants: tuple[Entrant, ...]
+    items: tuple[str, ...]
+    vocab: Mapping[str, tuple[str, ...]]  # category -> names; codes index into these
+    entrant: np.ndarray  # int32 index into entrants
+    item: np.ndarray  # int32 index into items
+    family: np.ndarray  # int32 codes (likewise task, domain, system, gold_type, suite)
+    task: np.ndarray
+    domain: np.ndarray
+    system: np.ndarray
+    gold_type: np.ndarray
+    suite: np.ndarray
+    status: np.ndarray  # int8: SCORED, INFRA_ERROR, UNSCORABLE
+    value: np.ndarray  # float64 in [0, 1]; NaN unless scored
+    passed: np.ndarray  # float64 1/0; NaN when null
+    latency_s: np.ndarray  # float64; NaN when null
+    completion_tokens: np.ndarray  # float64; NaN when null
+    run: np.ndarray  # int16 index of the run the row came from
+    metrics: Mapping[str, np.ndarray]  # sub-metric name -> float64 column, NaN where absent
+    flags: Mapping[str, np.ndarray]  # specialty audit columns (see routing.load.FLAG_COLUMNS), NaN where absent
+    labels: Mapping[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
+    # row -> (predicted_label, gold_label, label set) for classification rows
+
+    def __len__(self) -> int:
+        return int(self.entrant.shape[0])
+
+    def names(self, category: str) -> tuple[str, ...]:
+        return self.vocab[category]
+
+    def code(self, category: str, name: str) -> int:
+        return self.vocab[category].index(name)
+
+
+def intern(values: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(int32 codes, sorted vocabulary) for a column of strings."""
+    vocab = tuple(sorted(set(values)))
+    index = {name: i for i, name in enumerate(vocab)}
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values)), vocab
+
+
+def group_rows(keys: Sequence[np.ndarray], order_by: np.ndarray | None = None) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """Row indices grouped by equal key tuples, groups in key order; inside a group rows follow ``order_by``."""
+    if not len(keys[0]):
+        return []
+    sort_keys = ([order_by] if order_by is not None else []) + list(reversed(keys))
+    order = np.lexsort(sort_keys)
+    stacked = np.stack([k[order] for k in keys], axis=1)
+    breaks = np.flatnonzero((stacked[1:] != stacked[:-1]).any(axis=1)) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(order)]])
+    return [(tuple(int(x) for x in stacked[s]), order[s:e]) for s, e in zip(starts, ends)]
+
+
+def common_items_mask(table: ScoreTable) -> np.ndarray:
+    """Rows kept by ``--common``: per (family, task), the items every entrant present there has scored.
+
+    An entrant is present in a (family, task) when it has any row there, whatever the status; an item
+    survives when each present entrant has a ``scored`` row for it. Comparing per task, not over the
+    whole run, keeps a model that skipped a whole task from emptying the tasks it did run.
+    """
+    keep = np.zeros(len(table), dtype=bool)
+    for _, rows in group_rows([table.family, table.task]):
+        entrants = np.unique(table.entrant[rows])
+        scored = rows[table.status[rows] == SCORED]
+        pairs = np.unique(np.stack([table.item[scored], table.entrant[scored]]), axis=1)
+        items, count = np.unique(pairs[0], return_counts=True)
+        complete = items[count == len(entrants)]
+        keep[rows] = np.isin(table.item[rows], complete)
+    return keep
