@@ -1,6 +1,7 @@
 """Loaders: every suite format in, one immutable ``Item`` model out.
 
 One module per format (``reference``, ``criteria``, ``probes``, ``tool_decision``, ``tcm_sd``,
+``chip`` (CHIP TCM cases), ``linglan`` (LingLan-style task_type/gold_answer items),
 ``calibration`` (recognised and skipped), ``medpool_jsonl`` (the project's own format)); the
 ``registry`` picks a loader by suite manifest or by the file's shape. Entry points::
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.items import Item, Source
-from eval.loaders import calibration, criteria, medpool_jsonl, probes, reference, tcm_sd, tool_decision
+from eval.loaders import calibration, chip, criteria, linglan, medpool_jsonl, probes, reference, tcm_sd, tool_decision
+from eval.loaders.chip import read_json_records
 from eval.loaders.base import DuplicateItemError, ItemFormatError, Loader, LoadResult, Skipped, first_json_record
 from eval.loaders.yaml_records import read_yaml
 
@@ -40,7 +41,7 @@ SKIP = "skip"
 LOADERS: dict[str, Loader] = {
     loader.name: loader
     for loader in (
-        medpool_jsonl.LOADER, reference.LOADER, tcm_sd.LOADER, criteria.LOADER, probes.LOADER,
+        medpool_jsonl.LOADER, reference.LOADER, tcm_sd.LOADER, chip.LOADER, linglan.LOADER, criteria.LOADER, probes.LOADER,
         tool_decision.LOADER, calibration.LOADER,
     )
 }  # fmt: skip
@@ -102,8 +103,14 @@ def _suite_name(path: Path, manifest: Manifest | None) -> str:
 
 
 def _sample(path: Path) -> Any:
+    """What shape recognition looks at: the YAML document, or the first JSON object (of lines or a list)."""
     if path.suffix in (".yaml", ".yml"):
         return read_yaml(path)
+    with path.open("rb") as handle:
+        head = handle.read(4096).decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
+    if head.startswith("["):
+        first = next(iter(read_json_records(path)), None)
+        return None if first is None else first.data
     return first_json_record(path)
 
 
