@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def fake_server(tmp_path):
-    """Start the fake with 20 ms latency in a separate process; yield its base URL."""
+    """Start the fake with 50 ms latency in a separate process; yield its base URL."""
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", "0.02"], cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", "0.05"], cwd=REPO)
     deadline = time.monotonic() + 20
     while not port_file.exists():
         assert proc.poll() is None and time.monotonic() < deadline, "fake server did not start"
