@@ -89,11 +89,16 @@ def _backend_issues(
     return issues
 
 
+_COMPLETION_JUDGE = "the judge must be a chat model (it gets the rubric as chat messages): choose an instruct model"
+
+
 def _judge_issues(
     config: PoolConfig, judge: Judge, pool_names: list[str]
 ) -> list[InitErrorDetails]:
     if judge.backend is not None:
         issues = _backend_issues(config, ("judge",), judge, judge.backend, judge.think is not None)
+        if judge.mode == "completion":
+            issues.append(_issue(("judge", "mode"), _COMPLETION_JUDGE))
         name = judge.name or "judge"
         if name in pool_names:
             issues.append(
@@ -130,6 +135,9 @@ def _judge_issues(
         if getattr(judge, key) is not None
     ]
     referenced = next(m for m in config.models if m.name == judge.model)
+    if (judge.mode or referenced.mode) == "completion":
+        issues.append(_issue(("judge", "mode" if judge.mode else "model"),
+                             f"'{judge.model}' is a completion (base) model; " + _COMPLETION_JUDGE))
     kind = config.backends[referenced.backend].type
     if judge.think is not None and kind != "ollama":
         issues.append(

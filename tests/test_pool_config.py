@@ -636,3 +636,14 @@ def test_file_stem_is_one_reversible_path_component(name: str) -> None:
     stem = file_stem(name)
     assert "/" not in stem and ":" not in stem
     assert stem.replace("%3A", ":").replace("%2F", "/").replace("%25", "%") == name
+
+
+def test_a_base_model_cannot_judge(tmp_path):
+    path = tmp_path / "pool.yaml"
+    path.write_text(
+        "backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: g\n    backend: local\n"
+        "    gguf: gemma3-270m\n    mode: completion\njudge:\n  model: g\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PoolConfigError, match=r"pool.yaml:10: judge.model: 'g' is a completion \(base\) model"):
+        load_pool(path)
