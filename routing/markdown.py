@@ -23,10 +23,10 @@ def md_text(text: Any) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
-PRIORITY = ("pass_rate", "accuracy", "macro_f1", "safety_floor_rate", "unsupported_rate", "p1", "p2", "p3", "p4")
+PRIORITY = ("pass_rate", "safety", "accuracy", "macro_f1", "safety_floor_rate", "unsupported_rate", "p1", "p2", "p3", "p4")
 
 
-def _extra_metrics(bucket: dict[str, Any], limit: int = 5) -> list[str]:
+def _extra_metrics(bucket: dict[str, Any], limit: int = 6) -> list[str]:
     """Up to ``limit`` further statistics: the routing-relevant ones first, then judge sub-metrics."""
     seen = list(dict.fromkeys(name for cell in bucket["cells"] for name in cell["metrics"]))
     seen = [name for name in seen if name not in (bucket["primary"], "score")]

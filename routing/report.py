@@ -112,7 +112,7 @@ def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
     out = [f'<h2 id="family-{esc(family)}">{esc(family)}</h2>']
     for bucket in buckets:
         primary = bucket["primary"]
-        extra = [m for m in ("pass_rate", "accuracy", "safety_floor_rate", "unsupported_rate") if m != primary
+        extra = [m for m in ("pass_rate", "safety", "accuracy", "safety_floor_rate", "unsupported_rate") if m != primary
                  and any(m in c["metrics"] for c in bucket["cells"])]  # fmt: skip
         out.append(f"<h3>{esc(bucket['kind'])}: {esc(bucket['name'])} <span class=\"small muted\">{esc(bucket['items'])} items, "
                    f"{esc(', '.join(bucket['gold_types']))}</span></h3>")  # fmt: skip
