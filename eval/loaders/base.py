@@ -97,32 +97,97 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-def read_json_lines(path: Path) -> Iterator[Record]:
-    """One Record per non-blank line; invalid JSON or a non-object line is an error at path:line."""
+def read_utf8(path: Path) -> str:
+    """The file's text; a file that is not UTF-8 is an error naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ItemFormatError(
             path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
         ) from None
+
+
+def _json_line_records(path: Path, text: str, syntax_hint: str, object_hint: str = "") -> Iterator[Record]:
+    """One Record per non-blank line of ``text``; invalid JSON or a non-object line is an error at path:line."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ItemFormatError(
-                path, number, None, f"invalid JSON at column {exc.colno}: {exc.msg}", "each line must be one complete JSON object"
-            ) from None
+            raise ItemFormatError(path, number, None, f"invalid JSON at column {exc.colno}: {exc.msg}", syntax_hint) from None
         if not isinstance(data, dict):
-            raise ItemFormatError(path, number, None, f"a line must be a JSON object, got {type(data).__name__}")
+            raise ItemFormatError(path, number, None, f"a line must be a JSON object, got {type(data).__name__}", object_hint)
         yield Record(data, path, number)
 
 
+def read_json_lines(path: Path) -> Iterator[Record]:
+    """One Record per non-blank line; invalid JSON or a non-object line is an error at path:line."""
+    yield from _json_line_records(path, read_utf8(path), "each line must be one complete JSON object")
+
+
 def first_json_record(path: Path) -> Any:
-    """The first record of a JSON-lines file (None when empty); a broken first line is an error there."""
-    first = next(read_json_lines(path), None)
+    """The first object of a JSON-lines file or a JSON list (None when empty); what shape recognition sees."""
+    first = next(read_json_records(path), None)
     return None if first is None else first.data
+
+
+def read_json_records(path: Path, hint: str = "") -> Iterator[Record]:
+    """One Record per object of a JSON list (line = where the object starts) or of a JSON-lines file.
+
+    A file whose first non-blank character is ``[`` is a JSON list; anything else is JSON lines.
+    A leading UTF-8 byte-order mark is ignored. Broken JSON is an ItemFormatError at its line.
+    """
+    text = read_utf8(path).removeprefix("\ufeff")
+    start = len(text) - len(text.lstrip())
+    if text[start : start + 1] == "[":
+        yield from _json_list(path, text, start + 1, hint)
+        return
+    yield from _json_line_records(path, text, "each line must be one JSON object, or make the file one JSON list", hint)
+
+
+def _json_list(path: Path, text: str, pos: int, hint: str) -> Iterator[Record]:
+    decoder = json.JSONDecoder()
+    line, counted = 1, 0
+
+    def skip_space(at: int) -> int:
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        return at
+
+    def line_at(at: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, at)
+        counted = at
+        return line
+
+    pos = skip_space(pos)
+    if text[pos : pos + 1] == "]":
+        pos = skip_space(pos + 1)
+    else:
+        while True:
+            pos = skip_space(pos)
+            try:
+                data, end = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as exc:
+                raise ItemFormatError(path, exc.lineno, None, f"invalid JSON at column {exc.colno}: {exc.msg}", hint) from None
+            if not isinstance(data, dict):
+                raise ItemFormatError(
+                    path, line_at(pos), None, f"each element of the list must be a JSON object, got {type(data).__name__}", hint
+                )
+            yield Record(data, path, line_at(pos))
+            pos = skip_space(end)
+            if text[pos : pos + 1] == ",":
+                pos += 1
+                continue
+            if text[pos : pos + 1] == "]":
+                pos = skip_space(pos + 1)
+                break
+            raise ItemFormatError(
+                path, line_at(min(pos, len(text))), None, "expected ',' or ']' after an object of the list", hint
+            )
+    if pos < len(text):
+        raise ItemFormatError(path, line_at(pos), None, "unexpected text after the end of the JSON list", hint)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ item is not scored). A case with only some of them is an error, as is any missin
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -46,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.items import Item
-from eval.loaders.base import ItemFormatError, Loader, Record
+from eval.loaders.base import ItemFormatError, Loader, Record, read_json_records
 
 TASK = "chip_tcm"
 UNLABELLED = "<unlabelled>"
@@ -82,81 +81,6 @@ _RECOGNISED = frozenset(_key(name) for name in (CASE_ID, CASE_TEXT, MECHANISM_OP
 
 # ---------------------------------------------------------------------------------------------
 # JSON list or JSON lines, one Record per object with the line it starts on (shared with linglan)
-
-
-def read_json_records(path: Path, hint: str = "") -> Iterator[Record]:
-    """One Record per object of a JSON list (line = where the object starts) or of a JSON-lines file.
-
-    A file whose first non-blank character is ``[`` is a JSON list; anything else is JSON lines.
-    A leading UTF-8 byte-order mark is ignored. Broken JSON is an ItemFormatError at its line.
-    """
-    try:
-        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise ItemFormatError(
-            path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
-        ) from None
-    start = len(text) - len(text.lstrip())
-    if text[start : start + 1] == "[":
-        yield from _json_list(path, text, start + 1, hint)
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problem = f"invalid JSON at column {exc.colno}: {exc.msg}"
-            raise ItemFormatError(
-                path, number, None, problem, "each line must be one JSON object, or make the file one JSON list"
-            ) from None
-        if not isinstance(data, dict):
-            raise ItemFormatError(path, number, None, f"a line must be a JSON object, got {type(data).__name__}", hint)
-        yield Record(data, path, number)
-
-
-def _json_list(path: Path, text: str, pos: int, hint: str) -> Iterator[Record]:
-    decoder = json.JSONDecoder()
-    line, counted = 1, 0
-
-    def skip_space(at: int) -> int:
-        while at < len(text) and text[at] in " \t\r\n":
-            at += 1
-        return at
-
-    def line_at(at: int) -> int:
-        nonlocal line, counted
-        line += text.count("\n", counted, at)
-        counted = at
-        return line
-
-    pos = skip_space(pos)
-    if text[pos : pos + 1] == "]":
-        pos = skip_space(pos + 1)
-    else:
-        while True:
-            pos = skip_space(pos)
-            try:
-                data, end = decoder.raw_decode(text, pos)
-            except json.JSONDecodeError as exc:
-                raise ItemFormatError(path, exc.lineno, None, f"invalid JSON at column {exc.colno}: {exc.msg}", hint) from None
-            if not isinstance(data, dict):
-                raise ItemFormatError(
-                    path, line_at(pos), None, f"each element of the list must be a JSON object, got {type(data).__name__}", hint
-                )
-            yield Record(data, path, line_at(pos))
-            pos = skip_space(end)
-            if text[pos : pos + 1] == ",":
-                pos += 1
-                continue
-            if text[pos : pos + 1] == "]":
-                pos = skip_space(pos + 1)
-                break
-            raise ItemFormatError(
-                path, line_at(min(pos, len(text))), None, "expected ',' or ']' after an object of the list", hint
-            )
-    if pos < len(text):
-        raise ItemFormatError(path, line_at(pos), None, "unexpected text after the end of the JSON list", hint)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,8 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.items import Item, ItemError
-from eval.loaders.base import Loader, Record
-from eval.loaders.chip import read_json_records
+from eval.loaders.base import Loader, Record, read_json_records
 
 TASK_TYPES = ("single_choice", "multi_choice", "cloze", "extraction", "open_label", "quantitative")
 FIELDS = ("id", "task_type", "question", "options", "gold_answer", "metadata", "gold_vector")

@@ -31,7 +31,6 @@ from typing import Any
 
 from eval.items import Item, Source
 from eval.loaders import calibration, chip, criteria, linglan, medpool_jsonl, probes, reference, tcm_sd, tool_decision
-from eval.loaders.chip import read_json_records
 from eval.loaders.base import DuplicateItemError, ItemFormatError, Loader, LoadResult, Skipped, first_json_record
 from eval.loaders.yaml_records import read_yaml
 
@@ -106,11 +105,6 @@ def _sample(path: Path) -> Any:
     """What shape recognition looks at: the YAML document, or the first JSON object (of lines or a list)."""
     if path.suffix in (".yaml", ".yml"):
         return read_yaml(path)
-    with path.open("rb") as handle:
-        head = handle.read(4096).decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
-    if head.startswith("["):
-        first = next(iter(read_json_records(path)), None)
-        return None if first is None else first.data
     return first_json_record(path)
 
 

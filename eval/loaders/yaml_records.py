@@ -7,17 +7,11 @@ from typing import Any
 
 import yaml
 
-from eval.loaders.base import ItemFormatError, Record
+from eval.loaders.base import ItemFormatError, Record, read_utf8
 
 
 def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ItemFormatError(
-            path, None, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
-        ) from None
-    loader = yaml.SafeLoader(text)
+    loader = yaml.SafeLoader(read_utf8(path))
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
