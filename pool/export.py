@@ -29,13 +29,12 @@ reader never sees half a file and a crash leaves the previous version.
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.files import atomic_write_text
 from pool.outcome import STATUSES, Result
 from pool.store import RunStore
 
@@ -45,20 +44,6 @@ EXPORT_FIELDS = (
     "run_id", "model", "item_id", "stage", "status", "error_class", "attempts", "retries",
     "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text", "extra",
 )  # fmt: skip
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _resolve_run_id(store: RunStore, run_id: str | None) -> str:

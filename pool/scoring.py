@@ -16,14 +16,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from eval.files import atomic_write_text
 from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scores import JudgeIdentity, Score, family_of
-from judge import judge_messages, judged_score, parse_reply, prompt_version, reask_messages, unparseable_score
-from judge import contract_for, hallu_messages
+from judge import (
+    contract_for,
+    hallu_messages,
+    judge_messages,
+    judged_score,
+    parse_reply,
+    prompt_version,
+    reask_messages,
+    unparseable_score,
+)
 from pool.config import Model, PoolConfig
 from pool.endpoints import BackendEndpoint
-from pool.export import atomic_write_text
 from pool.outcome import Result, Unit
 from pool.plan import ANSWER_STAGE
 from pool.progress import ProgressDisplay

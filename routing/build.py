@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.files import atomic_write_text
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
 from routing.hard import build_hard
 from routing.leaderboard import build_buckets
@@ -60,19 +59,6 @@ class BuildOptions:
         params["orchestration_tasks"] = list(self.orchestration_tasks)
         params["ci_level"] = 0.95
         return params
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:

@@ -1,0 +1,25 @@
+"""Writing result files so that a reader (or a crash) never sees half of one.
+
+Here because both ``pool`` (results.jsonl, summary.json, scores.jsonl) and ``routing`` (leaderboards,
+manifest, report) write such files, and ``eval`` is the leaf package both may import.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
