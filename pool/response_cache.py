@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
-from pool.sqlite_db import connect, transaction, utc_now_iso
+from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
 from runners.base import GenerationResponse
 
 CACHE_FILENAME = "responses.sqlite"
@@ -42,7 +40,7 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "medpool"
 
 
-class ResponseCache:
+class ResponseCache(SqliteHandle):
     """get/put of successful responses. Use from one thread (the event loop); see RunStore."""
 
     def __init__(self, cache_dir: Path | str | None = None) -> None:
@@ -92,13 +90,3 @@ class ResponseCache:
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -36,11 +36,10 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from pool.outcome import Result, Unit
-from pool.sqlite_db import connect, transaction, utc_now_iso
+from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
 
 RUN_DB_FILENAME = "run.sqlite"
 SCHEMA_VERSION = 1
@@ -172,7 +171,7 @@ def _row_to_run(row: sqlite3.Row) -> RunInfo:
     return RunInfo(options=json.loads(values.pop("options_json")), **values)
 
 
-class RunStore:
+class RunStore(SqliteHandle):
     """Exactly-once result storage for the runs in one run directory."""
 
     def __init__(self, run_dir: Path | str) -> None:
@@ -360,16 +359,3 @@ class RunStore:
             "SELECT model, reason FROM model_failures WHERE run_id = ? ORDER BY model", (run_id,)
         ).fetchall()
         return {r["model"]: r["reason"] for r in rows}
-
-    # -- lifetime -----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
