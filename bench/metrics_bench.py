@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gc
-import json
 import math
 import os
 import platform
 import sys
 import time
-import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
@@ -43,6 +40,7 @@ from bench.inputs import (
     make_syndrome_predictions,
     make_text_pairs,
 )
+from bench.measure import peak_mb, write_json_report
 from eval import dtr_f1, elo_ratings, hard_subset, macro_f1, rouge_l
 
 REPEAT_BELOW_S = 1.0  # runs shorter than this are repeated and the best of three is kept
@@ -78,19 +76,6 @@ def timed(run: Callable[[], Any], repeat: bool = True) -> tuple[float, Any]:
         run()
         best = min(best, time.perf_counter() - start)
     return best, result
-
-
-def peak_mb(run: Callable[[], Any]) -> float:
-    """Peak traced allocation, in MiB, while run() executes (its result is held until the end)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = run()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    del result
-    return peak / 2**20
 
 
 def check(condition: bool, workload: str, detail: str) -> None:
@@ -370,12 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
-        report = {"date": started.isoformat(timespec="seconds"), "command": " ".join(["python -m bench.metrics_bench", *sys.argv[1:]]),
-                  "quick": args.quick, "machine": machine, "total_s": total_s, "sizes": asdict(sizes),
-                  "rows": [{**asdict(row), "speedup": row.speedup} for row in rows]}  # fmt: skip
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, ensure_ascii=False, indent=2)
-        print(f"wrote {args.json}")
+        write_json_report(args.json, "bench.metrics_bench", started, quick=args.quick, machine=machine, total_s=total_s,
+                          sizes=asdict(sizes), rows=[{**asdict(row), "speedup": row.speedup} for row in rows])
     return 0
 
 

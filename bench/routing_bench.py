@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 import scipy
 
+from bench.measure import peak_mb
 from routing.leaderboard import build_buckets
 from routing.ratings import (
     TIE,
@@ -126,15 +126,7 @@ def traced_peak_mb(run: Callable[[], Any]) -> float:
     """Peak traced allocation (MiB) while run() executes, with the bootstrap caches cleared first."""
     resample_indices.cache_clear()
     resample_counts.cache_clear()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = run()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    del result
-    return peak / 2**20
+    return peak_mb(run)
 
 
 def timed(run: Callable[[], Any]) -> tuple[float, Any]:

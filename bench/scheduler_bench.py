@@ -53,6 +53,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.measure import write_json_report
 from pool.config import PoolConfig, parse_pool
 from pool.endpoints import BackendEndpoint, open_backends
 from pool.plan import Plan, answer_request
@@ -498,12 +499,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
-        report = {"date": started.isoformat(timespec="seconds"), "command": " ".join(["python -m bench.scheduler_bench", *sys.argv[1:]]),
-                  "quick": args.quick, "machine": machine, "total_s": total_s, "sizes": sizes.__dict__,
-                  "rows": [r.__dict__ for r in rows]}  # fmt: skip
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, ensure_ascii=False, indent=2)
-        print(f"wrote {args.json}")
+        write_json_report(args.json, "bench.scheduler_bench", started, quick=args.quick, machine=machine, total_s=total_s,
+                          sizes=sizes.__dict__, rows=[r.__dict__ for r in rows])
     return 0
 
 
