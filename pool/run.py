@@ -34,6 +34,7 @@ from pool.store import RunMismatchError, RunStore
 log = logging.getLogger("pool.run")
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_POOL = "model_pool.yaml"
 # Options stored with a run so that --resume rebuilds exactly the same plan.
 PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
                 "orchestration", "subset")
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Send every selected item to every enabled model of a pool; store, export and summarise the answers.",
         epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 130 interrupted (use --resume).",
     )
-    parser.add_argument("--pool", default="model_pool.yaml", help="pool file (default: ./model_pool.yaml)")
+    parser.add_argument("--pool", help=f"pool file (default: ./{DEFAULT_POOL}; with --rescore, the run's own pool)")
     parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
     parser.add_argument("--models", help="comma-separated model names (default: every enabled model)")
     parser.add_argument("--all", action="store_true", help="include disabled models")
@@ -93,11 +94,11 @@ def _resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], Path, bo
         if len(runs) != 1:
             raise DataError(f"{run_dir}: expected one run in run.sqlite, found {len(runs)}")
         options = dict(runs[0].options)
-        if args.rescore and "--pool" in sys.argv[1:]:
-            options["pool"] = str(Path(args.pool).resolve())  # e.g. the same pool with another judge:
+        if args.rescore and args.pool is not None:
+            options["pool"] = str(Path(args.pool or DEFAULT_POOL).resolve())  # e.g. the same pool with another judge:
         return options, run_dir, True
     options = {name: getattr(args, name) for name in PLAN_OPTIONS}
-    options["pool"] = str(Path(args.pool).resolve())
+    options["pool"] = str(Path(args.pool or DEFAULT_POOL).resolve())
     options["data"] = [str(Path(p).resolve()) for p in args.data] if args.data else None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return options, Path(args.out) if args.out else Path("runs") / stamp, False

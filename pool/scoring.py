@@ -21,6 +21,7 @@ from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scores import JudgeIdentity, Score, family_of
 from judge import (
+    ParseFailure,
     contract_for,
     hallu_messages,
     judge_messages,
@@ -146,6 +147,7 @@ class ScoringStage:
         await self._judge_round(first)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
+        answer_text = {(a.model, a.item_id): a.text for a in answers}
         for answer, (unit, _) in zip(answers, first):
             item = self.items[answer.item_id]
             identity = self.judge.identity(item)
@@ -173,7 +175,7 @@ class ScoringStage:
                 reason = f"unparseable judge reply after one re-ask ({getattr(first_failure, 'reason', first_failure)})"
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
             else:
-                scores[key] = judged_score(item, self._answer_text(unit), parsed, identity, reasked=True)
+                scores[key] = judged_score(item, answer_text[key], parsed, identity, reasked=True)
 
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
@@ -215,10 +217,6 @@ class ScoringStage:
                                   details={**score.details, "claims": {k: parsed.count(k) for k in ("supported", "unsupported", "not_sure")},
                                            "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
 
-    def _answer_text(self, unit: Unit) -> str:
-        row = self.store.get_result(self.run_id, Unit(unit.model, unit.item_id, ANSWER_STAGE))
-        return row.text if row is not None else ""
-
     def _row(self, answer: Result, score: Score) -> dict[str, Any]:
         item = self.items[answer.item_id]
         model = self.config.model(answer.model)
@@ -257,6 +255,4 @@ class ScoringStage:
 
 
 def _is_failure(parsed: Any) -> bool:
-    from judge import ParseFailure
-
     return isinstance(parsed, ParseFailure)
