@@ -44,7 +44,11 @@ def hard_subset(
     """The top_k item ids by descending D = (1 − μ) + lam·σ² (all items if fewer); ties keep input order."""
     require_sequence("item_ids", item_ids)
     require_int("top_k", top_k, minimum=0)
-    difficulty = composite_difficulty(correctness, lam)
+    return hardest(item_ids, composite_difficulty(correctness, lam), top_k)
+
+
+def hardest(item_ids: Sequence[Hashable], difficulty: np.ndarray, top_k: int) -> list[Hashable]:
+    """The top_k item ids by descending precomputed D (all if fewer); ties keep input order."""
     if difficulty.shape[0] != len(item_ids):
         raise ValueError(f"correctness has {difficulty.shape[0]} rows but there are {len(item_ids)} item_ids")
     order = np.argsort(-difficulty, kind="stable")[:top_k]

@@ -5,7 +5,8 @@ correct is the row's ``passed``, or — when a scorer left ``passed`` null — `
 eval.scores.PASS_THRESHOLD`` (0.5). Each item's difficulty is ``eval.composite_difficulty``:
 D = (1 − mean) + λ · variance over the models (population variance; λ = ``--lam``, default 0.5):
 high for items most models miss and for items that split the models. The top ``--hard-n`` items
-per task by D (all when fewer; ties keep item-id order) form the subset (``eval.hard_subset``).
+per task by D (all when fewer; ties keep item-id order) form the subset (``eval.difficulty.hardest``,
+the selection rule of ``eval.hard_subset``).
 
 The ranking depends on the models evaluated, so the model set is recorded. ``hard.yaml`` holds
 ``item_ids`` (what ``pool.run --subset hard.yaml`` reads) plus the method and metadata, and the
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from eval import composite_difficulty, hard_subset
+from eval.difficulty import composite_difficulty, hardest
 from eval.scores import PASS_THRESHOLD
 from routing.pairwise import score_matrix
 from routing.stats import json_number
@@ -48,7 +49,7 @@ def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, top_n: int
         matrix, entrants, items = score_matrix(table, rows, correctness(table, rows))
         item_ids = [table.items[i] for i in items]
         difficulty = composite_difficulty(matrix, lam)
-        chosen = hard_subset(item_ids, matrix, top_n, lam)
+        chosen = hardest(item_ids, difficulty, top_n)
         position = {item_id: i for i, item_id in enumerate(item_ids)}
         labels = [table.entrants[e].label for e in entrants]
         models.update(labels)
