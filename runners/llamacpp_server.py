@@ -6,6 +6,11 @@ starts the server in its own process group on a free loopback port, waits until 
 lists every alias, and on exit (normal, error, cancellation, Ctrl-C) sends SIGTERM to the group,
 then SIGKILL after a grace period, so no server outlives the run.
 
+A run killed with SIGKILL runs none of that, so two more guards exist. On Linux the kernel kills
+the server when the process that started it dies (``PR_SET_PDEATHSIG``). Everywhere, the server's
+pid is recorded in ``<log stem>.pid`` next to its log, and the next start with the same log path
+(a ``--resume``) stops a server still listed there: :func:`stop_leftover_server`.
+
 Facts a scheduler must respect (llama-cpp-python 0.3.x):
 
 * **One request at a time.** The app serialises every call behind a lock; concurrency 1 is the
@@ -38,17 +43,21 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import json
+import logging
 import os
 import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -61,6 +70,10 @@ from runners.gguf_models import MODELS, model_path
 LLAMA_INSTALL_HINT = (
     "pip install 'medpool[local]'  (or: pip install 'llama-cpp-python[server]')"
 )
+SERVER_CMDLINE_MARKER = "llama_cpp.server"  # in every server's argv: ``python -m llama_cpp.server``
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+logger = logging.getLogger(__name__)
 
 
 class LlamaServerError(RuntimeError):
@@ -177,6 +190,7 @@ class ManagedLlamaServer:
         self._workdir: Path | None = None
         self.log_path: Path | None = None
         self.config_path: Path | None = None
+        self.pid_path: Path | None = None
         self.process: asyncio.subprocess.Process | None = None
         self._ready = False
 
@@ -208,6 +222,8 @@ class ManagedLlamaServer:
         if self.process is not None:
             raise RuntimeError("server already started")
         _require_llama_cpp()
+        if self._user_log is not None:  # a resumed run: its killed predecessor's server may live on
+            await asyncio.to_thread(stop_leftover_server, server_pid_path(self._user_log))
         if self.port is None:
             self.port = free_loopback_port(self.host)
         config = (
@@ -218,6 +234,7 @@ class ManagedLlamaServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.config_path = self._workdir / "config.json"
         self.config_path.write_text(json.dumps(config, indent=1))
+        self.pid_path = server_pid_path(self.log_path)
         try:
             with open(self.log_path, "ab") as log:  # noqa: ASYNC230 (local file, instant)
                 self.process = await asyncio.create_subprocess_exec(
@@ -230,9 +247,13 @@ class ManagedLlamaServer:
                     stdout=log,
                     stderr=asyncio.subprocess.STDOUT,
                     start_new_session=True,  # own process group: one killpg reaches everything
+                    preexec_fn=_die_with_parent_hook(),
                     env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 )
             _LIVE_GROUPS.add(self.process.pid)
+            _write_pid_file(
+                self.pid_path, self.process.pid, self.port, self.config_path
+            )
             await self._wait_ready()
             self._ready = True
         except BaseException:
@@ -321,6 +342,8 @@ class ManagedLlamaServer:
         finally:
             if proc is not None:
                 _LIVE_GROUPS.discard(proc.pid)
+                if self.pid_path is not None:
+                    self.pid_path.unlink(missing_ok=True)
             # The work dir holds the config and, unless log_path was given, the log: keep it only
             # when start failed, so the log named in the error message still exists.
             if self._workdir is not None and (
@@ -365,6 +388,122 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to SIGKILL the server when its parent dies, even by SIGKILL.
+
+    The kernel sends the signal when the *thread* that forked exits, not the process. ``start``
+    forks from the event-loop thread, which in ``pool.run`` is the main thread (``asyncio.run``),
+    so the two coincide; a loop in a short-lived worker thread would take the server down with it.
+    None (no guard, the pid file remains) where libc has no ``prctl``.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls
+    except (OSError, AttributeError):
+        return None
+    parent, sigkill = os.getpid(), int(signal.SIGKILL)
+
+    def arm() -> None:  # in the child, between fork and exec; the setting survives exec
+        prctl(_PR_SET_PDEATHSIG, sigkill)
+        if os.getppid() != parent:  # the parent died before prctl: nobody would kill us
+            os._exit(1)
+
+    return arm
+
+
+def server_pid_path(log_path: Path) -> Path:
+    """Where a server's pid is recorded: next to its log, so a resumed run finds it."""
+    return log_path.with_suffix(".pid")
+
+
+def _write_pid_file(path: Path, pid: int, port: int, config_path: Path) -> None:
+    record = {
+        "pid": pid,
+        "pgid": pid,  # start_new_session: the server leads its own group
+        "port": port,
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cmdline_marker": SERVER_CMDLINE_MARKER,
+        "config_file": str(config_path),
+    }
+    partial = path.with_suffix(".pid.partial")
+    partial.write_text(json.dumps(record))
+    partial.replace(path)  # a reader never sees half a record
+
+
+def stop_leftover_server(pid_file: Path, grace_s: float = 5.0) -> bool:
+    """Stop the server a killed run recorded in ``pid_file``; True if one was still running.
+
+    The pid is trusted only while its command line names ``llama_cpp.server`` (and the recorded
+    config file), so a process that has since reused the pid is never signalled. SIGTERM first,
+    SIGKILL after ``grace_s``. The pid file is removed either way.
+    """
+    record = _read_pid_file(pid_file)
+    stopped = False
+    if record is not None and _is_recorded_server(record):
+        logger.warning("stopping leftover llama.cpp server %s from %s", record, pid_file)
+        _signal_server(record["pid"], signal.SIGTERM)
+        if not _wait_gone(record, grace_s):
+            _signal_server(record["pid"], signal.SIGKILL)
+            _wait_gone(record, 5.0)
+        stopped = True
+    pid_file.unlink(missing_ok=True)
+    return stopped
+
+
+def _read_pid_file(pid_file: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(pid_file.read_text())
+    except (OSError, ValueError):
+        return None  # absent, or torn beyond use: nothing we can safely signal
+    ok = isinstance(record, dict) and isinstance(record.get("pid"), int)
+    return record if ok and record["pid"] > 0 else None
+
+
+def _is_recorded_server(record: Mapping[str, Any]) -> bool:
+    cmdline = _process_cmdline(record["pid"])
+    config = record.get("config_file")
+    return (
+        cmdline is not None
+        and SERVER_CMDLINE_MARKER in cmdline
+        and (not isinstance(config, str) or config in cmdline)
+    )
+
+
+def _process_cmdline(pid: int) -> str | None:
+    """The process's argv joined by spaces; None if it is gone ("" for a zombie on Linux)."""
+    try:
+        if Path("/proc/self").is_dir():
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            return raw.replace(b"\0", b" ").decode("utf-8", "replace")
+        ps = subprocess.run(  # macOS and the BSDs have no /proc
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    return ps.stdout.strip() or None
+
+
+def _signal_server(pid: int, sig: signal.Signals) -> None:
+    """Its group when it leads one (as our servers do), else the pid alone; never our own group."""
+    try:
+        if os.getpgid(pid) == pid != os.getpgrp():
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(record: Mapping[str, Any], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while _is_recorded_server(record):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 # Last line of defence: if the interpreter exits without running __aexit__ (e.g. a second Ctrl-C

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -13,11 +19,16 @@ import pytest
 
 from runners.gguf_models import MODELS
 from runners.llamacpp_server import (
+    SERVER_CMDLINE_MARKER,
     LlamaServerError,
     ManagedLlamaServer,
     ServedModel,
     parse_server_timings,
+    server_pid_path,
+    stop_leftover_server,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 requires_llama = pytest.mark.skipif(
@@ -237,3 +248,174 @@ def test_early_exit_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
         asyncio.run(server.start())
     assert str(log) in str(info.value) and "failed to load model" in str(info.value)
     assert server.process is not None and not _group_alive(server.process.pid)
+
+
+# --- a killed run must not leave its server behind -------------------------------------------
+
+# A stand-in for ``pool.run``: serves one model, prints "PID PORT" when ready, waits to be killed.
+_SERVING_PARENT = """
+import asyncio, sys
+from pathlib import Path
+from runners.llamacpp_server import ManagedLlamaServer
+
+async def main() -> None:
+    model = [("smollm2", "smollm2-135m-instruct")]
+    async with ManagedLlamaServer(model, log_path=Path(sys.argv[1])) as server:
+        print(server.process.pid, server.port, flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+# A stand-in for a leftover server: its argv names llama_cpp.server, as the pid check demands.
+_FAKE_SERVER = """
+import signal, sys, time
+if sys.argv[1] == "ignore-sigterm":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[str]]]:
+    """Processes a test starts; whatever is still running at the end is killed with its group."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _spawn(
+    procs: list[subprocess.Popen[str]], argv: list[str], cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd
+    )
+    procs.append(proc)
+    return proc
+
+
+def _fake_server(
+    procs: list[subprocess.Popen[str]], sigterm: str = "obey"
+) -> subprocess.Popen[str]:
+    proc = _spawn(
+        procs, [sys.executable, "-c", _FAKE_SERVER, sigterm, SERVER_CMDLINE_MARKER]
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+def _write_record(pid_file: Path, pid: int, **extra: object) -> None:
+    record = {"pid": pid, "pgid": pid, "port": 1, "started_at": "2025-01-01T00:00:00+00:00"}
+    pid_file.write_text(json.dumps({**record, "cmdline_marker": SERVER_CMDLINE_MARKER, **extra}))
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie lingers until init reaps it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _eventually(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@requires_llama
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only"
+)
+def test_server_dies_with_its_sigkilled_parent(
+    tmp_path: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    log = tmp_path / "llamacpp-local.log"
+    parent = _spawn(spawned, [sys.executable, "-c", _SERVING_PARENT, str(log)], cwd=REPO)
+    assert parent.stdout is not None
+    line = parent.stdout.readline()  # "" if the parent failed to start the server
+    assert line, f"the parent printed nothing; see {log}"
+    pid, port = map(int, line.split())
+    pid_file = server_pid_path(log)
+    try:
+        assert json.loads(pid_file.read_text())["pid"] == pid
+        parent.kill()
+        parent.wait()
+        assert _eventually(lambda: not _running(pid), 10), "server outlived its parent"
+        assert _eventually(lambda: not _port_open("127.0.0.1", port), 10)
+        assert stop_leftover_server(pid_file) is False  # a stale record: nothing left to stop
+        assert not pid_file.exists()
+    finally:
+        if _running(pid):
+            os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("sigterm", "returncode"), [("obey", -signal.SIGTERM), ("ignore-sigterm", -signal.SIGKILL)]
+)
+def test_leftover_server_is_stopped(
+    tmp_path: Path, spawned: list[subprocess.Popen[str]], sigterm: str, returncode: int
+) -> None:
+    leftover = _fake_server(spawned, sigterm)
+    pid_file = tmp_path / "llamacpp-local.pid"
+    _write_record(pid_file, leftover.pid)
+
+    assert stop_leftover_server(pid_file, grace_s=0.5) is True
+    assert leftover.wait(timeout=10) == returncode
+    assert not pid_file.exists()
+
+
+def test_a_pid_reused_by_another_process_is_not_signalled(
+    tmp_path: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    unrelated = _spawn(spawned, ["sleep", "60"])
+    other_server = _fake_server(spawned)  # another run's server: same marker, other config
+    pid_file = tmp_path / "llamacpp-local.pid"
+    for proc, extra in ((unrelated, {}), (other_server, {"config_file": "/gone/config.json"})):
+        _write_record(pid_file, proc.pid, **extra)
+        assert stop_leftover_server(pid_file, grace_s=0.5) is False
+        assert not pid_file.exists()
+    time.sleep(0.3)
+    assert unrelated.poll() is None and other_server.poll() is None
+
+
+def test_missing_or_torn_pid_file_stops_nothing(tmp_path: Path) -> None:
+    pid_file = tmp_path / "llamacpp-local.pid"
+    assert stop_leftover_server(pid_file) is False
+    pid_file.write_text('{"pid": ')
+    assert stop_leftover_server(pid_file) is False and not pid_file.exists()
+
+
+@requires_llama
+def test_start_stops_the_leftover_of_its_log_and_records_its_own_server(
+    tmp_path: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    log = tmp_path / "llamacpp-local.log"
+    leftover = _fake_server(spawned)
+    _write_record(server_pid_path(log), leftover.pid)
+
+    async def scenario() -> ManagedLlamaServer:
+        async with ManagedLlamaServer([ALL_THREE[0]], log_path=log) as server:
+            assert leftover.poll() == -signal.SIGTERM
+            assert server.process is not None and server.pid_path == server_pid_path(log)
+            record = json.loads(server_pid_path(log).read_text())
+            assert (record["pid"], record["pgid"], record["port"]) == (
+                server.process.pid,
+                server.process.pid,
+                server.port,
+            )
+            assert record["cmdline_marker"] == SERVER_CMDLINE_MARKER
+            assert record["started_at"]
+        return server
+
+    server = asyncio.run(scenario())
+    _assert_stopped(server)
+    assert not server_pid_path(log).exists()
