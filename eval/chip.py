@@ -29,12 +29,20 @@ def chip_extraction_score(pred: Collection[str], gold: Sequence[str]) -> float:
 
 
 def chip_choice_score(pred: Collection[str], gold: Collection[str]) -> float:
-    """P2/P3 proportional multi-choice score = |P ∩ G| / (|G| + |P − G|) for option sets P and G."""
+    """P2/P3 proportional multi-choice score = |P ∩ G| / (|G| + |P − G|) for option sets P and G.
+
+    The denominator is zero only when P and G are both empty: 0/0 has no value, so that raises
+    ValueError. An empty G with a non-empty P is an ordinary case: 0 / (0 + |P|) = 0.0.
+    """
     chosen = set(require_str_collection("pred", pred))
     correct = set(require_str_collection("gold", gold))
-    if not correct:
-        raise ValueError("gold has no options: the score is undefined (the task divides by |G|)")
-    return len(chosen & correct) / (len(correct) + len(chosen - correct))
+    denominator = len(correct) + len(chosen - correct)
+    if denominator == 0:
+        raise ValueError(
+            "pred and gold are both empty: the score 0/(|G| + |P − G|) = 0/0 is undefined; "
+            "an item needs at least one gold option"
+        )
+    return len(chosen & correct) / denominator
 
 
 def rouge_l_chars(candidate: str, reference: str) -> float:

@@ -112,9 +112,18 @@ class TestChipScoresEdges:
         assert chip_choice_score(set(), {"A"}) == 0.0
         assert chip_choice_score({"A", "B", "C"}, {"A"}) == pytest.approx(1 / 3)
 
-    def test_empty_gold(self):
-        with pytest.raises(ValueError):
-            chip_choice_score({"A"}, set())
+    def test_empty_gold_with_a_prediction_scores_zero(self):
+        # |P ∩ G| = 0, |G| = 0, |P − G| = |P|: 0 / (0 + |P|) = 0.0 for any non-empty P.
+        assert chip_choice_score({"A"}, set()) == 0.0
+        assert chip_choice_score({"A", "B", "C"}, set()) == 0.0
+        assert chip_choice_score(["A", "A"], []) == 0.0  # a repeated option counts once: 0 / (0 + 1)
+
+    def test_both_empty_is_undefined(self):
+        # |G| + |P − G| = 0 + 0: the formula is 0/0.
+        with pytest.raises(ValueError, match="both empty"):
+            chip_choice_score(set(), set())
+
+    def test_empty_gold_extraction(self):
         with pytest.raises(ValueError):
             chip_extraction_score(["a"], [])
 
