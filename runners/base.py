@@ -13,6 +13,13 @@ from typing import Literal, Protocol
 
 Mode = Literal["chat", "completion"]
 
+# A hostile or broken server must not cost unbounded memory: the body is read in chunks after
+# decompression and dropped as soon as it passes the byte cap (a 306 KB gzip body can inflate to
+# 314 MB), and an answer longer than the character cap is refused. A real answer of 512 tokens is
+# a few KB; 8 MiB and 200,000 characters leave two orders of magnitude of room.
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_ANSWER_CHARS = 200_000
+
 # Why a call produced no usable answer. ``None`` means the server answered.
 ErrorClass = Literal[
     "connection",  # refused, reset, DNS: we never got an HTTP answer
@@ -20,7 +27,8 @@ ErrorClass = Literal[
     "rate_limited",  # 429 after all retries
     "server_error",  # 5xx after all retries
     "client_error",  # other 4xx: our request is wrong; never retried
-    "bad_response",  # 2xx with a body we cannot parse
+    "bad_response",  # 2xx with a body we cannot parse (not JSON, or JSON of the wrong shape)
+    "oversize",  # body or answer text over the runner's caps; never retried (same request, same answer)
     "auth",  # the api_key_env variable is unset or the server said 401/403
     "model_failed",  # set by the pool scheduler, never by a runner: the model was given up on
 ]

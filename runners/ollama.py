@@ -16,7 +16,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from runners.base import GenerationParams, GenerationRequest, GenerationResponse
+from runners.base import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    GenerationParams,
+    GenerationRequest,
+    GenerationResponse,
+)
 from runners.retry import BadResponse, JsonEndpoint, RetryPolicy, Sleep
 
 NS_PER_S = 1_000_000_000
@@ -82,9 +88,13 @@ class OllamaRunner:
     """A :class:`runners.base.Runner` for one Ollama server (native API)."""
 
     def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float = 300.0,
-                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
+                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
         self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      policy=policy or RetryPolicy(), sleep=sleep)
+                                      policy=policy or RetryPolicy(), sleep=sleep,
+                                      max_response_bytes=max_response_bytes,
+                                      max_answer_chars=max_answer_chars)
 
     def __repr__(self) -> str:
         e = self._endpoint

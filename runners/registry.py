@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal, get_args
 
-from runners.base import Runner
+from runners.base import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RESPONSE_BYTES, Runner
 
 if TYPE_CHECKING:
     from runners.retry import Sleep
@@ -30,8 +30,14 @@ def make_runner(
     backoff_max_s: float = 30.0,
     retry_after_cap_s: float = 60.0,
     sleep: Sleep = asyncio.sleep,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
 ) -> Runner:
-    """A runner for one endpoint; raises ValueError for an unknown backend type."""
+    """A runner for one endpoint; raises ValueError for an unknown backend type.
+
+    ``max_response_bytes`` caps the body after decompression and ``max_answer_chars`` the answer
+    text; past either the call is an ``"oversize"`` infra error, never retried.
+    """
     from runners.retry import RetryPolicy
 
     policy = RetryPolicy(max_retries=max_retries, backoff_base_s=backoff_base_s,
@@ -40,10 +46,12 @@ def make_runner(
         from runners.openai_compat import OpenAICompatRunner
 
         return OpenAICompatRunner(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                  policy=policy, sleep=sleep)
+                                  policy=policy, sleep=sleep, max_response_bytes=max_response_bytes,
+                                  max_answer_chars=max_answer_chars)
     if backend_type == "ollama":
         from runners.ollama import OllamaRunner
 
         return OllamaRunner(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                            policy=policy, sleep=sleep)
+                            policy=policy, sleep=sleep, max_response_bytes=max_response_bytes,
+                            max_answer_chars=max_answer_chars)
     raise ValueError(f"unknown backend type {backend_type!r}; expected one of {', '.join(BACKEND_TYPES)}")

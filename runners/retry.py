@@ -5,11 +5,17 @@ What is retried, and why:
 - connection errors (refused, reset, server disconnected, body cut short) and timeouts: the
   request may well succeed on a fresh connection;
 - HTTP 429 and 5xx: the server says "not now", not "never";
-- a 2xx whose body is not valid JSON: behind a 2xx, a truncated or garbage body is almost always a
-  connection dropped mid-body or a proxy's transient page, so one more try is cheap (and bounded).
+- a 2xx whose body is not valid JSON, or is valid JSON of the wrong shape (no ``choices``, an
+  empty list, a choice with neither message nor text, wrong types): behind a 2xx such a body is
+  almost always transient, a connection dropped mid-body, or a flaky proxy or overloaded server
+  answering with its own page or error object, so it is retried like a 5xx; the retries are
+  bounded and cheap, and a server that really answers this way fails after ``max_retries``.
 
-What is not retried: any other 4xx (our request is wrong; 401/403 become ``"auth"``), and a 2xx
-whose *valid* JSON has the wrong shape (the server would answer the same request the same way).
+What is not retried: any other 4xx (our request is wrong; 401/403 become ``"auth"``), and a body
+over the runner's caps (``"oversize"``: more than ``max_response_bytes`` after decompression, or
+an answer text longer than ``max_answer_chars``): the same request would get the same answer.
+The body is read in chunks from aiohttp's decompressing stream and dropped as soon as it passes
+the cap, so a small gzip body that inflates to gigabytes costs at most the cap in memory.
 
 Wait before retry n (full jitter, which spreads a herd of clients that failed together)::
 
@@ -37,7 +43,13 @@ import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from runners.base import Attempt, ErrorClass, GenerationResponse
+from runners.base import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    Attempt,
+    ErrorClass,
+    GenerationResponse,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +59,16 @@ Sleep = Callable[[float], Awaitable[None]]
 ParseFn = Callable[[Any], GenerationResponse]
 
 MAX_DETAIL_CHARS = 200
+BODY_CHUNK_BYTES = 64 * 1024
+ERROR_BODY_BYTES = 64 * 1024  # a non-2xx body is read only for its error message
 
 
 class BadResponse(Exception):
     """A 2xx body that is valid JSON but not the shape the protocol promises."""
+
+
+class Oversize(Exception):
+    """A body over the runner's byte cap; the connection is closed without reading the rest."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +168,37 @@ def _error_message(body: bytes) -> str:
     return body[:MAX_DETAIL_CHARS].decode("utf-8", "replace")
 
 
+async def read_bounded(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The whole (decompressed) body, or Oversize as soon as it passes ``max_bytes``.
+
+    A ``Content-Length`` over the cap is refused before reading anything. Otherwise chunks come
+    from aiohttp's decompressing stream, so memory stays below ``max_bytes + BODY_CHUNK_BYTES``
+    however far the body would inflate; on Oversize the connection is closed, never drained.
+    That bound needs aiohttp >= 3.13.3, which inflates in bounded steps (CVE-2025-69223): older
+    versions inflate each network read whole before this loop sees a byte.
+    """
+    declared = resp.content_length
+    if declared is not None and declared > max_bytes:
+        resp.close()
+        raise Oversize(f"Content-Length {declared} exceeds max_response_bytes={max_bytes}")
+    body = bytearray()
+    async for chunk in resp.content.iter_chunked(BODY_CHUNK_BYTES):
+        body += chunk
+        if len(body) > max_bytes:
+            resp.close()
+            raise Oversize(f"response body exceeded max_response_bytes={max_bytes} "
+                           f"(after decompression)")
+    return bytes(body)
+
+
+async def _read_error_body(resp: aiohttp.ClientResponse) -> bytes:
+    """Enough of a non-2xx body for its message: the status already classifies the failure."""
+    try:
+        return await read_bounded(resp, ERROR_BODY_BYTES)
+    except Oversize:
+        return f"(error body over {ERROR_BODY_BYTES} bytes, not read)".encode()
+
+
 async def post_json(
     session: aiohttp.ClientSession,
     url: str,
@@ -157,6 +206,9 @@ async def post_json(
     headers: Mapping[str, str],
     timeout_s: float,
     parse: ParseFn,
+    *,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
 ) -> Outcome:
     """One POST, classified; never raises (except cancellation, which must propagate)."""
     timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -164,7 +216,13 @@ async def post_json(
         async with session.post(url, json=payload, headers=dict(headers), timeout=timeout) as resp:
             status = resp.status
             retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-            body = await resp.read()
+            if not 200 <= status < 300:
+                body = await _read_error_body(resp)
+            else:
+                try:
+                    body = await read_bounded(resp, max_response_bytes)
+                except Oversize as exc:
+                    return Outcome(None, status, "oversize", f"HTTP {status} {exc}", retryable=False)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded outcome
         error_class, retryable, detail = classify_exception(exc, timeout_s)
         return Outcome(None, None, error_class, detail, retryable)
@@ -185,7 +243,11 @@ async def post_json(
         response = parse(obj)
     except (BadResponse, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         detail = f"HTTP {status} JSON has an unexpected shape: {exc}"
-        return Outcome(None, status, "bad_response", detail, retryable=False)
+        return Outcome(None, status, "bad_response", detail, retryable=True)
+    if len(response.text) > max_answer_chars:
+        detail = (f"HTTP {status} answer text is {len(response.text)} chars, "
+                  f"over max_answer_chars={max_answer_chars}")
+        return Outcome(None, status, "oversize", detail, retryable=False)
     return Outcome(response, status, None)
 
 
@@ -274,12 +336,19 @@ class JsonEndpoint:
     """
 
     def __init__(self, base_url: str, *, api_key_env: str | None, timeout_s: float,
-                 policy: RetryPolicy, sleep: Sleep = asyncio.sleep) -> None:
+                 policy: RetryPolicy, sleep: Sleep = asyncio.sleep,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_response_bytes <= 0 or max_answer_chars <= 0:
+            raise ValueError(f"max_response_bytes and max_answer_chars must be > 0, "
+                             f"got {max_response_bytes} and {max_answer_chars}")
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
+        self.max_answer_chars = max_answer_chars
         self.policy = policy
         self._sleep = sleep
         self._session: aiohttp.ClientSession | None = None
@@ -304,7 +373,9 @@ class JsonEndpoint:
         session, url = self._session, self.base_url + path
 
         async def attempt() -> Outcome:
-            return await post_json(session, url, payload, headers, self.timeout_s, parse)
+            return await post_json(session, url, payload, headers, self.timeout_s, parse,
+                                   max_response_bytes=self.max_response_bytes,
+                                   max_answer_chars=self.max_answer_chars)
 
         return await call_with_retries(attempt, self.policy, self._sleep, secret=key)
 

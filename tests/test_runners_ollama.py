@@ -9,7 +9,17 @@ import pytest
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.ollama import OllamaRunner
 from runners.retry import RetryPolicy
-from tests.fakes import Behavior, bad_request, ok, raw_json, server_error, truncated_json
+from tests.fakes import (
+    OLLAMA_ANSWER_SHELL,
+    Behavior,
+    bad_request,
+    giant_answer,
+    gzip_bomb,
+    ok,
+    raw_json,
+    server_error,
+    truncated_json,
+)
 from tests.fakes.ollama_fake import FakeOllamaServer
 
 FAST = RetryPolicy(max_retries=2, backoff_base_s=0.01, backoff_max_s=0.02)
@@ -116,6 +126,30 @@ def test_server_error_and_truncated_body_are_retried():
     assert [a.error_class for a in resp.attempts] == ["server_error", "bad_response", None]
 
 
-def test_body_without_message_or_response_is_bad_response():
+def test_body_without_message_or_response_is_retried_then_succeeds():
     resp, fake = call(chat(), [raw_json({"done": True}), ok()])
-    assert resp.error_class == "bad_response" and fake.request_count == 1
+    assert resp.ok and fake.request_count == 2
+    assert [a.error_class for a in resp.attempts] == ["bad_response", None]
+
+
+def test_persistent_wrong_shape_is_bad_response_after_max_retries():
+    resp, fake = call(chat(), [raw_json({"message": {"content": 7}})] * 10)
+    assert resp.error_class == "bad_response" and resp.text == ""
+    assert len(resp.attempts) == FAST.max_retries + 1 == fake.request_count
+
+
+def test_gzip_bomb_is_oversize_and_not_retried():
+    resp, fake = call(chat(), [gzip_bomb(64 * 1024 * 1024, shell=OLLAMA_ANSWER_SHELL), ok()])
+    assert resp.error_class == "oversize" and fake.request_count == 1
+    assert "max_response_bytes=8388608" in resp.error_detail
+
+
+def test_compressed_answer_under_the_caps_is_read():
+    resp, _ = call(chat(), [gzip_bomb(100_000, shell=OLLAMA_ANSWER_SHELL)])
+    assert resp.ok and resp.text == "a" * 100_000
+
+
+def test_giant_answer_text_is_oversize_and_not_retried():
+    resp, fake = call(chat(), [giant_answer(), ok()])
+    assert resp.error_class == "oversize" and fake.request_count == 1
+    assert "max_answer_chars=200000" in resp.error_detail

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import socket
 
 import pytest
@@ -19,6 +20,8 @@ from tests.fakes import (
     cut_body,
     drop,
     garbage,
+    giant_answer,
+    gzip_bomb,
     ok,
     rate_limited,
     raw_json,
@@ -46,13 +49,14 @@ class RecordingSleep:
 
 def call(script: list[Behavior], request: GenerationRequest = CHAT, *, policy: RetryPolicy = FAST,
          timeout_s: float = 5.0, api_key_env: str | None = None,
-         sleep: RecordingSleep | None = None) -> tuple[GenerationResponse, FakeOpenAIServer]:
-    """One request through a fresh runner against a fake playing ``script``."""
+         sleep: RecordingSleep | None = None, **caps: int) -> tuple[GenerationResponse, FakeOpenAIServer]:
+    """One request through a fresh runner against a fake playing ``script``; ``caps`` are
+    ``max_response_bytes`` / ``max_answer_chars``."""
 
     async def main() -> tuple[GenerationResponse, FakeOpenAIServer]:
         async with FakeOpenAIServer(script=script) as fake:
             runner = OpenAICompatRunner(fake.base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                        policy=policy, sleep=sleep or RecordingSleep())
+                                        policy=policy, sleep=sleep or RecordingSleep(), **caps)
             try:
                 return await runner.generate(request), fake
             finally:
@@ -111,10 +115,30 @@ def test_reasoning_content_is_kept_out_of_text():
     assert resp.prompt_tokens is None  # no usage block: unknown, not zero
 
 
-def test_json_without_choices_is_bad_response_and_not_retried():
-    resp, fake = call([raw_json({"error": {"message": "quota exceeded"}}), ok()])
-    assert resp.error_class == "bad_response" and fake.request_count == 1
-    assert resp.text == ""
+WRONG_SHAPES = [
+    {"error": {"message": "quota exceeded"}},  # no choices
+    {"choices": []},
+    {"choices": [{"index": 0, "finish_reason": "stop"}]},  # neither message nor text
+    {"choices": [{"message": {"content": 42}}]},  # content of the wrong type
+    {"choices": "none"},
+    ["not", "an", "object"],
+]
+
+
+@pytest.mark.parametrize("body", WRONG_SHAPES)
+def test_wrong_shape_200_is_retried_then_succeeds(body):
+    resp, fake = call([raw_json(body), ok()])
+    assert resp.ok and resp.text == "echo: What is BP?"
+    assert [a.error_class for a in resp.attempts] == ["bad_response", None]
+    assert resp.attempts[0].status == 200 and "unexpected shape" in resp.attempts[0].detail
+    assert fake.request_count == 2
+
+
+def test_persistent_wrong_shape_is_bad_response_after_max_retries():
+    resp, fake = call([raw_json({"choices": []})] * 10)
+    assert resp.error_class == "bad_response" and resp.text == ""
+    assert len(resp.attempts) == FAST.max_retries + 1 == fake.request_count
+    assert "after 3 attempts" in resp.error_detail
 
 
 # --- faults: one failure, then an answer --------------------------------------------------
@@ -188,6 +212,72 @@ def test_connection_refused_is_connection_error():
     resp = asyncio.run(main())
     assert resp.error_class == "connection" and len(resp.attempts) == 3
     assert all(a.status is None for a in resp.attempts)
+
+
+# --- caps on what a server can make us hold -----------------------------------------------
+def test_gzip_bomb_is_oversize_and_memory_stays_bounded():
+    bomb = gzip_bomb()  # built (and cached) before the baseline is taken
+    assert len(bomb.body) < 400_000  # ~300 KB on the wire, 300 MiB once inflated
+    before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    resp, fake = call([bomb, ok()])
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before_kib) / 1024
+    assert resp.error_class == "oversize" and resp.text == ""
+    assert "max_response_bytes=8388608" in resp.error_detail
+    assert len(resp.attempts) == 1 == fake.request_count  # the same request gets the same bomb
+    # Coarse guard: ru_maxrss is the process's peak, so this only catches a regression that
+    # inflates the whole body (>= 300 MiB), never a small one.
+    assert grown_mib < 200
+
+
+def test_compressed_answer_under_the_caps_is_inflated_and_read():
+    resp, _ = call([gzip_bomb(1024 * 1024)], max_answer_chars=2 * 1024 * 1024)
+    assert resp.ok and resp.text == "a" * (1024 * 1024)
+
+
+def test_content_length_over_the_cap_is_refused_before_reading():
+    resp, fake = call([giant_answer(50_000), ok()], max_response_bytes=10_000)
+    assert resp.error_class == "oversize" and fake.request_count == 1
+    assert "Content-Length" in resp.error_detail and "max_response_bytes=10000" in resp.error_detail
+
+
+def test_giant_answer_text_is_oversize_and_not_retried():
+    resp, fake = call([giant_answer(250_000), ok()])
+    assert resp.error_class == "oversize" and resp.text == "" and fake.request_count == 1
+    assert "250000 chars" in resp.error_detail and "max_answer_chars=200000" in resp.error_detail
+
+
+def test_answer_exactly_at_the_char_cap_is_an_answer():
+    resp, _ = call([ok("A" * 1000)], max_answer_chars=1000)
+    assert resp.ok and len(resp.text) == 1000
+
+
+def test_large_error_body_keeps_its_status_class():
+    resp, fake = call([status(503, message="x" * 200_000), ok()], max_response_bytes=100_000)
+    assert resp.ok and [a.error_class for a in resp.attempts] == ["server_error", None]
+    assert fake.request_count == 2
+
+
+@pytest.mark.parametrize("caps", [{"max_response_bytes": 0}, {"max_answer_chars": -1}])
+def test_non_positive_caps_are_refused(caps):
+    with pytest.raises(ValueError, match="must be > 0"):
+        OpenAICompatRunner("http://h/v1", **caps)
+
+
+@pytest.mark.parametrize("backend", ["openai", "ollama"])
+def test_make_runner_passes_the_caps_on(backend):
+    from tests.fakes.ollama_fake import FakeOllamaServer
+
+    async def main() -> GenerationResponse:
+        fake_cls = FakeOpenAIServer if backend == "openai" else FakeOllamaServer
+        async with fake_cls(script=[ok("A" * 11)]) as fake:
+            runner = make_runner(backend, fake.base_url, max_answer_chars=10, max_retries=0)
+            try:
+                return await runner.generate(CHAT)
+            finally:
+                await runner.aclose()
+
+    resp = asyncio.run(main())
+    assert resp.error_class == "oversize" and "max_answer_chars=10" in resp.error_detail
 
 
 # --- API key ------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 These are not models. Each fake answers deterministically (an echo of the input) unless its script
 says to misbehave: a status with an optional ``Retry-After``, a stall past the client's timeout,
-a dropped connection, a body cut short, truncated JSON, a garbage body, or any raw JSON. The fake
+a dropped connection, a body cut short, truncated JSON, a garbage body, any raw JSON, a gzip
+bomb (a small compressed body that inflates past any sane cap), or a giant answer text. The fake
 counts requests and tracks how many are in flight at once (and the maximum), so a scheduler test
 can check that a backend limit was respected.
 
@@ -13,8 +14,10 @@ next entry of ``script`` (consumed in order), else ``default``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,7 +25,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Kind = Literal["ok", "status", "stall", "drop", "cut_body", "truncated_json", "garbage", "json"]
+Kind = Literal["ok", "status", "stall", "drop", "cut_body", "truncated_json", "garbage", "json",
+               "gzip"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class Behavior:
     text: str | None = None  # "ok": the answer (None = echo of the input)
     thinking: str | None = None  # "ok" (Ollama fake): the trace to return when think is on
     message: str = "fake error"  # "status": the error message in the body
-    body: Any = None  # "json": sent as-is with status 200
+    body: Any = None  # "json": sent as-is with status 200; "gzip": the compressed bytes
     seconds: float = 0.0  # "stall": how long before answering normally
 
 
@@ -86,6 +90,39 @@ def garbage() -> Behavior:
 
 def raw_json(body: Any) -> Behavior:
     return Behavior("json", body=body)
+
+
+# A chat answer in each protocol's shape, split where the answer text goes.
+OPENAI_ANSWER_SHELL = (b'{"choices":[{"index":0,"message":{"role":"assistant","content":"',
+                       b'"},"finish_reason":"stop"}]}')
+OLLAMA_ANSWER_SHELL = (b'{"message":{"role":"assistant","content":"', b'"},"done":true}')
+
+
+@functools.lru_cache(maxsize=4)
+def _gzip_filled(prefix: bytes, suffix: bytes, inflated_bytes: int) -> bytes:
+    """gzip of prefix + "a" * n + suffix, compressed block by block (about 1 s per 300 MiB)."""
+    block = b"a" * (1 << 20)
+    gz = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [gz.compress(prefix)]
+    left = inflated_bytes
+    while left > 0:
+        parts.append(gz.compress(block if left >= len(block) else block[:left]))
+        left -= len(block)
+    parts += [gz.compress(suffix), gz.flush()]
+    return b"".join(parts)
+
+
+def gzip_bomb(inflated_bytes: int = 300 * 1024 * 1024,
+              shell: tuple[bytes, bytes] = OPENAI_ANSWER_SHELL) -> Behavior:
+    """HTTP 200, ``Content-Encoding: gzip``: about 300 KB on the wire that inflates to a
+    well-formed answer of ``inflated_bytes`` letters (the default, 300 MiB, is the incident's
+    306 KB -> 314 MB). Only a cap on the decompressed size refuses it cheaply."""
+    return Behavior("gzip", body=_gzip_filled(*shell, inflated_bytes))
+
+
+def giant_answer(chars: int = 250_000) -> Behavior:
+    """A well-formed answer whose text is ``chars`` letters long (one "word": max_tokens keeps it)."""
+    return ok("A" * chars)
 
 
 @dataclass(frozen=True)
@@ -219,6 +256,9 @@ class FakeServer:
                                      status=behavior.status, headers=headers)
         if kind == "json":
             return web.json_response(behavior.body)
+        if kind == "gzip":
+            return web.Response(body=behavior.body, content_type="application/json",
+                                headers={"Content-Encoding": "gzip"})
         full = json.dumps(self.answer(request.path, payload, behavior)).encode()
         if kind == "truncated_json":
             return web.Response(body=full[: len(full) // 2], content_type="application/json")
