@@ -16,7 +16,17 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 from yaml.nodes import Node, ScalarNode
 
-from pool.config_schema import BACKEND_CLASSES, Defaults, Judge, Model, PoolConfig
+from pool.config_schema import (
+    ANSWER_CHARS_RANGE,
+    BACKEND_CLASSES,
+    MAX_CONCURRENCY,
+    MAX_TIMEOUT_S,
+    RESPONSE_BYTES_RANGE,
+    Defaults,
+    Judge,
+    Model,
+    PoolConfig,
+)
 from pool.yaml_lines import format_path, locate
 
 _SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "api_token", "secret", "password"})
@@ -65,8 +75,13 @@ def _message(
     error: ErrorDetails, loc: tuple[Any, ...], path: tuple[Any, ...], raw: str | None
 ) -> str:
     kind, value = error["type"], error.get("input")
-    shown = "" if "api_key_env" in path else f", got {describe(value, raw)}"
+    shown = "" if _may_hold_secret(path, value, raw) else f", got {describe(value, raw)}"
     last = path[-1] if path else ""
+    if kind == "finite_number":
+        return f"must be a finite number{shown}; {_RANGE_HINTS.get(str(last), 'write a number')}"
+    if kind in _RANGE_ERRORS:
+        hint = _RANGE_HINTS.get(str(last))
+        return f"{error['msg']}{shown}" + (f"; {hint}" if hint else "")
     if kind == "too_short":
         return "must not be empty; add at least one entry"
     if kind == "missing":
@@ -94,6 +109,26 @@ def _message(
     if kind == "string_pattern_mismatch" and path[:1] == ("backends",):
         return "backend names use letters, digits and . _ - (starting with a letter or digit)"
     return f"{error['msg']}{shown}"
+
+
+_RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+_RANGE_HINTS = {
+    "timeout_s": f"give the seconds one attempt may take: above 0, at most {MAX_TIMEOUT_S}",
+    "max_concurrency": f"give the parallel requests this backend gets: 1 to {MAX_CONCURRENCY}",
+    "max_response_bytes": "give the cap on one response body in bytes: {} (1 KiB) to {} (1 GiB)"
+    .format(*RESPONSE_BYTES_RANGE),
+    "max_answer_chars": "give the cap on one answer in characters: {} to {}"
+    .format(*ANSWER_CHARS_RANGE),
+    "requests_per_minute": "give a rate above 0, or leave the key out for no rate limit",
+    "temperature": "use a value from 0 to 2",
+    "top_p": "use a value above 0 and at most 1",
+}
+
+
+def _may_hold_secret(path: tuple[Any, ...], value: Any, raw: str | None) -> bool:
+    """Values never echoed: api_key_env (often the pasted key) and anything with an '@'
+    (a URL's user:password@)."""
+    return "api_key_env" in path or any(isinstance(v, str) and "@" in v for v in (value, raw))
 
 
 def _unknown_key_message(key: str, loc: tuple[Any, ...]) -> str:

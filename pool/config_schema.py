@@ -56,13 +56,37 @@ BackendType = Literal["openai", "ollama", "llamacpp"]
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # allow_inf_nan=False: YAML reads .inf/.nan as floats, and no setting here means "forever"
+    # or "undefined". hide_input_in_errors: a ValidationError printed raw (outside
+    # pool.config_errors) must not echo values such as a pasted key.
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, allow_inf_nan=False, hide_input_in_errors=True
+    )
+
+
+MAX_TIMEOUT_S = 3600  # one attempt; longer waits look like a hung server, not a slow answer
+MAX_CONCURRENCY = 256  # per backend; beyond this a typo, not a plan (and file handles run out)
+RESPONSE_BYTES_RANGE = (1024, 1024**3)  # 1 KiB .. 1 GiB
+ANSWER_CHARS_RANGE = (1_000, 10_000_000)
 
 
 class _BackendBase(_Block):
-    timeout_s: float = Field(default=120.0, gt=0)
+    """Settings every backend type has: limits, retries and caps on what comes back.
+
+    ``max_response_bytes`` caps an HTTP response body after decompression (a runaway or
+    hostile server cannot fill memory); ``max_answer_chars`` caps an answer's text: longer
+    answers are recorded as ``oversize`` and never sent to the judge.
+    """
+
+    timeout_s: float = Field(default=120.0, gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=3, ge=0, le=20)
     requests_per_minute: float | None = Field(default=None, gt=0)
+    max_response_bytes: int = Field(
+        default=8 * 1024**2, ge=RESPONSE_BYTES_RANGE[0], le=RESPONSE_BYTES_RANGE[1]
+    )
+    max_answer_chars: int = Field(
+        default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1]
+    )
 
 
 class OpenAIBackend(_BackendBase):
@@ -71,21 +95,22 @@ class OpenAIBackend(_BackendBase):
     type: Literal["openai"]
     base_url: BaseUrl
     api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(default=8, ge=1)
+    max_concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
 
 
 class OllamaBackend(_BackendBase):
     type: Literal["ollama"]
     base_url: BaseUrl
     api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(default=1, ge=1)
+    max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
 
 
 class LlamaCppBackend(_BackendBase):
     """The managed local llama.cpp server; its URL is assigned when it starts, so none here."""
 
     type: Literal["llamacpp"]
-    max_concurrency: int = Field(default=1, ge=1)  # the server answers one request at a time
+    # the server answers one request at a time
+    max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
     n_ctx: int = Field(default=2048, ge=128)
     n_threads: int | None = Field(default=None, ge=1)
 
@@ -255,7 +280,9 @@ class PoolConfig(_Block):
         """sha256 of the resolved pool (models sorted by name) without api_key_env or notes.
 
         Resolved, so moving a value between ``defaults:`` and an entry keeps the fingerprint;
-        env var names and notes do not change any answer, so they are left out.
+        env var names and notes do not change any answer, so they are left out. Every other
+        backend setting is in, defaults included: limits and the response caps
+        (``max_response_bytes``, ``max_answer_chars``) decide which results a run records.
         """
         judge = self.judge_model()
         payload = {
@@ -275,8 +302,12 @@ class PoolConfig(_Block):
 
 
 __all__ = [
+    "ANSWER_CHARS_RANGE",
     "BACKEND_CLASSES",
     "KNOWN_GGUF",
+    "MAX_CONCURRENCY",
+    "MAX_TIMEOUT_S",
+    "RESPONSE_BYTES_RANGE",
     "Backend",
     "BackendType",
     "Defaults",

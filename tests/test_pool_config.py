@@ -647,3 +647,270 @@ def test_a_base_model_cannot_judge(tmp_path):
     )
     with pytest.raises(PoolConfigError, match=r"pool.yaml:10: judge.model: 'g' is a completion \(base\) model"):
         load_pool(path)
+
+
+# ---- malformed pools: exit-2 errors, located, naming the field, never echoing a secret -----
+
+FAKE_KEY = "sk-live-SECRET123"
+URL_PASSWORD = "hunter2"
+URL_USER = "alice"
+SECRETS = (FAKE_KEY, "SECRET123", URL_PASSWORD, URL_USER)
+
+
+def api_pool(**fields: str) -> str:
+    """An openai backend at line 2 whose keys (line 3 on) are the defaults overridden by
+    ``fields`` (YAML values as written), and one model on it."""
+    backend = {"type": "openai", "base_url": "http://localhost:8000/v1", **fields}
+    lines = "".join(f"    {key}: {value}\n" for key, value in backend.items())
+    return f"backends:\n  api:\n{lines}models:\n  - {{name: m, backend: api}}\n"
+
+
+def line_of(text: str, key: str) -> int:
+    """1-based line of the first ``key:`` in the file."""
+    lines = enumerate(text.splitlines(), 1)
+    return next(n for n, line in lines if line.strip().removeprefix("- ").startswith(key))
+
+
+LLAMA_MODEL = "models:\n  - {name: m, backend: local, gguf: gemma3-270m}\n"
+OLLAMA = "backends:\n  ol:\n    type: ollama\n    base_url: http://localhost:11434\n"
+
+# (case id, pool text, field, words the message must contain); the line is where the field's
+# last key first appears in the text.
+MALFORMED = [
+    # base_url
+    ("url-space", api_pool(base_url='"http://local host:8000/v1"'),
+     "backends.api.base_url", ["spaces"]),
+    ("url-trailing-space", api_pool(base_url='"http://localhost:8000/v1 "'),
+     "backends.api.base_url", ["spaces"]),
+    ("url-tab", api_pool(base_url='"http://localhost:8000/\\tv1"'),
+     "backends.api.base_url", ["control characters"]),
+    ("url-credentials", api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost/v1"),
+     "backends.api.base_url", ["user name or password", "not printed", "api_key_env"]),
+    ("url-key-as-user", api_pool(base_url=f"https://{FAKE_KEY}@api.example.com/v1"),
+     "backends.api.base_url", ["user name or password"]),
+    ("url-credentials-and-space",
+     api_pool(base_url=f'"http://{URL_USER}:{URL_PASSWORD}@local host/v1"'),
+     "backends.api.base_url", ["user name or password"]),
+    ("url-credentials-no-scheme",
+     api_pool(base_url=f"{URL_USER}:{URL_PASSWORD}@localhost:8000/v1"),
+     "backends.api.base_url", ["user name or password"]),
+    ("url-key-in-query", api_pool(base_url=f"https://api.example.com/v1?key={FAKE_KEY}"),
+     "backends.api.base_url", ["query", "not printed"]),
+    ("url-port-0", api_pool(base_url="http://localhost:0/v1"),
+     "backends.api.base_url", ["port '0'", "1 to 65535"]),
+    ("url-port-65536", api_pool(base_url="http://localhost:65536/v1"),
+     "backends.api.base_url", ["port '65536'", "1 to 65535"]),
+    ("url-port-huge", api_pool(base_url="http://127.0.0.1:800000"),
+     "backends.api.base_url", ["1 to 65535"]),
+    ("url-port-text", api_pool(base_url="http://localhost:80a/v1"),
+     "backends.api.base_url", ["port '80a'"]),
+    ("url-port-empty", api_pool(base_url="http://localhost:/v1"),
+     "backends.api.base_url", ["port ''"]),
+    ("url-ipv6-port", api_pool(base_url='"http://[::1]:70000/v1"'),
+     "backends.api.base_url", ["1 to 65535"]),
+    ("url-no-scheme", api_pool(base_url="localhost:8000/v1"),
+     "backends.api.base_url", ["http:// or https://"]),
+    ("url-ftp", api_pool(base_url="ftp://example.com/v1"),
+     "backends.api.base_url", ["http:// or https://"]),
+    ("url-one-slash", api_pool(base_url="http:/localhost/v1"),
+     "backends.api.base_url", ["http:// or https://"]),
+    ("url-no-host", api_pool(base_url="http:///v1"),
+     "backends.api.base_url", ["no host"]),
+    ("url-only-port", api_pool(base_url="http://:8000/v1"),
+     "backends.api.base_url", ["no host"]),
+    ("ollama-url-port", OLLAMA.replace("11434", "0") + "models:\n  - {name: m, backend: ol}\n",
+     "backends.ol.base_url", ["port '0'"]),
+    # non-finite and out-of-range numbers
+    ("timeout-inf", api_pool(timeout_s=".inf"), "backends.api.timeout_s",
+     ["finite number", "'.inf'"]),
+    ("timeout-nan", api_pool(timeout_s=".nan"), "backends.api.timeout_s", ["finite number"]),
+    ("timeout-too-long", api_pool(timeout_s="3601"), "backends.api.timeout_s",
+     ["less than or equal to 3600"]),
+    ("timeout-zero", api_pool(timeout_s="0"), "backends.api.timeout_s", ["greater than 0"]),
+    ("rpm-inf", api_pool(requests_per_minute=".Inf"), "backends.api.requests_per_minute",
+     ["finite number"]),
+    ("llamacpp-timeout-nan", LOCAL + "    timeout_s: .NaN\n" + LLAMA_MODEL,
+     "backends.local.timeout_s", ["finite number"]),
+    ("temperature-nan", LOCAL + "models:\n  - name: m\n    backend: local\n    gguf: gemma3-270m\n"
+     "    temperature: .nan\n", "models[0].temperature", ["finite number"]),
+    ("top-p-inf-default", LOCAL + "defaults:\n  top_p: .inf\n" + LLAMA_MODEL,
+     "defaults.top_p", ["finite number"]),
+    ("judge-temperature-neg-inf", LOCAL + LLAMA_MODEL + "judge:\n  model: m\n"
+     "  temperature: -.inf\n", "judge.temperature", ["finite number"]),
+    # max_concurrency, for every backend type
+    ("openai-concurrency", api_pool(max_concurrency="257"), "backends.api.max_concurrency",
+     ["less than or equal to 256"]),
+    ("ollama-concurrency", OLLAMA + "    max_concurrency: 1000\n"
+     "models:\n  - {name: m, backend: ol}\n", "backends.ol.max_concurrency", ["256"]),
+    ("llamacpp-concurrency", LOCAL + "    max_concurrency: 300\n" + LLAMA_MODEL,
+     "backends.local.max_concurrency", ["256"]),
+    # api_key_env
+    ("key-pasted", api_pool(api_key_env=FAKE_KEY), "backends.api.api_key_env",
+     ["NAME of an environment variable", "not printed"]),
+    ("key-pasted-quoted", api_pool(api_key_env=f'"Bearer {FAKE_KEY}"'),
+     "backends.api.api_key_env", ["not a key"]),
+    ("key-env-spaces", api_pool(api_key_env='"DEEPSEEK API KEY"'), "backends.api.api_key_env",
+     ["letters, digits, _"]),
+    ("key-env-dashes", api_pool(api_key_env="DEEPSEEK-API-KEY"), "backends.api.api_key_env",
+     ["NAME of an environment variable"]),
+    ("key-env-final-newline", api_pool(api_key_env='"DEEPSEEK_API_KEY\\n"'),
+     "backends.api.api_key_env", ["not printed"]),
+    ("key-env-digit-first", api_pool(api_key_env="1KEY"), "backends.api.api_key_env",
+     ["not starting with a digit"]),
+    ("key-env-too-long", api_pool(api_key_env="K" * 129), "backends.api.api_key_env",
+     ["at most 128"]),
+    ("key-env-random-token", api_pool(api_key_env="a8F3kD92mZq71LxP0sWe4RtYSECRET123"),
+     "backends.api.api_key_env", ["not a key"]),
+    ("ollama-key-env", OLLAMA + f"    api_key_env: {FAKE_KEY}\n"
+     "models:\n  - {name: m, backend: ol}\n", "backends.ol.api_key_env", ["not printed"]),
+    # the response caps
+    ("bytes-too-small", api_pool(max_response_bytes="1023"), "backends.api.max_response_bytes",
+     ["greater than or equal to 1024", "1 GiB"]),
+    ("bytes-too-big", api_pool(max_response_bytes=str(2**30 + 1)),
+     "backends.api.max_response_bytes", ["less than or equal to 1073741824"]),
+    ("bytes-as-text", api_pool(max_response_bytes="8MiB"), "backends.api.max_response_bytes",
+     ["whole number"]),
+    ("chars-too-small", LOCAL + "    max_answer_chars: 999\n" + LLAMA_MODEL,
+     "backends.local.max_answer_chars", ["greater than or equal to 1000"]),
+    ("chars-too-big", OLLAMA + "    max_answer_chars: 10000001\n"
+     "models:\n  - {name: m, backend: ol}\n", "backends.ol.max_answer_chars",
+     ["less than or equal to 10000000"]),
+    ("chars-float", api_pool(max_answer_chars="1500.5"), "backends.api.max_answer_chars",
+     ["whole number"]),
+    ("chars-inf", api_pool(max_answer_chars=".inf"), "backends.api.max_answer_chars",
+     ["whole number"]),
+    # kinds that were already rejected
+    ("key-in-file", api_pool(api_key=FAKE_KEY), "backends.api.api_key",
+     ["unknown key", "api_key_env"]),
+    ("name-final-newline", LOCAL + 'models:\n  - name: "m\\n"\n    backend: local\n'
+     "    gguf: gemma3-270m\n", "models[0].name", ["cannot name a file"]),
+    ("retries", api_pool(max_retries="21"), "backends.api.max_retries", ["20"]),
+    ("unknown-backend-key", api_pool(max_concurency="4"), "backends.api.max_concurency",
+     ["did you mean 'max_concurrency'?"]),
+    ("base-url-on-llamacpp", LOCAL + "    base_url: http://localhost:8080\n" + LLAMA_MODEL,
+     "backends.local.base_url", ["run time"]),
+]
+
+
+@pytest.mark.parametrize(
+    "text,field,words", [case[1:] for case in MALFORMED], ids=[case[0] for case in MALFORMED]
+)
+def test_malformed_pool_is_a_located_error_without_secrets(
+    tmp_path: Path, text: str, field: str, words: list[str]
+) -> None:
+    err = error_of(tmp_path, text)
+    assert_issue(err, line_of(text, field.rsplit(".", 1)[-1] + ":"), field, *words)
+    # the whole error, the ValidationError it replaced (printed by accident, say) and every
+    # issue: no secret, no pydantic input echo
+    texts = [str(err), repr(err), *map(repr, err.issues), str(err.__context__ or "")]
+    for text_shown in texts:
+        for secret in SECRETS:
+            assert secret not in text_shown, f"{secret!r} leaked: {text_shown}"
+        assert "input_value" not in text_shown
+
+
+def test_the_table_covers_enough_cases() -> None:
+    assert len(MALFORMED) >= 25 and len({case[0] for case in MALFORMED}) == len(MALFORMED)
+
+
+def test_raw_validation_error_does_not_echo_a_pasted_key() -> None:
+    """Code that validates a dict directly (not through load_pool) still never prints the key."""
+    from pydantic import ValidationError
+
+    data = {
+        "backends": {
+            "api": {
+                "type": "openai",
+                "base_url": f"http://{URL_USER}:{URL_PASSWORD}@localhost/v1",
+                "api_key_env": FAKE_KEY,
+            }
+        },
+        "models": [{"name": "m", "backend": "api"}],
+    }
+    with pytest.raises(ValidationError) as info:
+        PoolConfig.model_validate(data)
+    assert FAKE_KEY not in str(info.value) and URL_PASSWORD not in str(info.value)
+    assert len(info.value.errors()) == 2
+
+
+def test_bad_pool_exits_2_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pool.run import main
+
+    pool = write(tmp_path, api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost:1/v1",
+                                    api_key_env=FAKE_KEY, timeout_s=".inf"))
+    out = tmp_path / "run"
+    assert main(["--pool", str(pool), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{pool}:4: backends.api.base_url:" in err
+    assert f"{pool}:5: backends.api.api_key_env:" in err
+    assert f"{pool}:6: backends.api.timeout_s:" in err
+    assert URL_PASSWORD not in err and FAKE_KEY not in err
+    assert not out.exists()  # no run directory, so no run started
+
+
+@pytest.mark.parametrize(
+    "url,stored",
+    [
+        ("https://api.deepseek.com/v1/", "https://api.deepseek.com/v1"),
+        ("http://127.0.0.1:65535", "http://127.0.0.1:65535"),
+        ("http://localhost:1/v1", "http://localhost:1/v1"),
+        ('"http://[::1]:8080/v1"', "http://[::1]:8080/v1"),
+        ("http://my_host.internal:11434", "http://my_host.internal:11434"),
+        ("HTTPS://API.EXAMPLE.COM/v1", "HTTPS://API.EXAMPLE.COM/v1"),
+        ("http://localhost/v1/models@v2", "http://localhost/v1/models@v2"),
+    ],
+)
+def test_valid_base_urls(tmp_path: Path, url: str, stored: str) -> None:
+    config = load(tmp_path, api_pool(base_url=url))
+    assert config.backends["api"].base_url == stored  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "name", ["DEEPSEEK_API_KEY", "HF_TOKEN", "BEARER_TOKEN", "GITHUB_PAT_TOKEN", "_K", "K" * 128]
+)
+def test_env_var_names_are_accepted(tmp_path: Path, name: str) -> None:
+    config = load(tmp_path, api_pool(api_key_env=name))
+    assert missing_api_keys(config, environ={}) == [name]
+
+
+def test_response_caps_defaults_bounds_and_every_backend_type(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        LOCAL
+        + """\
+    max_concurrency: 256
+    max_response_bytes: 1024
+    max_answer_chars: 1000
+  ol: {type: ollama, base_url: "http://localhost:11434", max_response_bytes: 1073741824,
+       max_answer_chars: 10000000, timeout_s: 3600}
+  api: {type: openai, base_url: "http://localhost:8000/v1", api_key_env: K}
+models:
+  - {name: m, backend: local, gguf: gemma3-270m}
+""",
+    )
+    local, ollama, api = (config.backends[n] for n in ("local", "ol", "api"))
+    assert (local.max_concurrency, local.max_response_bytes, local.max_answer_chars) == (
+        256, 1024, 1000,
+    )
+    assert (ollama.max_response_bytes, ollama.max_answer_chars, ollama.timeout_s) == (
+        2**30, 10_000_000, 3600.0,
+    )
+    assert (api.max_response_bytes, api.max_answer_chars) == (8 * 2**20, 200_000)
+
+
+@pytest.mark.parametrize(
+    "setting", ["max_response_bytes: 4096", "max_answer_chars: 5000", "timeout_s: 30"]
+)
+def test_fingerprint_covers_backend_limits_and_caps(tmp_path: Path, setting: str) -> None:
+    base = load(tmp_path, POOL_FOR_FINGERPRINT).fingerprint()
+    changed = POOL_FOR_FINGERPRINT.replace(
+        "api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {setting}}}"
+    )
+    assert load(tmp_path, changed).fingerprint() != base
+    default = "max_answer_chars: 200000" if "chars" in setting else "max_response_bytes: 8388608"
+    same = POOL_FOR_FINGERPRINT.replace(
+        "api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {default}}}"
+    )
+    assert load(tmp_path, same).fingerprint() == base  # an explicit default is the default
