@@ -45,6 +45,7 @@ def _runner(config: PoolConfig, backend_name: str, base_url: str) -> Runner:
         backend.type, base_url,
         api_key_env=getattr(backend, "api_key_env", None),
         timeout_s=backend.timeout_s, max_retries=backend.max_retries,
+        max_response_bytes=backend.max_response_bytes, max_answer_chars=backend.max_answer_chars,
     )
 
 

@@ -9,9 +9,13 @@
 - ``status`` — ``ok`` (the model answered), ``error`` (answered badly: empty or truncated; a
   real result that scorers see), ``infra_error`` (no answer could be obtained; excluded from
   scores). Refusals are not a status: scorers judge them.
-- ``error_class`` — why, when not ok: ``empty`` / ``truncated`` for ``error``; ``connection``,
+- ``error_class`` — why, when not ok: ``empty`` / ``truncated`` / ``oversize`` (past the backend's
+  ``max_response_bytes`` or ``max_answer_chars``) for ``error``; ``connection``,
   ``timeout``, ``rate_limited``, ``server_error``, ``client_error``, ``bad_response``, ``auth``
   for ``infra_error``; otherwise null.
+- ``error_detail`` — the error's own words (HTTP status and message, timeout, …); ``""`` when ok.
+- ``answered_by`` — the pool model that produced the row: the candidate for ``answer``, the judge
+  for ``judge:…`` stages; ``endpoint`` — that model's endpoint identity.
 - ``attempts`` — HTTP attempts made (0 for a cache hit); ``retries`` — attempts beyond the first.
 - ``latency_s`` — wall time over all attempts (for a cache hit: the original call's).
 - ``prompt_tokens`` / ``completion_tokens`` — as the server reported them, or null.
@@ -41,8 +45,9 @@ from pool.store import RunStore
 RESULTS_FILENAME = "results.jsonl"
 SUMMARY_FILENAME = "summary.json"
 EXPORT_FIELDS = (
-    "run_id", "model", "item_id", "stage", "status", "error_class", "attempts", "retries",
-    "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text", "extra",
+    "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "answered_by", "endpoint",
+    "attempts", "retries", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text",
+    "extra",
 )  # fmt: skip
 
 
@@ -93,6 +98,10 @@ def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[s
     }
 
 
+def _answerer(r: Result) -> str:
+    return r.answered_by or r.model  # rows stored before answered_by existed: the unit's model
+
+
 def summarize(
     results: Iterable[Result],
     superseded: Iterable[Mapping[str, Any]],
@@ -108,12 +117,16 @@ def summarize(
     was later replaced), ``retries``, ``cache_hits``, ``prompt_tokens``, ``completion_tokens``
     and ``median_latency_s`` (over answered, non-cached rows; null if none). A model's tally
     spans all its stages; read ``stages.answer`` for the answer latency alone.
+
+    Rows are charged to the model that *answered* them (``answered_by``): a judge's verdicts and
+    its infra errors count under the judge, never under the candidate they were about.
     """
     results, superseded = list(results), list(superseded)
+    answerer = {(r.model, r.item_id, r.stage): _answerer(r) for r in results}
     models: dict[str, Any] = {}
-    for model in sorted({r.model for r in results} | set(failed_models)):
-        rows = [r for r in results if r.model == model]
-        gone = [s for s in superseded if s["model"] == model]
+    for model in sorted({_answerer(r) for r in results} | set(failed_models)):
+        rows = [r for r in results if _answerer(r) == model]
+        gone = [s for s in superseded if answerer.get((s["model"], s["item_id"], s["stage"]), s["model"]) == model]
         stages = {
             stage: _tally([r for r in rows if r.stage == stage], [s for s in gone if s["stage"] == stage])
             for stage in sorted({r.stage for r in rows})

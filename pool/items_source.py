@@ -48,27 +48,39 @@ def _domain_matches(domain: str | None, wanted: str) -> bool:
 
 
 def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
-    """Apply the run's filters (see module docstring) to the scorable items."""
+    """Apply the run's filters (see module docstring) to the scorable items.
+
+    Raises :class:`DataError` naming the data and the filter that left nothing, rather than
+    starting a run of zero items.
+    """
     items = list(loaded.scorable_items)
+    if not items:
+        raise DataError(_nothing_loaded(loaded, options))
     if options.get("orchestration"):
         items += derive_routing_items(items)
     else:
         items = [i for i in items if i.track != "orchestration"]
+        if not items:
+            raise DataError(f"{_data_name(options)}: every scorable item is on the orchestration track; pass --orchestration")
     if options.get("subset"):
         items = _apply_subset(items, options["subset"])
-    if options.get("track"):
-        items = [i for i in items if i.track == options["track"]]
-    if options.get("task"):
-        items = [i for i in items if i.task == options["task"]]
-    if options.get("domain"):
-        items = [i for i in items if _domain_matches(i.domain, options["domain"])]
+    for name, keep in _filters(options):
+        before = len(items)
+        items = [i for i in items if keep(i)]
+        if not items:
+            raise DataError(f"{_data_name(options)}: --{name} {_shown(options[name])} matches none of the {before} "
+                            "item(s) left by the earlier filters; check its spelling against `python -m eval.datasets`")
     if options.get("id"):
         wanted = set(options["id"])
         unknown = wanted - {i.id for i in loaded.items}
         if unknown:
             raise DataError(f"--id: no such item: {', '.join(sorted(unknown))}")
         items = [i for i in items if i.id in wanted]
+        if not items:
+            raise DataError(f"--id {_shown(options['id'])}: those items exist but other filters removed them")
     if options.get("sample") is not None:
+        if options["sample"] < 1:
+            raise DataError(f"--sample must be >= 1, got {options['sample']}")
         per_bucket: dict[tuple[str, str | None], int] = {}
         sampled = []
         for item in items:
@@ -78,10 +90,32 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
                 sampled.append(item)
         items = sampled
     if options.get("limit") is not None:
-        if options["limit"] < 0:
-            raise DataError("--limit must be >= 0")
+        if options["limit"] < 1:
+            raise DataError(f"--limit must be >= 1, got {options['limit']}")
         items = items[: options["limit"]]
     return items
+
+
+def _filters(options: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    wanted = [("track", lambda i: i.track == options["track"]), ("task", lambda i: i.task == options["task"]),
+              ("domain", lambda i: _domain_matches(i.domain, options["domain"]))]
+    return [(name, keep) for name, keep in wanted if options.get(name)]
+
+
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _data_name(options: Mapping[str, Any]) -> str:
+    return "--data " + " ".join(options["data"]) if options.get("data") else "the built-in demo suite"
+
+
+def _nothing_loaded(loaded: LoadResult, options: Mapping[str, Any]) -> str:
+    reasons = "; ".join(f"{skipped.source}: {skipped.reason}" for skipped in loaded.skipped[:3])
+    found = f"{len(loaded.items)} item(s) found, none scorable" if loaded.items else "no items found"
+    more = f" ({reasons})" if reasons else ""
+    return (f"{_data_name(options)}: {found}{more}; pass files or folders of JSONL/JSON items in a supported format "
+            "(see README, 'Item files')")
 
 
 def read_id_list(path: Path) -> list[str]:

@@ -7,8 +7,9 @@ store keeps for a unit, exactly once per run.
 Status semantics (what scorers and reports may rely on):
 
 - ``ok`` — the model answered.
-- ``error`` — the model answered badly (empty, or truncated by ``max_tokens``). A real result:
-  scorers see it and score it; a truncated answer's text is kept.
+- ``error`` — the model answered badly (empty, truncated by ``max_tokens``, or ``oversize``: past
+  the backend's byte or character cap). A real result: scorers see it and score it; a truncated
+  answer's text is kept.
 - ``infra_error`` — we could not get an answer at all (connection, timeout, rate limited, server
   error, auth, unparsable body after retries, or a ``client_error`` — the request itself was
   rejected, so it was never answered). Excluded from scores; counted and shown in summaries.
@@ -67,6 +68,8 @@ class Result:
     finished_at: str  # UTC ISO
     server_timing_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # later stages: scores, verdicts, ...
+    answered_by: str = ""  # the pool model that actually answered (the judge for judge stages)
+    endpoint: str = ""  # that model's endpoint identity (URL, or llamacpp://<weights sha256>/...)
 
     @property
     def unit(self) -> Unit:
@@ -79,6 +82,8 @@ def classify(response: GenerationResponse) -> tuple[Status, str | None]:
     Order matters: no answer at all beats everything; an empty text is ``empty`` even when the
     server also said ``length`` (e.g. a reasoning model spent every token thinking).
     """
+    if response.error_class == "oversize":  # the model answered, far past any sane length
+        return "error", "oversize"
     if response.error_class is not None:
         return "infra_error", response.error_class
     if not response.text.strip():
@@ -99,11 +104,13 @@ def result_from_response(
     finished_at: str,
     cached: bool = False,
     extra: dict[str, Any] | None = None,
+    answered_by: str = "",
+    endpoint: str = "",
 ) -> Result:
     """Build the row for a unit from a runner (or cache) response, classifying it."""
     status, reason = classify(response)
     attempts = 0 if cached else len(response.attempts)
-    detail = response.error_detail if status == "infra_error" else ""
+    detail = response.error_detail if status == "infra_error" or reason == "oversize" else ""
     if status == "error" and reason == "truncated":
         detail = f"finish_reason=length, completion_tokens={response.completion_tokens}"
     return Result(
@@ -128,4 +135,6 @@ def result_from_response(
         finished_at=finished_at,
         server_timing_s=response.server_timing_s,
         extra=dict(extra or {}),
+        answered_by=answered_by or unit.model,
+        endpoint=endpoint,
     )

@@ -19,6 +19,8 @@ from pool.outcome import Unit
 from runners.base import GenerationRequest
 
 ANSWER_STAGE = "answer"
+# Gold types whose answers the LLM judge scores (the rest have judge-free scorers).
+JUDGED_GOLD_TYPES = ("reference", "criteria", "probe")
 
 
 class PromptItem(Protocol):
@@ -79,8 +81,12 @@ class Plan:
     def fingerprints(self) -> tuple[str, str]:
         return self.config.fingerprint(), data_fingerprint(self.items)
 
-    def describe(self) -> dict[str, Any]:
-        """The ``--dry-run`` view: models × items × stages, backends and their limits, requests."""
+    def describe(self, judge: Model | None = None, *, hallu: bool = False) -> dict[str, Any]:
+        """The ``--dry-run`` view: models × items × stages, backends and their limits, requests.
+
+        Judge requests are counted too: one verdict per (model, judged item) and at most one
+        re-ask each; ``hallu`` adds a claim check (and its re-ask) per reference/criteria answer.
+        """
         backends: dict[str, Any] = {}
         for model in self.models:
             backend = self.config.backend_of(model)
@@ -98,13 +104,24 @@ class Plan:
             )
             entry["models"].append(model.name)
             entry["requests"] += len(self.items)
+        judged = sum(getattr(item, "gold_type", None) in JUDGED_GOLD_TYPES for item in self.items) * len(self.models)
+        checked = sum(getattr(item, "gold_type", None) in ("reference", "criteria") for item in self.items) * len(self.models)
+        judge_view = None
+        stages = [ANSWER_STAGE]
+        if judge is not None and judged:
+            verdicts, claim_checks = judged, checked if hallu else 0
+            judge_view = {"model": judge.name, "backend": judge.backend, "verdicts": verdicts,
+                          "reasks_at_most": verdicts, "hallu_checks": claim_checks,
+                          "requests_at_most": 2 * (verdicts + claim_checks)}
+            stages += ["judge"] + (["hallu"] if hallu else [])
         return {
             "models": [m.name for m in self.models],
             "items": len(self.items),
-            "stages": [ANSWER_STAGE],
+            "stages": stages,
             "units": self.unit_count,
             "backends": backends,
-            "requests_at_most": self.unit_count,
+            "judge": judge_view,
+            "requests_at_most": self.unit_count + (judge_view["requests_at_most"] if judge_view else 0),
         }
 
 

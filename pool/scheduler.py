@@ -39,7 +39,7 @@ class Job:
     request: GenerationRequest
     backend_type: str
     endpoint_identity: str
-    called_model: str = ""  # the pool model that answers (the judge for judge units); default unit.model
+    called_model: str = ""  # the pool model that answers (the judge for judge units); see pool.dispatch
 
     @property
     def caller(self) -> str:
@@ -179,6 +179,7 @@ class Scheduler:
             self.run_id, job.unit, response,
             request_json=canonical_json(request_payload(job.request)), cache_key=key,
             started_at=started, finished_at=utc_now_iso(), cached=cached, extra=extra,
+            answered_by=model, endpoint=job.endpoint_identity,
         )
         self.store.record(result, retry_infra_errors=self.retry_infra_errors)
         self.counters.recorded += 1

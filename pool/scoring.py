@@ -32,13 +32,17 @@ from judge import (
     unparseable_score,
 )
 from pool.config import Model, PoolConfig
+from pool.dispatch import Dispatcher, Messages
 from pool.endpoints import BackendEndpoint
 from pool.outcome import Result, Unit
 from pool.plan import ANSWER_STAGE
 from pool.progress import ProgressDisplay
-from pool.scheduler import Job, Scheduler
+from pool.scheduler import Scheduler
 from pool.store import RunStore
-from runners.base import GenerationRequest
+
+# Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
+# answer must not become a 21 MB judge request. Far above any real answer to one question.
+JUDGE_ANSWER_MAX_CHARS = 24_000
 
 
 @dataclass(frozen=True)
@@ -84,33 +88,28 @@ class ScoringStage:
         self.scheduler = scheduler
         self.log_interval = log_interval
         self.hallu = hallu
+        self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> list[Result]:
         return [r for r in self.store.results(self.run_id) if r.stage == ANSWER_STAGE and r.item_id in self.items]
 
-    async def _judge_round(self, wanted: Sequence[tuple[Unit, tuple[dict[str, str], ...]]]) -> None:
+    async def _judge_round(self, wanted: Sequence[tuple[Unit, Messages]]) -> None:
         """Plan and run the judge units that have no finished row yet."""
         assert self.judge is not None and self.scheduler is not None
         if not wanted:
             return
-        self.store.save_plan(self.run_id, [unit for unit, _ in wanted])
+        judge = self.judge.model
+        self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
         pending = set(self.store.pending_units(self.run_id, retry_infra_errors=True))
-        todo = [(unit, messages) for unit, messages in wanted if unit in pending]
+        todo = {unit: messages for unit, messages in wanted if unit in pending}
         if not todo:
             return
-        endpoint = self.endpoints[self.judge.backend]
-        judge = self.judge.model
-        jobs = (
-            Job(unit, GenerationRequest(model=judge.model, mode="chat", messages=messages, params=judge.generation_params()),
-                endpoint.type, endpoint.identities[judge.name], called_model=judge.name)
-            for unit, messages in todo
-        )
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
         previous = self.scheduler.progress
         self.scheduler.progress = progress
         self.scheduler.retry_infra_errors = True
         try:
-            await self.scheduler.run({self.judge.backend: jobs})
+            await self.scheduler.run(self.dispatcher.lanes(todo, todo))
         finally:
             progress.close()
             self.scheduler.progress = previous
@@ -135,6 +134,11 @@ class ScoringStage:
             await self._judge(to_judge, scores)
             if self.hallu:
                 await self._hallucination_check(to_judge, scores)
+            for answer in to_judge:
+                if len(answer.text) > JUDGE_ANSWER_MAX_CHARS:
+                    key = (answer.model, answer.item_id)
+                    cut = {"chars": len(answer.text), "sent": JUDGE_ANSWER_MAX_CHARS}
+                    scores[key] = replace(scores[key], details={**scores[key].details, "answer_truncated_for_judge": cut})
         self.rows = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in answers]
         return self.rows
 
@@ -143,7 +147,7 @@ class ScoringStage:
         first = []
         for answer in answers:
             item = self.items[answer.item_id]
-            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, answer.text)))
+            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, _for_judge(answer.text))))
         await self._judge_round(first)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
@@ -159,7 +163,7 @@ class ScoringStage:
             parsed = parse_reply(item, row.text)
             if _is_failure(parsed):
                 reask.append((Unit(answer.model, answer.item_id, self.judge.stage(item, reask=True)),
-                              reask_messages(item, answer.text, row.text)))
+                              reask_messages(item, _for_judge(answer.text), row.text)))
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
                 scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
@@ -188,7 +192,7 @@ class ScoringStage:
         wanted = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
                   and scores[(a.model, a.item_id)].status == "scored"]
         rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
-                   hallu_messages(self.items[a.item_id], a.text)) for a in wanted]
+                   hallu_messages(self.items[a.item_id], _for_judge(a.text))) for a in wanted]
         await self._judge_round(rounds)
         retry, parsed_by_key = [], {}
         for answer, (unit, _) in zip(wanted, rounds):
@@ -196,7 +200,7 @@ class ScoringStage:
             parsed = parse_reply(self.items[answer.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
             if parsed is None or _is_failure(parsed):
                 retry.append((Unit(answer.model, answer.item_id, self.judge.stage(self.items[answer.item_id], True, "hallu")),
-                              reask_messages(self.items[answer.item_id], answer.text, row.text if row else "", contract="hallu")))
+                              reask_messages(self.items[answer.item_id], _for_judge(answer.text), row.text if row else "", contract="hallu")))
             else:
                 parsed_by_key[(answer.model, answer.item_id)] = parsed
         await self._judge_round(retry)
@@ -252,6 +256,13 @@ class ScoringStage:
             unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable}
+
+
+def _for_judge(answer: str) -> str:
+    """The answer as the judge sees it: cut at ``JUDGE_ANSWER_MAX_CHARS`` (recorded in the score)."""
+    if len(answer) <= JUDGE_ANSWER_MAX_CHARS:
+        return answer
+    return answer[:JUDGE_ANSWER_MAX_CHARS] + f"\n[… {len(answer) - JUDGE_ANSWER_MAX_CHARS} more characters not shown]"
 
 
 def _is_failure(parsed: Any) -> bool:

@@ -10,15 +10,21 @@ Tables::
 
     runs     (run_id PK, created_at, updated_at, pool_fingerprint, data_fingerprint,
               options_json, status 'running'|'finished'|'interrupted', resumes)
-    plan     (run_id, model, item_id, stage, seq)               PK (run_id, model, item_id, stage)
+    plan     (run_id, model, item_id, stage, seq, answerer)     PK (run_id, model, item_id, stage)
     results  (run_id, model, item_id, stage, status 'ok'|'error'|'infra_error', error_class,
               error_detail, attempts, retries, latency_s, server_timing_s, prompt_tokens,
               completion_tokens, finish_reason, text, request_json, cache_key, cached 0|1,
-              started_at, finished_at, extra JSON)              PK (run_id, model, item_id, stage)
+              started_at, finished_at, extra JSON, answered_by, endpoint)
+                                                                PK (run_id, model, item_id, stage)
     superseded_infra_errors (the unit, error_class, error_detail, attempts, retries, latency_s,
               started_at, finished_at, replaced_at) — infra_error rows replaced on a retry
               resume, kept so request and retry counts stay honest
     model_failures (run_id, model, reason, marked_at)           PK (run_id, model)
+
+``plan.answerer`` is the pool model that must answer a unit (the candidate for ``answer``, the
+judge for ``judge:…`` stages) and ``results.answered_by`` the one that did: :meth:`RunStore.record`
+refuses a row whose answerer is not the planned one (:class:`WrongAnswererError`), so no code path
+— resume, rescore, a cache hit — can store a candidate's text as a verdict.
 
 A run killed by SIGKILL is left with ``status='running'``; :meth:`RunStore.begin_run` on the same
 run_id resumes it and counts the resume.
@@ -42,7 +48,7 @@ from pool.outcome import Result, Unit
 from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
 
 RUN_DB_FILENAME = "run.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RunStatus = Literal["running", "finished", "interrupted"]
 
 _SCHEMA = """
@@ -62,6 +68,7 @@ CREATE TABLE IF NOT EXISTS plan (
     item_id TEXT NOT NULL,
     stage   TEXT NOT NULL,
     seq     INTEGER NOT NULL,
+    answerer TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, model, item_id, stage)
 );
 CREATE INDEX IF NOT EXISTS plan_by_seq ON plan (run_id, seq);
@@ -87,6 +94,8 @@ CREATE TABLE IF NOT EXISTS results (
     started_at        TEXT NOT NULL,
     finished_at       TEXT NOT NULL,
     extra             TEXT NOT NULL DEFAULT '{}',
+    answered_by       TEXT NOT NULL DEFAULT '',
+    endpoint          TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, model, item_id, stage)
 );
 CREATE TABLE IF NOT EXISTS superseded_infra_errors (
@@ -116,7 +125,7 @@ _RESULT_COLUMNS = (
     "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "attempts",
     "retries", "latency_s", "server_timing_s", "prompt_tokens", "completion_tokens",
     "finish_reason", "text", "request_json", "cache_key", "cached", "started_at", "finished_at",
-    "extra",
+    "extra", "answered_by", "endpoint",
 )  # fmt: skip
 _UNIT_WHERE = "run_id = ? AND model = ? AND item_id = ? AND stage = ?"
 _INSERT_RESULT = (
@@ -136,6 +145,22 @@ _SUPERSEDE_INFRA = (
     " error_detail, attempts, retries, latency_s, started_at, finished_at, ?"
     f" FROM results WHERE {_UNIT_WHERE} AND status = 'infra_error'"
 )
+
+
+# Columns added in schema version 2 (version 1 stores are upgraded in place when opened).
+_V2_COLUMNS = (
+    ("plan", "answerer TEXT NOT NULL DEFAULT ''"),
+    ("results", "answered_by TEXT NOT NULL DEFAULT ''"),
+    ("results", "endpoint TEXT NOT NULL DEFAULT ''"),
+)
+
+
+class WrongAnswererError(RuntimeError):
+    """A result for a unit came from a model other than the one the plan assigned to it."""
+
+
+class StoreFormatError(RuntimeError):
+    """``run.sqlite`` is not a run store this version can read (garbage, foreign, or newer)."""
 
 
 class RunMismatchError(RuntimeError):
@@ -177,16 +202,26 @@ class RunStore(SqliteHandle):
     def __init__(self, run_dir: Path | str) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / RUN_DB_FILENAME
-        self._conn = connect(self.path)
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        try:
+            self._conn = connect(self.path)
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:  # a garbage or truncated file
+            raise StoreFormatError(f"{self.path}: not a run store ({exc}); pass the folder of a medpool run") from exc
+        if version not in (0, 1, SCHEMA_VERSION):
             self._conn.close()
-            raise RuntimeError(f"{self.path}: schema version {version}, expected {SCHEMA_VERSION}")
-        with transaction(self._conn):
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
-            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            raise StoreFormatError(f"{self.path}: schema version {version}, this medpool reads up to {SCHEMA_VERSION}")
+        try:
+            with transaction(self._conn):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                if version == 1:
+                    for table, column in _V2_COLUMNS:
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:  # same-named tables of another shape
+            self._conn.close()
+            raise StoreFormatError(f"{self.path}: not a run store this version can use ({exc})") from exc
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -244,9 +279,10 @@ class RunStore(SqliteHandle):
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def save_plan(self, run_id: str, units: Iterable[Unit]) -> int:
+    def save_plan(self, run_id: str, units: Iterable[Unit], answerer: str | None = None) -> int:
         """Add units to the run's plan in one transaction; already planned units are ignored.
 
+        ``answerer`` is the pool model that must answer them (default: each unit's own model).
         Returns how many were new. Safe to call again on resume or to add later stages.
         """
         with transaction(self._conn):
@@ -256,9 +292,9 @@ class RunStore(SqliteHandle):
             added = 0
             for unit in units:
                 cur = self._conn.execute(
-                    "INSERT INTO plan (run_id, model, item_id, stage, seq) VALUES (?, ?, ?, ?, ?)"
+                    "INSERT INTO plan (run_id, model, item_id, stage, seq, answerer) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT DO NOTHING",
-                    (run_id, unit.model, unit.item_id, unit.stage, seq + added),
+                    (run_id, unit.model, unit.item_id, unit.stage, seq + added, answerer or unit.model),
                 )
                 added += cur.rowcount
         return added
@@ -268,6 +304,12 @@ class RunStore(SqliteHandle):
             "SELECT model, item_id, stage FROM plan WHERE run_id = ? ORDER BY seq", (run_id,)
         ).fetchall()
         return [Unit(*r) for r in rows]
+
+    def planned_answerer(self, run_id: str, unit: Unit) -> str | None:
+        """The pool model the plan assigned to ``unit`` (None: not planned, or a version-1 plan)."""
+        row = self._conn.execute(f"SELECT answerer FROM plan WHERE {_UNIT_WHERE}",
+                                 (run_id, unit.model, unit.item_id, unit.stage)).fetchone()
+        return row[0] or None if row is not None else None
 
     def pending_units(self, run_id: str, *, retry_infra_errors: bool = False) -> list[Unit]:
         """Planned units without a finished result, in plan order.
@@ -298,10 +340,19 @@ class RunStore(SqliteHandle):
         return self.record_many([result], retry_infra_errors=retry_infra_errors) == 1
 
     def record_many(self, results: Iterable[Result], *, retry_infra_errors: bool = False) -> int:
-        """Write a small batch atomically (all or none survive a crash); returns rows written."""
+        """Write a small batch atomically (all or none survive a crash); returns rows written.
+
+        Raises :class:`WrongAnswererError` (writing nothing) when a row's ``answered_by`` is not the
+        answerer its unit was planned with.
+        """
         written = 0
         with transaction(self._conn):
             for r in results:
+                expected = self.planned_answerer(r.run_id, r.unit)
+                if expected is not None and r.answered_by != expected:
+                    raise WrongAnswererError(
+                        f"{self.path}: refusing {r.unit}: planned to be answered by {expected!r},"
+                        f" got a row from {r.answered_by or '(unknown)'!r}")
                 if retry_infra_errors:
                     self._conn.execute(
                         _SUPERSEDE_INFRA, (utc_now_iso(), r.run_id, r.model, r.item_id, r.stage)

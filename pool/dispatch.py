@@ -1,0 +1,81 @@
+"""Who answers a unit, and what it is sent: the one place that turns a stage into a request.
+
+A unit's stage decides its answerer: ``answer`` goes to the unit's own model, every ``judge:…``
+stage (verdict, re-ask, hallucination check) to the run's judge. Fresh runs, ``--resume`` and
+``--rescore`` all build their jobs here, and the answerer is also what the run store expects
+(``plan.answerer``), so a candidate can never be sent — or stored as — its own judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from pool.config import Model
+from pool.endpoints import BackendEndpoint
+from pool.outcome import Unit
+from pool.plan import ANSWER_STAGE, PromptItem, answer_request
+from pool.scheduler import Job
+from runners.base import GenerationRequest
+
+JUDGE_STAGE_PREFIX = "judge:"
+Messages = tuple[dict[str, str], ...]
+
+
+def is_judge_stage(stage: str) -> bool:
+    return stage.startswith(JUDGE_STAGE_PREFIX)
+
+
+def answerer_of(unit: Unit, judge: str | None) -> str:
+    """The pool model that must answer ``unit``; raises for a stage nobody may answer."""
+    if unit.stage == ANSWER_STAGE:
+        return unit.model
+    if is_judge_stage(unit.stage):
+        if judge is None:
+            raise ValueError(f"{unit}: a judge stage, but the run has no judge")
+        return judge
+    raise ValueError(f"{unit}: unknown stage {unit.stage!r}")
+
+
+@dataclass(frozen=True)
+class Dispatcher:
+    """Builds the job of any unit of a run from its stage."""
+
+    models: Mapping[str, Model]
+    items: Mapping[str, PromptItem]
+    endpoints: Mapping[str, BackendEndpoint]
+    judge: Model | None = None
+
+    def answerer(self, unit: Unit) -> Model:
+        name = answerer_of(unit, self.judge.name if self.judge is not None else None)
+        if unit.stage == ANSWER_STAGE:
+            return self.models[name]
+        assert self.judge is not None  # answerer_of raised otherwise
+        return self.judge
+
+    def job(self, unit: Unit, messages: Messages | None = None) -> Job:
+        """The request for ``unit``: the item's prompt for answers, ``messages`` for judge stages."""
+        model = self.answerer(unit)
+        if unit.stage == ANSWER_STAGE:
+            if messages is not None:
+                raise ValueError(f"{unit}: an answer unit sends its item's prompt, not given messages")
+            request = answer_request(model, self.items[unit.item_id])
+        else:
+            if not messages:
+                raise ValueError(f"{unit}: a judge stage needs its prompt messages")
+            request = GenerationRequest(model=model.model, mode="chat", messages=messages,
+                                        params=model.generation_params())
+        endpoint = self.endpoints[model.backend]
+        return Job(unit, request, endpoint.type, endpoint.identities[model.name], called_model=model.name)
+
+    def lanes(self, units: Iterable[Unit], messages: Mapping[Unit, Messages] | None = None) -> dict[str, Iterator[Job]]:
+        """Lazy job streams per backend, in the given order (the plan's: model by model)."""
+        by_lane: dict[str, list[Unit]] = {}
+        for unit in units:
+            by_lane.setdefault(self.answerer(unit).backend, []).append(unit)
+
+        def stream(lane_units: Sequence[Unit]) -> Iterator[Job]:
+            for unit in lane_units:
+                yield self.job(unit, messages[unit] if messages is not None and unit.stage != ANSWER_STAGE else None)
+
+        return {lane: stream(lane_units) for lane, lane_units in by_lane.items()}

@@ -1,0 +1,255 @@
+"""Kill ``pool.run`` in every phase, resume, and compare with an uninterrupted run.
+
+Shared by the short test (``tests/test_chaos.py``) and the long benchmark (``python -m bench.chaos``).
+The pool is the FAKE chaos server (``tests/fakes/chaos_server.py``: good, weak and hostile models,
+a judge, injected faults) plus a dead endpoint nobody listens on. Phases are read off the run
+store while the run goes: ``answering`` (answer rows still missing), ``judging`` (verdict rows being
+written), ``hallu`` (claim-check rows being written) and ``routing`` (``scores.jsonl`` written,
+manifest not yet). Each kill waits for its phase, then a random 0–``jitter_s`` more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PHASES = ("answering", "judging", "hallu", "routing")
+# Fields that record how a row was obtained (timing, retries, cache), not what it says.
+VOLATILE_RESULT_FIELDS = ("attempts", "retries", "latency_s", "cached", "extra")
+VOLATILE_SCORE_FIELDS = ("latency_s",)
+
+
+@dataclass
+class KillReport:
+    kills: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES + ("sigterm",), 0))
+    missed: int = 0  # the run finished before the chosen phase came round
+    exit_codes: list[int] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_fake(workdir: Path, fault_rate: float) -> tuple[subprocess.Popen, str]:
+    port_file = workdir / f"fake-{fault_rate}.port"
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.chaos_server", str(port_file),
+                             "--fault-rate", str(fault_rate)], cwd=REPO)
+    deadline = time.monotonic() + 30
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("chaos fake did not start")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
+
+
+def write_suite(path: Path, n_items: int) -> Path:
+    """Reference, criteria and single-choice items in equal parts (all synthetic)."""
+    rows = []
+    for i in range(n_items):
+        kind = i % 3
+        base = {"id": f"x{i:03d}", "task": ["qa", "consult", "mcq"][kind], "track": "capability",
+                "domain": ["cardiology:htn", "endocrine:dm", "cardiology:af"][i % 3 if kind else 0]}
+        if kind == 0:
+            rows.append({**base, "gold_type": "reference", "question": f"问题 {i}：高血压的诊断标准？",
+                         "gold": "诊室血压≥140/90 mmHg。"})
+        elif kind == 1:
+            rows.append({**base, "gold_type": "criteria", "track": "specialty", "question": f"病例 {i}：头痛伴血压升高怎么办？",
+                         "gold": {"expected_topics": ["测量血压"], "must_warn": ["就医"], "must_not": ["自行停药"]}})
+        else:
+            rows.append({**base, "gold_type": "single_choice", "track": "exam", "question": f"题 {i}：选哪个？",
+                         "options": {"A": "甲", "B": "乙"}, "gold": "A"})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_pool(path: Path, base_url: str, dead_port: int) -> Path:
+    path.write_text(f"""backends:
+  fake:
+    type: openai
+    base_url: {base_url}
+    max_concurrency: 4
+    max_retries: 4
+    timeout_s: 10
+  dead:
+    type: openai
+    base_url: http://127.0.0.1:{dead_port}/v1
+    max_retries: 0
+    timeout_s: 2
+defaults:
+  max_tokens: 256
+models:
+  - name: good
+    backend: fake
+    model: good-model
+  - name: weak
+    backend: fake
+    model: weak-model
+  - name: hostile
+    backend: fake
+    model: hostile-model
+  - name: gone
+    backend: dead
+    model: dead-model
+  - name: judge
+    backend: fake
+    model: judge-model
+    enabled: false
+judge:
+  model: judge
+""", encoding="utf-8")
+    return path
+
+
+def cli(args: list[str], cache_dir: Path) -> subprocess.Popen:
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir)}
+    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def phase_of(run_dir: Path, started: float) -> str | None:
+    """Which phase a running ``pool.run`` is in, read off its store and files (None: not yet known)."""
+    scores = run_dir / "scores.jsonl"
+    if scores.exists() and scores.stat().st_mtime >= started:
+        return "routing" if not (run_dir / "routing_manifest.yaml").exists() or \
+            (run_dir / "routing_manifest.yaml").stat().st_mtime < started else None
+    try:
+        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
+            missing = conn.execute(
+                "SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
+                " WHERE p.stage = 'answer' AND r.status IS NULL").fetchone()[0]
+            hallu = conn.execute("SELECT COUNT(*) FROM plan WHERE stage LIKE 'judge:%:hallu%'").fetchone()[0]
+            judged = conn.execute("SELECT COUNT(*) FROM plan WHERE stage LIKE 'judge:%'").fetchone()[0]
+    except sqlite3.Error:
+        return None
+    if missing:
+        return "answering"
+    if hallu:
+        return "hallu"
+    return "judging" if judged else None
+
+
+def kill_in_phase(proc: subprocess.Popen, run_dir: Path, phase: str, started: float, rng: random.Random,
+                  jitter_s: float, sig: int = signal.SIGKILL) -> bool:
+    """Wait for ``phase``, then a random moment more, then signal; False if the run ended first."""
+    while proc.poll() is None:
+        if phase_of(run_dir, started) == phase:
+            time.sleep(rng.uniform(0, jitter_s) if phase != "routing" else 0)
+            if proc.poll() is not None:
+                return False
+            proc.send_signal(sig)
+            proc.wait(60)
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def run_with_kills(args: list[str], run_dir: Path, cache_dir: Path, kills_per_phase: int, seed: int,
+                   jitter_s: float = 0.3, sigterms: int = 1) -> KillReport:
+    """Start, SIGKILL ``kills_per_phase`` times in each phase (and SIGTERM ``sigterms`` times while
+    answering and while building the routing artefacts), then resume to the end."""
+    rng = random.Random(seed)
+    report = KillReport()
+    schedule = []
+    for phase in PHASES:  # SIGTERMs (exit 130, then resume) in the first and the last phase
+        schedule += [(phase, signal.SIGKILL)] * kills_per_phase
+        if phase in (PHASES[0], PHASES[-1]):
+            schedule += [(phase, signal.SIGTERM)] * sigterms
+    first = True
+    for phase, sig in schedule:
+        started = time.time() - 0.001
+        proc = cli(args if first else ["--resume", str(run_dir)], cache_dir)
+        first = False
+        if kill_in_phase(proc, run_dir, phase, started, rng, jitter_s, sig):
+            code = proc.returncode
+            report.exit_codes.append(code)
+            if sig == signal.SIGTERM:
+                report.kills["sigterm"] += 1
+                if code != 130:
+                    raise AssertionError(f"SIGTERM in {phase}: exit {code}, expected 130: {proc.stderr.read()}")
+            else:
+                report.kills[phase] += 1
+        else:
+            report.missed += 1
+            proc.wait(120)
+            report.exit_codes.append(proc.returncode)
+        proc.stderr.close()
+    final = cli(["--resume", str(run_dir)], cache_dir)
+    _, err = final.communicate(timeout=600)
+    report.exit_codes.append(final.returncode)
+    if final.returncode not in (0, 1):
+        raise AssertionError(f"final resume exit {final.returncode}: {err}")
+    return report
+
+
+def run_clean(args: list[str], cache_dir: Path) -> int:
+    proc = cli(args, cache_dir)
+    _, err = proc.communicate(timeout=600)
+    if proc.returncode not in (0, 1):
+        raise AssertionError(f"clean run exit {proc.returncode}: {err}")
+    return proc.returncode
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def normalised_results(run_dir: Path) -> list[dict[str, Any]]:
+    rows = []
+    for row in _jsonl(run_dir / "results.jsonl"):
+        row = {k: v for k, v in row.items() if k not in VOLATILE_RESULT_FIELDS}
+        if row["status"] == "infra_error":  # which error a dead endpoint gave, and after how many tries
+            row.pop("error_detail"), row.pop("error_class")
+        rows.append(row)
+    return rows
+
+
+def normalised_scores(run_dir: Path) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k not in VOLATILE_SCORE_FIELDS} for row in _jsonl(run_dir / "scores.jsonl")]
+
+
+def normalised_manifest(run_dir: Path) -> dict[str, Any]:
+    manifest = yaml.safe_load((run_dir / "routing_manifest.yaml").read_text(encoding="utf-8"))
+    manifest.pop("generated_at", None)
+    for run in manifest.get("runs", []):
+        for volatile in ("created_at", "dir"):
+            run.pop(volatile, None)
+    for profile in (manifest.get("models") or {}).values():
+        if isinstance(profile, dict):
+            profile.pop("median_latency_s", None)
+    return manifest
+
+
+def compare(clean: Path, resumed: Path) -> dict[str, Any]:
+    """Counts and equality of the three artefacts; ``judge_rows_by_non_judge`` must be 0."""
+    rows = _jsonl(resumed / "results.jsonl")
+    keys = [(r["model"], r["item_id"], r["stage"]) for r in rows]
+    with sqlite3.connect(resumed / "run.sqlite") as conn:
+        planned = conn.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
+        lost = conn.execute("SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
+                            " WHERE r.status IS NULL").fetchone()[0]
+    return {
+        "units_planned": planned,
+        "units_recorded": len(rows),
+        "units_lost": lost,
+        "units_duplicated": len(keys) - len(set(keys)),
+        "judge_rows_by_non_judge": sum(r["stage"].startswith("judge:") and r["answered_by"] != "judge" for r in rows),
+        "results_identical": normalised_results(clean) == normalised_results(resumed),
+        "scores_identical": normalised_scores(clean) == normalised_scores(resumed),
+        "manifest_identical": normalised_manifest(clean) == normalised_manifest(resumed),
+    }
