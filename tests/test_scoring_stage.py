@@ -29,7 +29,9 @@ def judge_behaviour(mode: str):
         messages = payload.get("messages") or []
         text = json.dumps(messages, ensure_ascii=False)
         if payload.get("model") != "judgey":
-            return ok("答案：B")
+            return ok("长" * 30_000 if mode == "huge" else "答案：B")
+        if mode == "huge":
+            return ok(GOOD if len(text) < 30_000 else "prompt too long")
         if mode == "good":
             if "fact checker" in text:
                 return ok('{"claims": [{"claim": "a", "label": "supported"}, {"claim": "b", "label": "unsupported"},'
@@ -160,3 +162,15 @@ def test_hallucination_check_adds_claim_metrics(tmp_path, fake_in_thread):
     assert metrics["unsupported_rate"] == pytest.approx(0.25)
     assert metrics["factual_precision"] == pytest.approx(2 / 3)
     assert "n_claims" not in scores(tmp_path / "run")["c1"]["metrics"]
+
+
+def test_a_huge_answer_is_cut_for_the_judge_and_the_score_says_so(tmp_path, fake_in_thread):
+    pool, data = write_files(tmp_path, fake_in_thread("huge"))
+    out = run("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), cache=tmp_path / "c")
+    assert out.returncode == 0, out.stderr
+    got = scores(tmp_path / "run")
+    assert got["r1"]["status"] == "scored"
+    assert got["r1"]["details"]["answer_truncated_for_judge"] == {"chars": 30_000, "sent": 24_000}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert {r["answered_by"] for r in rows if r["stage"].startswith("judge:")} == {"judgey"}
+    assert {r["answered_by"] for r in rows if r["stage"] == "answer"} == {"alpha"}
