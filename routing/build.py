@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from eval.files import atomic_write_text
+from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
-from routing.hard import build_hard
 from routing.leaderboard import build_buckets
 from routing.load import Loaded, LoadError, load_runs
 from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
@@ -45,7 +45,9 @@ class BuildOptions:
     top_k: int = 3
     floor: float | None = None
     lam: float = 0.5
-    hard_n: int = 400
+    hard_fraction: float = DEFAULT_FRACTION
+    hard_min: int = DEFAULT_MIN_ITEMS
+    hard_n: int | None = None
     seed: int = 0
     bootstrap: int = 1000
     bt_rounds: int = 100
@@ -98,7 +100,9 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
                                    elo_max_battles=options.elo_max_battles, seed=options.seed)
     pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
     hard = {"schema_version": HARD_SCHEMA_VERSION, "kind": "medpool-hard-subset", **header,
-            "data_fingerprints": manifest["data_fingerprints"], **build_hard(table, keep, options.lam, options.hard_n)}  # fmt: skip
+            "data_fingerprints": manifest["data_fingerprints"],
+            **build_hard(table, keep, lam=options.lam, fraction=options.hard_fraction, min_items=options.hard_min,
+                         cap=options.hard_n)}  # fmt: skip
     infra = infra_by_model(loaded)
 
     target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
@@ -140,6 +144,13 @@ def _non_negative(kind: type) -> Any:
     return parse
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routing.build",
@@ -156,7 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--top-k", type=_positive_int, default=3, help="candidates listed per bucket (default 3)")
     add("--floor", type=float, help="minimum score a model needs to be routed a bucket (default: none)")
     add("--lam", type=_non_negative(float), default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
-    add("--hard-n", type=_non_negative(int), default=400, help="hard items per task (default 400; all if fewer)")
+    add("--hard-fraction", type=_fraction, default=DEFAULT_FRACTION,
+        help="share of each (family, task) in the hard subset, in (0, 1) (default %(default)s)")
+    add("--hard-min", type=_non_negative(int), default=DEFAULT_MIN_ITEMS,
+        help="hard items per (family, task) at least, but never more than half of it (default %(default)s)")
+    add("--hard-n", type=_non_negative(int), help="hard items per (family, task) at most (default: no cap)")
     add("--seed", type=int, default=0, help="seed of every bootstrap and shuffle (default 0)")
     add("--bootstrap", type=_positive_int, default=1000, help="bootstrap resamples for leaderboard CIs (default 1000)")
     add("--bt-rounds", type=_positive_int, default=100, help="bootstrap rounds for Bradley–Terry CIs (default 100)")
@@ -174,7 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = BuildOptions(
         common=args.common, since=args.since, min_n=args.min_n, top_k=args.top_k, floor=args.floor, lam=args.lam,
-        hard_n=args.hard_n, seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
+        hard_fraction=args.hard_fraction, hard_min=args.hard_min, hard_n=args.hard_n,
+        seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
         elo_rounds=args.elo_rounds, elo_k=args.elo_k, elo_max_battles=args.elo_max_battles,
         orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
     )  # fmt: skip

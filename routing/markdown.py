@@ -67,12 +67,24 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
                 "leader: " + (route.get("tied_top") or ["–"])[0])  # fmt: skip
             out += [f"### {md_text(bucket['kind'])}: {md_text(bucket['name'])}", "",
                     f"{bucket['items']} items; {md_text(status)}", "", *bucket_table(bucket), ""]  # fmt: skip
-    out += ["## Full vs Hard", "", (f"Hard subset: {len(hard['item_ids'])} items, top {hard['method']['top_n_per_task']} per task by "
-                                    f"D = (1 − mean) + {hard['method']['lam']}·variance over {len(hard['models'])} models."), "",
+    method = hard["method"]
+    cap = f", at most {method['cap']}" if method.get("cap") is not None else ""
+    out += ["## Full vs Hard", "",
+            (f"Hard subset: {len(hard['item_ids'])} items, per (family, task) the hardest {round(100 * method['fraction'])}% "
+             f"(small groups: up to {method['min_items']} items, never more than half{cap}) by D = (1 − mean) + "
+             f"{method['lam']}·variance of the per-item score over {len(hard['models'])} models "
+             "(continuous where the scorer has one, else pass/fail)."), "",
             "| model | tasks | full | hard | gap |", "|---|---:|---:|---:|---:|"]  # fmt: skip
     for model, entry in sorted(hard["full_vs_hard"].items()):
         macro = entry["macro"]
         out.append(f"| {md_text(model)} | {macro['tasks']} | {fmt(macro['full'])} | {fmt(macro['hard'])} | {fmt(macro['gap'])} |")
+    out += ["", "| task | family | score | items | hard | model | full | hard | gap |", "|---|---|---|---:|---:|---|---:|---:|---:|"]
+    for group, t in hard["tasks"].items():
+        for model in t["models"]:
+            e = hard["full_vs_hard"].get(model, {}).get("tasks", {}).get(group)
+            if e:
+                out.append(f"| {md_text(t['task'])} | {md_text(t['family'])} | {t['score']} | {t['items']} | {t['selected']} "
+                           f"| {md_text(model)} | {fmt(e['full'])} | {fmt(e['hard'])} | {fmt(e['gap'])} |")  # fmt: skip
     default, orch = manifest["default"], manifest["orchestrator"]
     out += ["", "## Routing", "", f"- default model: {md_text(default.get('model') or '–')}",
             f"- orchestrator: {md_text(orch.get('model') or '–')}"
