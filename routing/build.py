@@ -32,6 +32,7 @@ from routing.markdown import render_markdown
 from routing.pairwise import PairwiseOptions, build_pairwise
 from routing.report import render_report
 from routing.table import INFRA_ERROR, common_items_mask
+from routing.validation import DEFAULT_K, cross_validate, manifest_decider
 
 EXIT_OK, EXIT_INPUT = 0, 2
 OUTPUTS = ("leaderboard.json", "leaderboard.md", "pairwise.json", "hard.yaml", "routing_manifest.yaml", "report.html")
@@ -55,6 +56,7 @@ class BuildOptions:
     elo_k: float = 16.0
     elo_max_battles: int = 4_000
     orchestration_tasks: tuple[str, ...] = field(default=ORCHESTRATION_TASKS)
+    cv_folds: int = DEFAULT_K  # routing validation folds; 0 skips it
 
     def parameters(self) -> dict[str, Any]:
         params = asdict(self)
@@ -90,6 +92,10 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
 
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
     manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
+    if options.cv_folds:
+        decide = manifest_decider(table, loaded.runs, params, rounds=options.bootstrap, seed=options.seed)
+        manifest["validation"] = cross_validate(table, keep, decide, k=options.cv_folds, seed=options.seed,
+                                                rounds=options.bootstrap, min_n=options.min_n)
     leaderboard = {
         "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
         "models": manifest["models"], "families": {},
@@ -151,6 +157,13 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _cv_folds(text: str) -> int:
+    value = int(text)
+    if value == 1 or value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (skip) or >= 2, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routing.build",
@@ -182,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="online Elo shuffles a seeded sample of at most this many battles per scope (default 4000)")
     add("--orchestration-tasks", default=",".join(ORCHESTRATION_TASKS),
         help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)")
+    add("--cv-folds", type=_cv_folds, default=DEFAULT_K,
+        help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); 0 skips it (default %(default)s)")
     return parser
 
 
@@ -193,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
         elo_rounds=args.elo_rounds, elo_k=args.elo_k, elo_max_battles=args.elo_max_battles,
         orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
+        cv_folds=args.cv_folds,
     )  # fmt: skip
     try:
         summary = build(args.run, args.out, options)

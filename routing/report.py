@@ -108,6 +108,46 @@ def routing_section(manifest: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def validation_section(manifest: dict[str, Any]) -> str:
+    """Routed vs best single model vs oracle on held-out items, per family (the manifest's ``validation``)."""
+    validation = manifest.get("validation")
+    if not validation:
+        return ""
+    out = ['<h2 id="validation">Does routing pay? Cross-validated routing</h2>',
+           (f'<p class="small muted">{esc(validation["k"])}-fold cross-validation over items (seed {esc(validation["seed"])}): '
+            "the manifest is rebuilt without each fold and every held-out item is sent to the model it names for the "
+            "item's bucket (else its fallback), scored with that model's actual score on the item. Best single: the model "
+            "with the highest mean on the other folds. Oracle: the best score any model got on the item. Lift = routed − "
+            "best single; gap recovered = lift / (oracle − best single), 1 = as good as the oracle, 0 = no better than one "
+            "model (RouteLLM's performance gap recovered). Means over items where both the routed and the best single model "
+            "have a score; 95% CIs by bootstrap over those items.</p>")]  # fmt: skip
+
+    def verdict(lift: dict[str, Any]) -> str:
+        lo, hi = lift["ci"]
+        if lo is None or hi is None:
+            return '<td><span class="tag none">no data</span></td>'
+        if lo > 0:
+            return '<td><span class="tag ok">routing pays</span></td>'
+        if hi < 0:
+            return '<td><span class="tag none">routing loses</span></td>'
+        return '<td><span class="tag tie">no significant difference</span></td>'
+
+    rows = []
+    for family, v in validation["families"].items():
+        gap = v["gap_recovered"]
+        gap_cell = td(ci_text(gap), True) if gap["value"] is not None else td(f"– ({gap.get('reason', 'no data')})")
+        missing = v["missing"]
+        rows.append([td(family), td(f"{v['evaluated']} / {v['items']}", True), td(ci_text(v["routed"]), True),
+                     td(ci_text(v["best_single"]), True), td(", ".join(f"{m} ×{n}" for m, n in v["best_single_models"].items()) or "–"),
+                     td(ci_text(v["oracle"]), True), td(ci_text(v["lift"]), True), gap_cell, verdict(v["lift"]),
+                     td(f"{missing['no_route']} / {missing['routed_unscored']} / {missing['best_single_unscored']}", True),
+                     td(", ".join(f"{s} {n}" for s, n in v["route_sources"].items()) or "–")])  # fmt: skip
+    out.append(table(["family", "evaluated / items", "routed [95% CI]", "best single [95% CI]", "best single (folds)",
+                      "oracle [95% CI]", "lift [95% CI]", "gap recovered [95% CI]", "verdict",
+                      "missing: no route / routed unscored / best unscored", "routed via"], rows, "validation"))  # fmt: skip
+    return "\n".join(out)
+
+
 def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
     out = [f'<h2 id="family-{esc(family)}">{esc(family)}</h2>']
     for bucket in buckets:
@@ -203,7 +243,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     families = leaderboard["families"]
     all_buckets = [b for f in FAMILIES for b in families.get(f, [])]
     nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
-                     [("runs", "runs"), ("routing", "routing"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
+                     [("runs", "runs"), ("routing", "routing"), ("validation", "routing validation"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
                       ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard")])  # fmt: skip
     body = [
         "<h1>medpool — model pool report</h1>",
@@ -212,6 +252,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         f"<p>{nav}</p>",
         runs_section(leaderboard, infra),
         routing_section(manifest),
+        validation_section(manifest),
         *[family_section(f, families[f]) for f in FAMILIES if f in families],
         heatmap_section(all_buckets, leaderboard["parameters"]["min_n"]),
         pairwise_section(pairwise["scopes"]),
