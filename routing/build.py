@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from eval.files import atomic_write_text
+from judge.calibration_store import default_store_dir
 from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
 from routing.leaderboard import build_buckets
@@ -30,6 +31,7 @@ from routing.load import Loaded, LoadError, load_runs
 from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
 from routing.markdown import render_markdown
 from routing.pairwise import PairwiseOptions, build_pairwise
+from routing.reliability import build_reliability
 from routing.report import render_report
 from routing.table import INFRA_ERROR, common_items_mask
 from routing.validation import DEFAULT_K, cross_validate, manifest_decider
@@ -78,8 +80,12 @@ def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:
     return out
 
 
-def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, options: BuildOptions | None = None) -> dict[str, Any]:
-    """Run the whole aggregation and write the six files; returns a summary for printing."""
+def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, options: BuildOptions | None = None,
+          calibration_dir: Path | str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run the whole aggregation and write the six files; returns a summary for printing.
+
+    ``calibration_dir``: the judge calibration store (default: ``judge.calibration_store.default_store_dir()``).
+    """
     options = options or BuildOptions()
     loaded = load_runs(run_dirs, since=options.since)
     table = loaded.table
@@ -102,6 +108,8 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     }  # fmt: skip
     for bucket in buckets:
         leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
+    reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
+    leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
     pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
                                    elo_max_battles=options.elo_max_battles, seed=options.seed)
     pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
@@ -130,6 +138,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         "routable": sum(r["routable"] for r in routes), "decisive": sum(r["routable"] and r["decisive"] for r in routes),
         "insufficient": sum(r["insufficient_data"] for r in routes), "hard_items": len(hard["item_ids"]),
         "default": manifest["default"]["model"], "orchestrator": manifest["orchestrator"]["model"],
+        "judge_warnings": [w["message"] for w in reliability["warnings"]],
     }  # fmt: skip
 
 
@@ -197,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)")
     add("--cv-folds", type=_cv_folds, default=DEFAULT_K,
         help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); 0 skips it (default %(default)s)")
+    add("--calibrations", metavar="DIR",
+        help=f"judge calibration store read for the judge-reliability section (default: {default_store_dir()})")
     return parser
 
 
@@ -211,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cv_folds=args.cv_folds,
     )  # fmt: skip
     try:
-        summary = build(args.run, args.out, options)
+        summary = build(args.run, args.out, options, calibration_dir=args.calibrations)
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -221,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
     print(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
           f"hard subset: {summary['hard_items']} items")
+    for warning in summary["judge_warnings"]:
+        print(f"  judge reliability warning: {warning}")
     print(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
     return EXIT_OK
 

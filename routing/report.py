@@ -237,6 +237,70 @@ def hard_section(hard: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _cnt(counts: dict[str, Any], rates: dict[str, Any], key: str) -> str:
+    rate = rates.get(key)
+    return td(f"{counts.get(key, 0)} ({rate:.0%})" if rate is not None else "–", True)
+
+
+def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
+    """The leaderboard's ``judge_reliability`` block (see :mod:`routing.reliability`): warnings first."""
+    if not reliability:
+        return ""
+    th = reliability["thresholds"]
+    out = ['<h2 id="judge-reliability">Judge reliability</h2>',
+           (f'<p class="small muted">From the runs\' own data. Length bias: Spearman ρ of answer length (characters) and judged '
+            f"value, warned at |ρ| ≥ {esc(th['length_bias_rho'])} (n ≥ {esc(th['min_n'])}); length-controlled = each answer's "
+            "residual on ln(1 + length), fitted over all of the judge's answers, added back to its mean. Family conflict: "
+            "candidate and judge share a model family (self-preference risk). Contamination-resistant: scored items in "
+            "orchestration and robustness, which public leaderboards cannot have memorised. Agreement: the same answers judged "
+            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ < {esc(th['kappa_min'])}.</p>")]  # fmt: skip
+    warnings = reliability["warnings"]
+    out.append("<ul>" + "".join(f'<li><span class="tag none">{esc(w["kind"])}</span> {esc(w["message"])}</li>' for w in warnings) + "</ul>"
+               if warnings else '<p><span class="tag ok">no threshold crossed</span></p>')  # fmt: skip
+    rows = []
+    for model, m in reliability["models"].items():
+        conflict = "; ".join(f"{j}: {'self' if c['self_judged'] else '/'.join(c['families'])}" for j, c in m["family_conflict"]["judges"].items())
+        res, ctx = m["contamination_resistant"], m["ctx_appropriate"]
+        common = [td(conflict or "none"), td(f"{res['n']}/{res['scored']}" + (f" ({res['share']:.0%})" if res["share"] is not None else ""), True),
+                  td(f"{fmt(ctx['rate'], 2)} (n={ctx['n']})" if ctx["available"] else "not available")]  # fmt: skip
+        for judge, v in (m["length"] or {"–": None}).items():
+            rho = "–" if v is None or v["rho"] is None else f"{v['rho']:+.2f}"
+            rows.append([td(model), td(judge), td(v["n"] if v else 0, True), td(rho, True),
+                         td(fmt(v["raw_mean"]) if v else "–", True), td(fmt(v["controlled_mean"]) if v else "–", True), *common])  # fmt: skip
+    out.append(table(["model", "judge", "judged (length known)", "length ρ", "raw mean", "length-controlled", "family conflict",
+                      "contamination-resistant", "context-appropriate"], rows, "reliability-models"))  # fmt: skip
+    ladder = [[td(j), td(v["parse_ladder"]["n"], True), *(_cnt(v["parse_ladder"]["counts"], v["parse_ladder"]["rates"], k)
+               for k in ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")),
+               td("–" if v["length"]["rho"] is None else f"{v['length']['rho']:+.2f} (n={v['length']['n']})", True)]
+              for j, v in reliability["judges"].items()]  # fmt: skip
+    out.append("<h3>Parse ladder per judge</h3>")
+    out.append(table(["judge", "verdicts", "strict", "repaired", "patterns", "re-asked", "failed", "call failed", "length ρ (all models)"],
+                     ladder, "reliability-judges"))  # fmt: skip
+    agree = [[td(j), td(", ".join(a["perturbation"])), td(f"{a['n']}/{a['sampled']}", True), td(fmt(a["kappa_pass"], 2), True),
+              td(fmt(a["pass_agreement"], 2), True), td(fmt(a["spearman_total"]["rho"], 2), True), td(fmt(a["mean_abs_total_diff"], 1), True)]
+             for j, v in reliability["judges"].items() if (a := v["agreement"])]  # fmt: skip
+    if agree:
+        out.append("<h3>Agreement on re-judging</h3>")
+        out.append(table(["judge", "perturbation", "pairs / sampled", "κ pass/fail", "pass agreement", "Spearman ρ totals",
+                          "mean |Δ total|"], agree, "reliability-agreement"))  # fmt: skip
+    calib = []
+    for judge, v in reliability["judges"].items():
+        for c in v["calibration"]:
+            o, d = c["overall"], c["drift"]
+            drift = "–" if not d else ("DRIFT " if d["flagged"] else "stable ") + f"ΔF1 {fmt(d['delta']['f1'], 2)} vs {d['against']}"
+            calib.append([td(judge), td(c["calibrated_at"]), td(f"{c['set']['claims']} claims, sha256 {str(c['set']['sha256'])[:12]}"),
+                          td(f"{o['labelled']}/{o['n']}", True), td(fmt(o["precision"]), True), td(fmt(o["recall"]), True),
+                          td(fmt(o["f1"]), True), td(fmt(o["accuracy_3class"]), True),
+                          td(", ".join(f"{t} {fmt(m['f1'], 2)}" for t, m in c["tiers"].items())), td(drift)])  # fmt: skip
+    if calib:
+        out.append("<h3>Calibration on labelled claims (python -m judge.calibrate)</h3>")
+        out.append(table(["judge", "calibrated", "set", "labelled", "P unsupported", "R unsupported", "F1 unsupported", "3-class acc",
+                          "F1 per tier", "drift"], calib, "reliability-calibration"))  # fmt: skip
+    if reliability["notes"]:
+        out.append('<ul class="small muted">' + "".join(f"<li>{esc(n)}</li>" for n in reliability["notes"]) + "</ul>")
+    return "\n".join(out)
+
+
 def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any],
                   infra: dict[str, dict[str, int]]) -> str:  # fmt: skip
     """The whole page as a string (pure: dicts in, HTML out)."""
@@ -244,7 +308,8 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     all_buckets = [b for f in FAMILIES for b in families.get(f, [])]
     nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
                      [("runs", "runs"), ("routing", "routing"), ("validation", "routing validation"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
-                      ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard")])  # fmt: skip
+                      ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard"),
+                      ("judge-reliability", "judge reliability")])  # fmt: skip
     body = [
         "<h1>medpool — model pool report</h1>",
         (f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. Families are reported side by side and never '
@@ -257,6 +322,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         heatmap_section(all_buckets, leaderboard["parameters"]["min_n"]),
         pairwise_section(pairwise["scopes"]),
         hard_section(hard),
+        judge_reliability_section(leaderboard.get("judge_reliability")),
     ]  # fmt: skip
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

@@ -1,0 +1,317 @@
+"""Judge reliability from what the runs already hold: the ``judge_reliability`` block of
+``leaderboard.json`` and the manifest, and the report's "Judge reliability" section.
+
+Per model (rubric-judged answers: reference and criteria items with a score):
+
+- **length bias** — Spearman ρ between the answer's length in characters (``results.jsonl``) and
+  its judged value, per judge; a warning when |ρ| ≥ 0.5 on at least 5 answers;
+- **length-controlled score** — per judge, the least-squares slope b of value on ln(1 + chars)
+  over every model's judged answers; each answer's residual is added back to the judge's mean, so
+  a model's controlled mean = raw mean − b·(its mean log length − the judge's mean log length);
+- **judge/candidate family conflict** — the candidate and its judge share a model family (a
+  family word such as ``qwen`` in the pool name, model id or weights of both), or the judge is the
+  candidate itself: the self-preference risk the seed flags;
+- **contamination-resistant coverage** — as the seed: does the model have scored items in the
+  families public leaderboards cannot have memorised (orchestration: derived routing and tool
+  decisions; robustness: probes), and their share of its scored items;
+- **context-appropriateness rate** — as the seed: share of ``appropriate`` among the judge's
+  HealthBench context-awareness labels (appropriate / overconfident / overhedged) in
+  ``details.context_awareness``; the rubric contracts do not ask for that label, so the block
+  says "not available" with that reason unless rows carry it.
+
+Per judge (identity without the contract's prompt version):
+
+- **parse ladder** — how each verdict was read: ``strict`` JSON, ``repaired`` JSON, ``patterns``
+  in free text (all from the first reply), ``reasked`` (needed the one re-ask), ``failed`` (no
+  verdict after the re-ask) and ``call_failed`` (no reply at all); counts and shares;
+- **agreement** (``pool.run --rejudge-sample N``: ``details.rejudge`` of N sampled rubric
+  verdicts judged again on a perturbed prompt) — Cohen's κ on pass/fail and Spearman ρ on the
+  totals; a warning when κ < 0.6;
+- **calibration** — the judge's calibrations (``judge.calibrate``) found in the calibration store
+  by the stages this judge's verdicts have in the runs' ``results.jsonl`` (so only an identical
+  judge: endpoint, model, settings and prompts); a warning when the latest one drifted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from judge.calibration_store import calibrations, for_stages
+from routing.load import Loaded
+
+LENGTH_BIAS_RHO = 0.5
+KAPPA_MIN = 0.6
+MIN_N = 5  # correlations and κ on fewer pairs are reported as None
+RUBRIC_FAMILIES = ("capability", "specialty")
+RESISTANT_FAMILIES = ("orchestration", "robustness")
+CONTEXT_LABELS = ("appropriate", "overconfident", "overhedged")
+LADDER = ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
+FAMILY_WORDS = ("deepseek", "qwen", "glm", "llama", "baichuan", "gpt", "minicpm", "gemma", "mistral", "mixtral",
+                "phi", "smollm", "internlm", "yi", "claude", "gemini", "huatuo")  # fmt: skip
+EXACT_WORDS = ("yi", "phi")  # too short to find inside other words
+
+
+# --- pure statistics ------------------------------------------------------------------------------
+
+
+def spearman(x: Sequence[float], y: Sequence[float], min_n: int = MIN_N) -> dict[str, Any]:
+    """``{"n", "rho", "p_value"}``; rho None below ``min_n`` pairs or when either side is constant."""
+    n = len(x)
+    if n < min_n or len(set(x)) < 2 or len(set(y)) < 2:
+        return {"n": n, "rho": None, "p_value": None}
+    result = stats.spearmanr(x, y)
+    return {"n": n, "rho": float(result.statistic), "p_value": float(result.pvalue)}
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
+    """κ = (p_o − p_e) / (1 − p_e) for two binary raters; None when p_e = 1 (both raters constant alike)."""
+    if len(a) != len(b):
+        raise ValueError(f"a and b differ in length ({len(a)} vs {len(b)})")
+    if not a:
+        return None
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    observed = float(np.mean(x == y))
+    expected = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
+    return None if expected >= 1.0 else (observed - expected) / (1.0 - expected)
+
+
+def length_controlled(values: Sequence[float], chars: Sequence[int], groups: Sequence[str]) -> dict[str, Any]:
+    """Slope b of value on ln(1 + chars) over all rows, and per group the raw and controlled means (module doc)."""
+    y, x = np.asarray(values, dtype=float), np.log1p(np.asarray(chars, dtype=float))
+    slope = float(np.cov(x, y, bias=True)[0, 1] / x.var()) if len(x) >= 3 and x.var() > 0 else 0.0
+    adjusted = y - slope * (x - x.mean()) if len(x) else y
+    labels = np.asarray(groups)
+    return {"slope": slope, "groups": {g: {"raw_mean": float(y[labels == g].mean()), "controlled_mean": float(adjusted[labels == g].mean()),
+                                           "mean_chars": float(np.expm1(x[labels == g]).mean())} for g in dict.fromkeys(groups)}}  # fmt: skip
+
+
+def model_families(names: Iterable[Any]) -> set[str]:
+    """Family words found in the names (pool name, model id, weights): ``qwen`` in ``Qwen/Qwen2.5-7B``."""
+    found = set()
+    for name in names:
+        for run in re.findall(r"[a-z]+", str(name or "").lower()):
+            found.update(w for w in FAMILY_WORDS if run == w or (w not in EXACT_WORDS and w in run))
+    return found
+
+
+def parse_stage_of(row: Mapping[str, Any]) -> str | None:
+    """The parse-ladder outcome of one judged row (``LADDER``), None for judge-free rows."""
+    if row.get("judge") is None:
+        return None
+    details = row.get("details") or {}
+    if row["status"] == "infra_error":
+        if details.get("error") != "judge_no_verdict":
+            return None  # no answer to judge: not the judge's doing
+        return "call_failed" if str(details.get("reason", "")).startswith("judge call failed") else "failed"
+    if details.get("reasked"):
+        return "reasked"
+    stage = details.get("parse_stage")
+    return stage if stage in ("strict", "repaired", "patterns") else None
+
+
+# --- reading the runs -----------------------------------------------------------------------------
+
+
+def _judge_record_key(judge: Mapping[str, Any]) -> str:
+    return str(judge.get("key") or f"{judge['model']}@{judge['backend']}#{judge['prompt_version']}")
+
+
+def _judge_group(judge: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(group id, identity without the contract's prompt version): one judge across contracts."""
+    identity = {k: v for k, v in (judge.get("identity") or {}).items() if k != "prompt_version"}
+    identity = identity or {"name": judge["model"], "backend": judge["backend"]}
+    return json.dumps(identity, sort_keys=True, default=str), identity
+
+
+def read_runs(run_dirs: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, set[str]], bool]:
+    """(merged score rows with ``_chars`` added, verdict stages per judge name, whether any lengths were found).
+
+    Runs oldest first; a later run's row replaces an earlier one for the same (model identity,
+    judge, item), except that an infra error never replaces a result (as ``routing.load``).
+    """
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    stages: dict[str, set[str]] = {}
+    any_lengths = False
+    for run_dir in map(Path, run_dirs):
+        chars: dict[tuple[str, str], int] = {}
+        results = run_dir / "results.jsonl"
+        if results.is_file():
+            with results.open(encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    r = json.loads(line)
+                    if r.get("stage") == "answer" and isinstance(r.get("text"), str):
+                        chars[(r["model"], r["item_id"])] = len(r["text"])
+                    elif str(r.get("stage", "")).startswith("judge:") and r.get("status") == "ok":
+                        stages.setdefault(str(r.get("answered_by") or ""), set()).add(r["stage"])
+        any_lengths = any_lengths or bool(chars)
+        with (run_dir / "scores.jsonl").open(encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                judge = "" if row.get("judge") is None else _judge_record_key(row["judge"])
+                key = (json.dumps(row["model_identity"], sort_keys=True, default=str), judge, row["item_id"])
+                if key in merged and row["status"] == "infra_error" and merged[key]["status"] != "infra_error":
+                    continue
+                merged[key] = {**row, "_chars": chars.get((row["model"], row["item_id"]))}
+    return list(merged.values()), stages, any_lengths
+
+
+# --- the block ------------------------------------------------------------------------------------
+
+
+def _labels(loaded: Loaded) -> dict[str, str]:
+    """Model label (as the leaderboard shows it) by canonical model-identity JSON."""
+    return {json.dumps(e.model.as_dict(), sort_keys=True, default=str): e.model_label for e in loaded.table.entrants}
+
+
+def _judge_labels(groups: Mapping[str, dict[str, Any]]) -> dict[str, str]:
+    plain = {g: f"{i.get('name')}@{i.get('backend')}" for g, i in groups.items()}
+    clash = {p for p in plain.values() if list(plain.values()).count(p) > 1}
+    return {g: f"{p} [{i.get('endpoint') or i.get('model') or g[:40]}]" if p in clash else p
+            for (g, p), i in zip(plain.items(), groups.values())}  # fmt: skip
+
+
+def _ladder(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    counts = dict.fromkeys(LADDER, 0)
+    for row in rows:
+        stage = parse_stage_of(row)
+        if stage is not None:
+            counts[stage] += 1
+    total = sum(counts.values())
+    return {"n": total, "counts": counts, "rates": {k: (v / total if total else None) for k, v in counts.items()}}
+
+
+def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    pairs = [(r, r["details"]["rejudge"]) for r in rows if r["status"] == "scored" and isinstance((r.get("details") or {}).get("rejudge"), dict)]
+    if not pairs:
+        return None
+    done = [(r, s) for r, s in pairs if "total" in s and "passed" in s and "total" in r.get("metrics", {})]
+    first, second = [float(r["metrics"]["total"]) for r, _ in done], [float(s["total"]) for _, s in done]
+    kappa = cohen_kappa([bool(r["passed"]) for r, _ in done], [bool(s["passed"]) for _, s in done]) if len(done) >= MIN_N else None
+    return {"perturbation": sorted({str(s.get("perturbation")) for _, s in pairs}), "sampled": len(pairs), "n": len(done),
+            "failed": len(pairs) - len(done), "kappa_pass": kappa,
+            "pass_agreement": float(np.mean([bool(r["passed"]) == bool(s["passed"]) for r, s in done])) if done else None,
+            "spearman_total": spearman(first, second), "mean_abs_total_diff": float(np.mean(np.abs(np.subtract(first, second)))) if done else None}  # fmt: skip
+
+
+def _calibration_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    latest = record["history"][-1]
+    overall = latest["metrics"]["overall"]
+
+    def headline(m: Mapping[str, Any]) -> dict[str, Any]:
+        u = m["unsupported"]
+        return {"n": m["n"], "labelled": m["labelled"], "precision": u["precision"], "recall": u["recall"], "f1": u["f1"],
+                "accuracy_3class": m["accuracy_3class"]}  # fmt: skip
+
+    return {"judge_key": record.get("judge_key"), "file": record.get("file"), "calibrations": len(record["history"]),
+            "calibrated_at": latest.get("calibrated_at"), "set": latest.get("set"), "overall": headline(overall),
+            "tiers": {t: headline(m) for t, m in latest["metrics"].get("tiers", {}).items()},
+            "confusion": overall.get("confusion"), "drift": latest.get("drift")}  # fmt: skip
+
+
+def _fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dict[str, Any]:
+    """The ``judge_reliability`` block (module doc) for the runs ``loaded`` read."""
+    rows, judge_stages, any_lengths = read_runs([r.dir for r in loaded.runs])
+    model_label = _labels(loaded)
+    label_of = {id(r): model_label.get(json.dumps(r["model_identity"], sort_keys=True, default=str), r["model"]) for r in rows}
+    groups: dict[str, dict[str, Any]] = {}
+    group_of: dict[int, str] = {}
+    for r in rows:
+        if r.get("judge") is not None:
+            gid, identity = _judge_group(r["judge"])
+            groups.setdefault(gid, identity)
+            group_of[id(r)] = gid
+    judge_label = _judge_labels(groups)
+    warnings: list[dict[str, str]] = []
+    notes: list[str] = []
+    if not any_lengths:
+        notes.append("answer lengths not available: no results.jsonl with answer texts beside the scores, so no length "
+                     "correlation or length-controlled score")  # fmt: skip
+
+    models: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        entry = models.setdefault(label_of[id(r)], {"identity": r["model_identity"], "judges": set(), "scored": 0, "resistant": 0,
+                                                     "context": []})  # fmt: skip
+        if r["status"] == "scored":
+            entry["scored"] += 1
+            entry["resistant"] += r["family"] in RESISTANT_FAMILIES
+        if id(r) in group_of:
+            entry["judges"].add(group_of[id(r)])
+        label = (r.get("details") or {}).get("context_awareness")
+        if label in CONTEXT_LABELS:
+            entry["context"].append(label)
+
+    judges: dict[str, dict[str, Any]] = {}
+    for gid, identity in groups.items():
+        jrows = [r for r in rows if group_of.get(id(r)) == gid]
+        name = judge_label[gid]
+        rubric = [r for r in jrows if r["status"] == "scored" and r["family"] in RUBRIC_FAMILIES and r["_chars"] is not None]
+        length = length_controlled([r["value"] for r in rubric], [r["_chars"] for r in rubric], [label_of[id(r)] for r in rubric])
+        pooled = spearman([r["_chars"] for r in rubric], [r["value"] for r in rubric])
+        agreement = _agreement(jrows)
+        stages = judge_stages.get(str(identity.get("name")), set())
+        store = for_stages(calibrations(calibration_dir), stages) if calibration_dir is not None else []
+        judges[name] = {"identity": identity, "judged": len(jrows), "parse_ladder": _ladder(jrows),
+                        "length": {**pooled, "slope_per_log_char": length["slope"]}, "agreement": agreement,
+                        "calibration": [_calibration_view(c) for c in store]}  # fmt: skip
+        if pooled["rho"] is not None and abs(pooled["rho"]) >= LENGTH_BIAS_RHO:
+            warnings.append({"kind": "length_bias", "subject": name, "message": f"{name}: its scores follow answer length "
+                             f"(Spearman ρ = {pooled['rho']:.2f} over {pooled['n']} answers, |ρ| ≥ {LENGTH_BIAS_RHO})"})  # fmt: skip
+        if agreement and agreement["kappa_pass"] is not None and agreement["kappa_pass"] < KAPPA_MIN:
+            warnings.append({"kind": "agreement", "subject": name, "message": f"{name}: judged again on a perturbed prompt, "
+                             f"pass/fail agrees only κ = {agreement['kappa_pass']:.2f} over {agreement['n']} answers (< {KAPPA_MIN})"})  # fmt: skip
+        for c in judges[name]["calibration"]:
+            if c["drift"] and c["drift"]["flagged"]:
+                warnings.append({"kind": "calibration_drift", "subject": name, "message": f"{name}: calibration moved since "
+                                 f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})"})  # fmt: skip
+        if calibration_dir is not None and not store:
+            notes.append(f"{name}: no calibration of this exact judge in {calibration_dir} (python -m judge.calibrate --pool FILE)")
+        for model, view in length["groups"].items():
+            m_rows = [r for r in rubric if label_of[id(r)] == model]
+            corr = spearman([r["_chars"] for r in m_rows], [r["value"] for r in m_rows])
+            models[model].setdefault("length", {})[name] = {**corr, **view}
+            if corr["rho"] is not None and abs(corr["rho"]) >= LENGTH_BIAS_RHO:
+                warnings.append({"kind": "length_bias", "subject": model, "message": f"{model}: {name}'s scores follow its answer "
+                                 f"length (Spearman ρ = {corr['rho']:.2f}, n = {corr['n']}); raw {view['raw_mean']:.3f}, "
+                                 f"length-controlled {view['controlled_mean']:.3f}"})  # fmt: skip
+
+    out_models = {}
+    for model, entry in sorted(models.items()):
+        ident = entry["identity"]
+        own = model_families([ident.get("name"), ident.get("model"), ident.get("gguf")])
+        conflicts = {}
+        for gid in sorted(entry["judges"]):
+            ji = groups[gid]
+            shared = sorted(own & model_families([ji.get("name"), ji.get("model"), ji.get("gguf")]))
+            self_judged = ji.get("name") == ident.get("name") and all(ji.get(k) == ident.get(k) for k in ("model", "gguf") if k in ji)
+            if shared or self_judged:
+                conflicts[judge_label[gid]] = {"families": shared, "self_judged": self_judged}
+                why = "is judged by itself" if self_judged else f"and its judge {judge_label[gid]} are both {'/'.join(shared)} models"
+                warnings.append({"kind": "family_conflict", "subject": model, "message": f"{model} {why} (self-preference risk)"})
+        context = entry["context"]
+        out_models[model] = {
+            "judges": sorted(judge_label[g] for g in entry["judges"]), "length": entry.get("length", {}),
+            "family_conflict": {"conflict": bool(conflicts), "judges": conflicts},
+            "contamination_resistant": {"has": entry["resistant"] > 0, "n": entry["resistant"], "scored": entry["scored"],
+                                        "share": entry["resistant"] / entry["scored"] if entry["scored"] else None},
+            "ctx_appropriate": ({"available": True, "rate": context.count("appropriate") / len(context), "n": len(context)} if context else
+                                {"available": False, "reason": "the judge contracts ask for no context-awareness label (appropriate / "
+                                 "overconfident / overhedged), so no score carries details.context_awareness"}),
+        }  # fmt: skip
+    return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N},
+            "calibration_store": None if calibration_dir is None else str(calibration_dir),
+            "models": out_models, "judges": judges, "warnings": warnings, "notes": notes}  # fmt: skip
