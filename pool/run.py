@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking the models")
     parser.add_argument("--hallu", action="store_true",
                         help="also ask the judge for claim-level hallucination labels (unsupported rate, factual precision)")
+    parser.add_argument("--rejudge-sample", type=_count(1), metavar="N",
+                        help="judge N sampled rubric answers again on a perturbed prompt (dimensions reversed) for the "
+                        "report's judge agreement (Cohen's kappa, Spearman); not stored with the run, give it again on --resume/--rescore")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
@@ -224,7 +227,7 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
                 progress.close()
             stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
                                  judge=judge, endpoints=endpoints, scheduler=scheduler, log_interval=args.log_interval,
-                                 hallu=bool(options.get("hallu")))
+                                 hallu=bool(options.get("hallu")), rejudge_sample=args.rejudge_sample or 0)
             await stage.run()
             stage.write(run_dir)
             return stage.tally()

@@ -31,6 +31,7 @@ from judge import (
     reask_messages,
     unparseable_score,
 )
+from judge.perturb import PERTURBATION, reversed_dimensions
 from pool.config import Model, PoolConfig
 from pool.dispatch import Dispatcher, Messages
 from pool.endpoints import BackendEndpoint
@@ -75,7 +76,8 @@ class ScoringStage:
 
     def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
                  judge: Model | None, endpoints: Mapping[str, BackendEndpoint] | None,
-                 scheduler: Scheduler | None, log_interval: float = 30.0, hallu: bool = False) -> None:
+                 scheduler: Scheduler | None, log_interval: float = 30.0, hallu: bool = False,
+                 rejudge_sample: int = 0) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
@@ -88,6 +90,7 @@ class ScoringStage:
         self.scheduler = scheduler
         self.log_interval = log_interval
         self.hallu = hallu
+        self.rejudge_sample = rejudge_sample
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> list[Result]:
@@ -132,6 +135,8 @@ class ScoringStage:
                 scores[(answer.model, answer.item_id)] = outcome
         if to_judge:
             await self._judge(to_judge, scores)
+            if self.rejudge_sample:
+                await self._rejudge(to_judge, scores)
             if self.hallu:
                 await self._hallucination_check(to_judge, scores)
             for answer in to_judge:
@@ -220,6 +225,34 @@ class ScoringStage:
             scores[key] = replace(score, metrics={**score.metrics, **extra},
                                   details={**score.details, "claims": {k: parsed.count(k) for k in ("supported", "unsupported", "not_sure")},
                                            "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
+
+    async def _rejudge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
+        """``--rejudge-sample N``: N rubric verdicts judged again, by the same judge, on a perturbed prompt.
+
+        The sample is the first N scored reference/criteria answers ordered by sha256(model, item)
+        (stable across resumes, spread over models); the prompt lists the rubric dimensions in reverse
+        order (``judge.perturb``). The second verdict — total and pass after the same safety floor —
+        goes into ``details["rejudge"]`` (no re-ask: a failure is recorded as such);
+        ``routing.reliability`` turns the pairs into Cohen's κ and Spearman's ρ.
+        """
+        assert self.judge is not None
+        judged = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
+                  and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
+        sample = sorted(judged, key=lambda a: hashlib.sha256(f"{a.model}\x1f{a.item_id}".encode()).hexdigest())[: self.rejudge_sample]
+        rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id]) + ":rejudge"),
+                   reversed_dimensions(judge_messages(self.items[a.item_id], _for_judge(a.text)))) for a in sample]  # fmt: skip
+        await self._judge_round(rounds)
+        for answer, (unit, _) in zip(sample, rounds):
+            item, key = self.items[answer.item_id], (answer.model, answer.item_id)
+            row = self.store.get_result(self.run_id, unit)
+            parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
+            second: dict[str, Any] = {"perturbation": PERTURBATION}
+            if parsed is None or _is_failure(parsed):
+                second["error"] = "no verdict" if parsed is not None else "judge call failed"
+            else:
+                again = judged_score(item, answer.text, parsed, self.judge.identity(item))
+                second.update(total=again.metrics["total"], passed=again.passed, value=again.value)
+            scores[key] = replace(scores[key], details={**scores[key].details, "rejudge": second})
 
     def _row(self, answer: Result, score: Score) -> dict[str, Any]:
         item = self.items[answer.item_id]

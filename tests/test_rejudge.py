@@ -1,0 +1,111 @@
+"""``pool.run --rejudge-sample N`` end to end with a FAKE OpenAI server as candidate and judge: N
+rubric verdicts are judged again on the prompt with its dimensions reversed, under ``judge:`` stages,
+and the report's judge reliability turns the pairs into Cohen's κ and Spearman's ρ."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.perturb import reversed_dimensions
+from judge.prompts import reference_judge_prompt
+from tests.fakes import ok
+from tests.fakes.openai_fake import FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parents[1]
+ITEMS = [{"id": f"q{i}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}？",
+          "gold": f"参考答案{i}。"} for i in range(1, 7)]  # fmt: skip
+
+
+def verdict(total_high: bool) -> str:
+    scores = (9, 9, 9, 8) if total_high else (5, 5, 5, 5)
+    return json.dumps(dict(zip(("coverage", "accuracy", "safety", "grounding"), scores)) | {"rationale": "r", "grounding_source": "book"})
+
+
+def behave(index: int, payload: dict[str, Any]) -> Any:
+    """Candidates echo; the judge passes q1–q3 and fails q4–q6, whatever the order of the rubric."""
+    messages = payload.get("messages") or []
+    if payload.get("model") != "judgey":
+        return ok("回答")
+    user = messages[1]["content"]
+    return ok(verdict(any(f"问题{i}" in user for i in (1, 2, 3))))
+
+
+@pytest.fixture
+def fake_url() -> Iterator[Callable[[], str]]:
+    loops: list[Any] = []
+
+    def start() -> str:
+        ready, state = threading.Event(), {}
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            fake = FakeOpenAIServer(behave=behave)
+            loop.run_until_complete(fake.start())
+            state.update(url=fake.base_url, loop=loop)
+            ready.set()
+            loop.run_forever()
+
+        threading.Thread(target=serve, daemon=True).start()
+        assert ready.wait(10)
+        loops.append(state["loop"])
+        return state["url"]
+
+    yield start
+    for loop in loops:
+        loop.call_soon_threadsafe(loop.stop)
+
+
+def test_perturbation_only_reorders_the_rubric() -> None:
+    original = reference_judge_prompt("问？", "参考。", "答。")
+    perturbed = reversed_dimensions(original)
+    assert perturbed[1] == original[1] and perturbed[0]["content"] != original[0]["content"]
+    system = perturbed[0]["content"]
+    assert system.index("1. grounding") < system.index("4. coverage")
+    assert system.index('"grounding": <') < system.index('"coverage": <')
+    assert len(system) == len(original[0]["content"])  # nothing added or lost, only moved and renumbered
+
+
+def test_rejudge_sample_records_second_verdicts_and_agreement(tmp_path: Path, fake_url: Callable[[], str]) -> None:
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"""backends:
+  fake:
+    type: openai
+    base_url: {fake_url()}
+    max_concurrency: 2
+    max_retries: 0
+models:
+  - name: alpha
+    backend: fake
+  - name: judgey
+    backend: fake
+    enabled: false
+judge:
+  model: judgey
+""", encoding="utf-8")
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache"), "MEDPOOL_CALIBRATION_DIR": str(tmp_path / "calibrations")}
+    out = subprocess.run([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"),
+                          "--rejudge-sample", "6"], check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    assert all(r["details"]["rejudge"]["perturbation"] == "dimensions_reversed" for r in rows) and len(rows) == 6
+    assert all(r["details"]["rejudge"]["total"] == r["metrics"]["total"] for r in rows)
+    stages = [json.loads(line)["stage"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sum(s.startswith("judge:") and s.endswith(":rejudge") for s in stages) == 6
+    block = json.loads((tmp_path / "run" / "leaderboard.json").read_text())["judge_reliability"]
+    [judge] = block["judges"].values()
+    assert judge["agreement"]["n"] == 6 and judge["agreement"]["kappa_pass"] == pytest.approx(1.0)
+    assert judge["agreement"]["spearman_total"]["rho"] == pytest.approx(1.0)
+    assert judge["parse_ladder"]["counts"]["strict"] == 6
+    assert "Agreement on re-judging" in (tmp_path / "run" / "report.html").read_text()
