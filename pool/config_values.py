@@ -144,6 +144,8 @@ def _shown_url(value: str) -> str:
     """The URL for a message: quoted and shortened; withheld if it has an '@' anywhere."""
     if "@" in value:
         return "(not printed: it contains '@')"
+    if not re.match(r"(?i)https?://", value):  # not a URL: maybe a key pasted on the wrong line
+        return "(not printed: it is not an http(s) URL)"
     return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
 
 

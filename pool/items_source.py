@@ -120,7 +120,12 @@ def _nothing_loaded(loaded: LoadResult, options: Mapping[str, Any]) -> str:
 
 def read_id_list(path: Path) -> list[str]:
     """Item ids from ``hard.yaml`` (``item_ids:``), a YAML/JSON list, or a text file (one id a line)."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"--subset {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise DataError(f"--subset {path}: cannot read it ({exc.strerror})") from None
     if path.suffix in (".yaml", ".yml", ".json"):
         try:
             data = yaml.safe_load(text)
@@ -144,5 +149,7 @@ def _apply_subset(items: list[Item], subset: str) -> list[Item]:
     missing = [i for i in wanted if i not in known]
     if missing:
         raise DataError(f"--subset {path}: {len(missing)} id(s) are not in the selected data, e.g. {missing[0]}")
+    if not wanted:
+        raise DataError(f"--subset {path}: lists no item ids; pass a file with at least one id (e.g. hard.yaml from routing.build)")
     keep = set(wanted)
     return [i for i in items if i.id in keep]

@@ -34,9 +34,12 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+CACHE_ENV = "MEDPOOL_CACHE_DIR"
+
+
 def default_cache_dir() -> Path:
     """``$MEDPOOL_CACHE_DIR`` if set, else ``~/.cache/medpool``."""
-    env = os.environ.get("MEDPOOL_CACHE_DIR")
+    env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else Path.home() / ".cache" / "medpool"
 
 

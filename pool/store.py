@@ -191,17 +191,70 @@ def _row_to_result(row: sqlite3.Row) -> Result:
     return Result(**values)
 
 
-def _row_to_run(row: sqlite3.Row) -> RunInfo:
+def _required_columns() -> dict[str, set[str]]:
+    """Each table's columns, read off ``_SCHEMA`` (one place for the shape of the store)."""
+    tables: dict[str, set[str]] = {}
+    for statement in _SCHEMA.split(";"):
+        words = statement.split()
+        if words[:2] == ["CREATE", "TABLE"]:
+            name = words[5].split("(")[0]
+            body = statement[statement.index("(") + 1:]
+            tables[name] = {line.split()[0] for line in body.splitlines()
+                            if line.strip() and line.split()[0].islower() and line.split()[0] != ")"}
+    return tables
+
+
+def _check_columns(conn: sqlite3.Connection, path: Path, version: int = SCHEMA_VERSION) -> None:
+    added_later = {(t, c.split()[0]) for t, c in _V2_COLUMNS} if version == 1 else set()
+    for table, columns in _required_columns().items():
+        wanted = {c for c in columns if (table, c) not in added_later}
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not wanted <= have:
+            raise StoreFormatError(f"{path}: table {table!r} is not a medpool run table (missing "
+                                   f"{', '.join(sorted(wanted - have))}); pass the folder of a medpool run")
+
+
+def _check_existing_store(path: Path) -> None:
+    """Read-only look at ``path``: a medpool run store of a known version, or StoreFormatError."""
+    if not path.is_file():
+        raise StoreFormatError(f"{path}: no run store there; pass the folder of an earlier run")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (1, SCHEMA_VERSION):
+                raise StoreFormatError(f"{path}: not a medpool run store (schema version {version}); "
+                                       "pass the folder of a medpool run")
+            _check_columns(conn, path, version)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreFormatError(f"{path}: not a run store ({exc}); pass the folder of a medpool run") from exc
+
+
+def _row_to_run(row: sqlite3.Row, path: Path) -> RunInfo:
     values = dict(row)  # sqlite3.Row maps column names to values
-    return RunInfo(options=json.loads(values.pop("options_json")), **values)
+    try:
+        options = json.loads(values.pop("options_json"))
+    except json.JSONDecodeError as exc:
+        raise StoreFormatError(f"{path}: run {values.get('run_id')!r} has unreadable options ({exc}); "
+                               "start a new run with --out") from None
+    if not isinstance(options, dict):
+        raise StoreFormatError(f"{path}: run {values.get('run_id')!r}: its options are not a mapping; "
+                               "start a new run with --out")
+    return RunInfo(options=options, **values)
 
 
 class RunStore(SqliteHandle):
     """Exactly-once result storage for the runs in one run directory."""
 
-    def __init__(self, run_dir: Path | str) -> None:
+    def __init__(self, run_dir: Path | str, *, create: bool = True) -> None:
+        """Open (``create``: or create) the store; ``create=False`` refuses, without writing to it,
+        a file that is not already a medpool run store — ``--resume`` must not alter a stranger's file."""
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / RUN_DB_FILENAME
+        if not create:
+            _check_existing_store(self.path)
         try:
             self._conn = connect(self.path)
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -219,8 +272,11 @@ class RunStore(SqliteHandle):
                     for table, column in _V2_COLUMNS:
                         self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
                 self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as exc:  # same-named tables of another shape
+            _check_columns(self._conn, self.path)
+        except (sqlite3.DatabaseError, StoreFormatError) as exc:  # same-named tables of another shape
             self._conn.close()
+            if isinstance(exc, StoreFormatError):
+                raise
             raise StoreFormatError(f"{self.path}: not a run store this version can use ({exc})") from exc
 
     # -- runs ---------------------------------------------------------------------------------
@@ -249,7 +305,7 @@ class RunStore(SqliteHandle):
                     if old != new:
                         raise RunMismatchError(
                             f"{self.path}: run {run_id!r} was planned with {name} fingerprint"
-                            f" {old}, now {new}; start a new run directory instead of resuming"
+                            f" {old}, now {new} (the file changed since); start a new run with --out instead of resuming"
                         )
                 self._conn.execute(
                     "UPDATE runs SET status = 'running', updated_at = ?, resumes = resumes + 1"
@@ -271,11 +327,11 @@ class RunStore(SqliteHandle):
 
     def get_run(self, run_id: str) -> RunInfo | None:
         row = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return None if row is None else _row_to_run(row)
+        return None if row is None else _row_to_run(row, self.path)
 
     def runs(self) -> list[RunInfo]:
         rows = self._conn.execute("SELECT * FROM runs ORDER BY created_at, run_id").fetchall()
-        return [_row_to_run(r) for r in rows]
+        return [_row_to_run(r, self.path) for r in rows]
 
     # -- plan ---------------------------------------------------------------------------------
 

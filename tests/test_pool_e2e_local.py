@@ -59,3 +59,58 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
     assert all(r["cached"] and r["attempts"] == 0 for r in second)  # answers and verdicts alike
     assert [(r["model"], r["item_id"], r["stage"], r["text"]) for r in second] == [
         (r["model"], r["item_id"], r["stage"], r["text"]) for r in rows]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead, only unreaped
+    except FileNotFoundError:
+        return False
+
+
+def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_judges(tmp_path):
+    """The real pool: SIGKILL while the judge works leaves no llama.cpp server behind; SIGTERM exits
+    130; the resume stores every verdict as the judge's, never a candidate's answer."""
+    import signal
+    import time
+
+    from tests.chaos_harness import phase_of
+
+    pool = yaml.safe_load((REPO / "model_pool.yaml").read_text(encoding="utf-8"))
+    pool["defaults"]["max_tokens"] = 12
+    pool_file = tmp_path / "pool.yaml"
+    pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
+    run_dir = tmp_path / "run"
+    first = [sys.executable, "-m", "pool.run", "--pool", str(pool_file), "--limit", "3", "--no-routing", "--out", str(run_dir)]
+    resume = [sys.executable, "-m", "pool.run", "--resume", str(run_dir)]
+    for command, sig in ((first, signal.SIGKILL), (resume, signal.SIGTERM)):
+        started = time.time() - 0.001
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 600
+        while phase_of(run_dir, started) != "judging":
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the run never reached the judge"
+            time.sleep(0.05)
+        pid_file = run_dir / "llamacpp-local.pid"
+        server_pid = json.loads(pid_file.read_text(encoding="utf-8"))["pid"] if pid_file.exists() else None
+        proc.send_signal(sig)
+        code = proc.wait(120)
+        proc.stderr.close()
+        if sig == signal.SIGTERM:
+            assert code == 130
+        if server_pid is not None:
+            gone_by = time.monotonic() + 30
+            while _pid_alive(server_pid) and time.monotonic() < gone_by:
+                time.sleep(0.1)
+            assert not _pid_alive(server_pid), f"llama.cpp server {server_pid} outlived pool.run ({sig!r})"
+    done = subprocess.run(resume, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    answers = {(r["model"], r["item_id"]): r["text"] for r in rows if r["stage"] == "answer"}
+    verdicts = [r for r in rows if r["stage"].startswith("judge:")]
+    assert verdicts and all(r["answered_by"] == "qwen2.5-coder-0.5b" for r in verdicts)
+    assert all(r["answered_by"] == r["model"] for r in rows if r["stage"] == "answer")
+    assert not any(r["text"] and r["text"] == answers[(r["model"], r["item_id"])] and r["model"] != "qwen2.5-coder-0.5b"
+                   for r in verdicts)

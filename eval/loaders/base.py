@@ -123,7 +123,7 @@ def _json_line_records(path: Path, text: str, syntax_hint: str, object_hint: str
 
 def read_json_lines(path: Path) -> Iterator[Record]:
     """One Record per non-blank line; invalid JSON or a non-object line is an error at path:line."""
-    yield from _json_line_records(path, read_utf8(path), "each line must be one complete JSON object")
+    yield from _json_line_records(path, read_utf8(path).removeprefix("\ufeff"), "each line must be one complete JSON object")
 
 
 def first_json_record(path: Path) -> Any:
