@@ -63,7 +63,7 @@ from pool.outcome import Unit
 from pool.progress import ProgressDisplay
 from pool.response_cache import ResponseCache
 from pool.scheduler import Scheduler
-from pool.scoring import JudgeSetup
+from pool.scoring import JudgeSetup, ScoringStage
 from pool.store import RunStore
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -85,10 +85,10 @@ _CONTRACT_ITEMS = (_contract_item("reference", "-"), _contract_item("criteria", 
                    _contract_item("probe", "abstain"))  # fmt: skip
 
 
-def judge_identity(config: PoolConfig, judge: Model, endpoint: str) -> dict[str, Any]:
+def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
     """Everything that shapes this judge's verdicts (see ``judge.calibration_store``)."""
+    judge, endpoint = setup.model, setup.endpoint
     params = judge.generation_params()
-    setup = JudgeSetup(judge, judge.backend, endpoint)
     return {
         "name": judge.name, "backend": judge.backend, "backend_type": config.backends[judge.backend].type,
         "endpoint": endpoint, "model": judge.model, "mode": judge.mode, "temperature": params.temperature,
@@ -130,12 +130,14 @@ async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[Labell
     with RunStore(work_dir) as store:
         store.begin_run(RUN_ID, pool_fingerprint=config.fingerprint(), data_fingerprint="calibration", options={})
         async with open_backends(config, [judge], work_dir) as endpoints:
-            endpoint = endpoints[judge.backend].identities[judge.name]
-            identity = judge_identity(config, judge, endpoint)
-            setup = JudgeSetup(judge, judge.backend, endpoint)
-            stage, reask_stage = (setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
             scheduler = Scheduler(run_id=RUN_ID, store=store, lanes={n: e.lane for n, e in endpoints.items()},
                                   cache=cache, retry_infra_errors=True)  # fmt: skip
+            # The judge set up exactly as a run's scoring stage sets it up, so its stage names match runs'.
+            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judge=judge, endpoints=endpoints,
+                                 scheduler=scheduler).judge  # fmt: skip
+            assert setup is not None
+            identity = judge_identity(config, setup)
+            stage, reask_stage = (setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
             dispatcher = Dispatcher({}, {}, endpoints, judge)
             first = {Unit(CANDIDATE, c.id, stage): claim_messages(c) for c in claims}
             await _round(scheduler, store, dispatcher, judge, first)

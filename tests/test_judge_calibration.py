@@ -26,6 +26,7 @@ from judge.calibration_set import (
 )
 from judge.calibration_store import drift, judge_key, record_calibration
 from judge.verdicts import Claim, HalluVerdict
+from routing.build import build
 from tests.fakes import ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -142,6 +143,8 @@ def test_store_keeps_history_and_flags_drift_on_the_same_set(tmp_path: Path) -> 
     assert judge_key({**identity, "temperature": 1.0}) != judge_key(identity)
 
 
+RUBRIC_VERDICT = json.dumps({"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "r", "grounding_source": "book"})
+
 # --- the CLI against a fake judge -------------------------------------------------------------
 
 
@@ -150,6 +153,10 @@ def judge_replies(says: dict[str, str | None]) -> Callable[[int, dict[str, Any]]
 
     def behave(index: int, payload: dict[str, Any]) -> Any:
         messages = payload.get("messages") or []
+        if payload.get("model") != "judge-model-v1":
+            return ok("回答")  # a candidate
+        if "rubric" in messages[0]["content"]:  # a run's rubric verdict
+            return ok(RUBRIC_VERDICT)
         claim_id = next(cid for text, cid in claims.items() if text in messages[1]["content"])
         label = says[claim_id]
         reasked = len(messages) > 2
@@ -277,3 +284,28 @@ def test_failed_judge_calls_store_nothing_and_exit_1(tmp_path: Path, capsys: pyt
     code = main(["--pool", str(pool), "--set", str(write_set(tmp_path)), "--store", str(tmp_path / "store"), "--no-cache"])
     assert code == 1 and not (tmp_path / "store").exists()
     assert "nothing stored" in capsys.readouterr().err
+
+
+def test_a_run_judged_by_the_calibrated_judge_shows_the_calibration(tmp_path: Path, fake_judge: Any) -> None:
+    base_url, _ = fake_judge(JUDGE_SAYS)
+    pool, store = write_pool(tmp_path, base_url), tmp_path / "store"
+    assert main(["--pool", str(pool), "--set", str(write_set(tmp_path)), "--store", str(store), "--no-cache"]) == 0
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference",
+                                "question": "高血压的诊断标准？", "gold": "诊室血压≥140/90 mmHg。"}, ensure_ascii=False) + "\n")
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache"), "MEDPOOL_CALIBRATION_DIR": str(store)}
+    out = subprocess.run([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run")],
+                         check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    block = json.loads((tmp_path / "run" / "leaderboard.json").read_text())["judge_reliability"]
+    [judge] = block["judges"].values()
+    [calibration] = judge["calibration"]
+    assert calibration["overall"]["f1"] == pytest.approx(2 / 3) and calibration["tiers"]["hard"]["recall"] == 0.5
+    assert "Calibration on labelled claims" in (tmp_path / "run" / "report.html").read_text()
+    # the same judge at another temperature is another identity: its calibration is not this run's
+    other = tmp_path / "other.yaml"
+    other.write_text(pool.read_text().replace("temperature: 0", "temperature: 0.7"))
+    assert main(["--pool", str(other), "--set", str(write_set(tmp_path)), "--store", str(store), "--no-cache"]) == 0
+    build([tmp_path / "run"], tmp_path / "out", calibration_dir=store)
+    block = json.loads((tmp_path / "out" / "leaderboard.json").read_text())["judge_reliability"]
+    assert len(next(iter(block["judges"].values()))["calibration"]) == 1 and len(list(store.glob("*.json"))) == 2
