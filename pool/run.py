@@ -23,6 +23,9 @@ import argparse
 import asyncio
 import json
 import logging
+import math
+import os
+import sqlite3
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -37,7 +40,7 @@ from pool.items_source import DataError, load_run_items, select_items
 from pool.outcome import Unit
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
 from pool.progress import ProgressDisplay
-from pool.response_cache import ResponseCache
+from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
 from pool.run_lock import RunLock, RunLockedError
 from pool.scheduler import Scheduler
 from pool.scoring import ScoringStage
@@ -49,7 +52,8 @@ EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_POOL = "model_pool.yaml"
 # Options stored with a run so that --resume rebuilds exactly the same plan and scores it the same way.
 PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
-                "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing")
+                "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
+                "rejudge_sample")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
     parser.add_argument("--max-consecutive-failures", type=_count(0), default=5,
                         help="give up on a model after this many infra errors in a row (default 5; 0 never)")
-    parser.add_argument("--log-interval", type=float, default=30.0, help="seconds between progress lines when not on a terminal")
+    parser.add_argument("--log-interval", type=_seconds, default=30.0, help="seconds between progress lines when not on a terminal")
     return parser
 
 
@@ -105,6 +109,17 @@ def _count(minimum: int):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
+    return value
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_INPUT
@@ -117,14 +132,34 @@ def _explicit_options(args: argparse.Namespace) -> dict[str, Any]:
             if getattr(args, name) not in (None, False) and getattr(args, name) != defaults.get_default(name)}
 
 
+# The type each stored option must have (a damaged or foreign store is refused, not half-used).
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "pool": (str,), "data": (list, type(None)), "models": (str, type(None)), "all": (bool,),
+    "limit": (int, type(None)), "track": (str, type(None)), "task": (str, type(None)), "domain": (str, type(None)),
+    "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
+    "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
+    "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
+}
+
+
 def _stored_options(run_dir: Path) -> dict[str, Any]:
-    if not (run_dir / RUN_DB_FILENAME).is_file():
+    if not run_dir.is_dir() or not (run_dir / RUN_DB_FILENAME).is_file():
         raise DataError(f"{run_dir}: no {RUN_DB_FILENAME} there; pass the directory of an earlier run")
-    with RunStore(run_dir) as store:
+    with RunStore(run_dir, create=False) as store:
         runs = store.runs()
+    where = run_dir / RUN_DB_FILENAME
     if len(runs) != 1:
-        raise DataError(f"{run_dir / RUN_DB_FILENAME}: expected one run, found {len(runs)}; pass the folder of one run")
-    return dict(runs[0].options)
+        raise DataError(f"{where}: expected one run, found {len(runs)}; pass the folder of one run")
+    options = dict(runs[0].options)
+    defaults = build_parser()
+    for name in PLAN_OPTIONS:
+        options.setdefault(name, defaults.get_default(name))  # runs stored before an option existed
+        value, wanted = options[name], _OPTION_TYPES[name]
+        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted) \
+                or (isinstance(value, int) and not isinstance(value, bool) and value < 0):
+            raise DataError(f"{where}: stored option {name!r} is {value!r}, not a valid value; the run store is "
+                            "damaged — start a new run with --out")
+    return options
 
 
 def _check_resume_flags(args: argparse.Namespace, stored: dict[str, Any]) -> None:
@@ -160,15 +195,22 @@ def _resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], Path, bo
     if args.resume or args.rescore:
         run_dir = Path(args.resume or args.rescore)
         options = _stored_options(run_dir)
-        for name in PLAN_OPTIONS:
-            options.setdefault(name, build_parser().get_default(name))  # runs stored before an option existed
         if args.resume:
             _check_resume_flags(args, options)
         elif args.pool is not None:
             options["pool"] = str(Path(args.pool).resolve())  # e.g. the same pool with another judge:
         if args.rescore:  # scoring again may change how it scores, never what was asked
-            options.update({k: v for k, v in _explicit_options(args).items() if k in ("no_judge", "hallu", "no_routing")})
+            explicit = _explicit_options(args)
+            fixed = sorted(set(explicit) - {"pool", "no_judge", "hallu", "no_routing", "rejudge_sample"})
+            if fixed or args.out:
+                flag = "--" + (fixed[0].replace("_", "-") if fixed else "out")
+                raise DataError(f"{flag} with --rescore: a rescore scores the run's stored answers as they are "
+                                "(its items, models and folder); only --pool, --hallu, --no-judge and --no-routing "
+                                "may change. Start a new run with --out for other items or models")
+            options.update({k: v for k, v in explicit.items() if k in ("no_judge", "hallu", "no_routing", "rejudge_sample")})
         return options, run_dir, bool(args.resume)
+    if args.pool is not None and not args.pool.strip():
+        raise DataError("--pool is empty (an unset shell variable?); name a pool file, or drop --pool for ./model_pool.yaml")
     options = {name: getattr(args, name) for name in PLAN_OPTIONS}
     options["pool"] = str(Path(args.pool or DEFAULT_POOL).resolve())
     options["data"] = [str(Path(p).resolve()) for p in args.data] if args.data else None
@@ -182,11 +224,16 @@ def _resolve_options(args: argparse.Namespace) -> tuple[dict[str, Any], Path, bo
 
 
 def _check_cache_dir(options: dict[str, Any]) -> None:
-    if options.get("no_cache") or not options.get("cache_dir"):
+    """The response cache folder must be (or become) a folder before any request is sent."""
+    if options.get("no_cache"):
         return
-    path = Path(options["cache_dir"])
-    if path.exists() and not path.is_dir():
-        raise DataError(f"--cache-dir {path}: that is a file, not a folder; pass a folder (or --no-cache)")
+    where = "--cache-dir" if options.get("cache_dir") else f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "cache"
+    path = Path(options["cache_dir"]) if options.get("cache_dir") else default_cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"{where} {path}: cannot be used as the response cache folder ({exc.strerror}); "
+                        "pass a writable folder with --cache-dir, or --no-cache") from None
 
 
 def run_judge(plan: Plan, options: dict[str, Any]) -> Model | None:
@@ -208,8 +255,9 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
     cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"))
     current = asyncio.current_task()
     loop = asyncio.get_running_loop()
+    sigterm: list[bool] = []
     if current is not None:
-        loop.add_signal_handler(signal.SIGTERM, current.cancel)
+        loop.add_signal_handler(signal.SIGTERM, lambda: (sigterm.append(True), current.cancel()))
     try:
         async with open_backends(plan.config, serve, run_dir) as endpoints:
             progress = ProgressDisplay(totals, interval_s=args.log_interval)
@@ -227,13 +275,15 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
                 progress.close()
             stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
                                  judge=judge, endpoints=endpoints, scheduler=scheduler, log_interval=args.log_interval,
-                                 hallu=bool(options.get("hallu")), rejudge_sample=args.rejudge_sample or 0)
+                                 hallu=bool(options.get("hallu")), rejudge_sample=options.get("rejudge_sample") or 0)
             await stage.run()
             stage.write(run_dir)
             return stage.tally()
     finally:
         loop.remove_signal_handler(signal.SIGTERM)  # resets SIGTERM to the default action ...
         signal.signal(signal.SIGTERM, _interrupt)  # ... so a SIGTERM during export or routing still ends as 130
+        if sigterm:  # a cancel that came as the last await finished is lost: still an interruption
+            raise KeyboardInterrupt
         if cache is not None:
             cache.close()
 
@@ -283,7 +333,7 @@ def _main(args: argparse.Namespace) -> int:
         loaded = load_run_items(options["data"])
         items = select_items(loaded, options)
         models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
-    except (PoolConfigError, DataError, StoreFormatError, ValueError, FileNotFoundError) as exc:
+    except (PoolConfigError, DataError, StoreFormatError, ValueError, FileNotFoundError, sqlite3.DatabaseError) as exc:
         return _fail(str(exc))
     if not models:
         return _fail(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
@@ -314,7 +364,7 @@ def _run(args: argparse.Namespace, plan: Plan, options: dict[str, Any], run_dir:
                 try:
                     store.begin_run(run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp, options=options)
                 except RunMismatchError as exc:
-                    return _fail(f"{exc}; start a new run with --out instead of --resume")
+                    return _fail(str(exc))
                 store.save_plan(run_id, plan.units())
                 # Judge stages are never sent from here: the scoring stage derives them from the answers.
                 pending = [u for u in store.pending_units(run_id, retry_infra_errors=resuming) if u.stage == ANSWER_STAGE]
