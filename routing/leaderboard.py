@@ -20,7 +20,10 @@ tcm            task                          classification: macro_f1 (primary) 
 =============  ============================  ==========================================================
 
 A cell is one entrant (model identity + judge identity) in one bucket: ``n`` scored items,
-``infra_errors`` and ``unscorable`` counted but left out of every statistic. The classification
+``infra_errors`` and ``unscorable`` counted but left out of every statistic. Every statistic has a
+95% interval and the rule that made it (``ci_method``: Wilson for proportions, t for continuous
+means, see :mod:`routing.stats`); the cell also keeps its per-item primary values and median
+latency, which the manifest's paired tests and tie rule use. The classification
 label set is the sorted union of the bucket's gold labels and any ``details["labels"]`` (the item's
 label set), the same for every entrant; a prediction outside it is wrong and adds no class.
 """
@@ -28,7 +31,7 @@ label set), the same for every entrant; a prediction outside it is wrong and add
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,12 +39,16 @@ import numpy as np
 from eval import macro_f1
 from eval.scores import FAMILIES
 from routing.stats import (
+    CI_HULL,
+    CI_WILSON,
     Estimate,
     bootstrap_macro_f1,
     bootstrap_ratios,
-    estimate,
+    hull_with_wilson,
+    ratio_intervals,
     resample_counts,
     resample_indices,
+    wilson_interval,
 )
 from routing.table import (
     INFRA_ERROR,
@@ -70,6 +77,8 @@ class Cell:
     unscorable: int
     items: np.ndarray  # item codes of the scored rows, sorted
     stats: dict[str, Estimate]
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per-item score (value column), aligned with items
+    median_latency_s: float = float("nan")  # over the scored rows with a latency; NaN when none
 
     def to_json(self, primary: str) -> dict[str, Any]:
         return {
@@ -156,14 +165,17 @@ def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray
     preds = [_hashable(table.labels[int(r)][0]) for r in rows]
     golds = [_hashable(table.labels[int(r)][1]) for r in rows]
     point = macro_f1(preds, golds, labels)
+    correct = sum(p == g for p, g in zip(preds, golds))
     index = {label: i for i, label in enumerate(labels)}
     position = np.searchsorted(items, table.item[rows])
     gold_codes, pred_codes = np.full(len(items), -1), np.full(len(items), -1)
     gold_codes[position] = [index[g] for g in golds]
     pred_codes[position] = [index.get(p, -1) for p in preds]
     draws = bootstrap_macro_f1(gold_codes, pred_codes, len(labels), idx)
-    return {"macro_f1": estimate(point["macro_f1"], draws[:, 0], len(rows)),
-            "accuracy": estimate(point["accuracy"], draws[:, 1], len(rows))}  # fmt: skip
+    n = len(rows)
+    acc_lo, acc_hi = wilson_interval(correct, n)
+    return {"macro_f1": Estimate(float(point["macro_f1"]), hull_with_wilson(point["macro_f1"], n, draws[:, 0]), n, draws[:, 0], CI_HULL),
+            "accuracy": Estimate(float(point["accuracy"]), (float(acc_lo), float(acc_hi)), n, draws[:, 1], CI_WILSON)}  # fmt: skip
 
 
 def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str, rounds: int, seed: int,
@@ -173,14 +185,16 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     The bucket's scored items are resampled together — one index matrix over them, seeded by
     (seed, number of items) — and a cell's resampled statistic is its ratio over the resampled
     items it has (for a cell with every item: the plain bootstrap of its mean). Resampling items
-    in lockstep makes the intervals of one bucket a paired comparison, and every statistic of every
-    cell comes out of one matrix product ``counts @ X``.
+    in lockstep makes the draws of one bucket paired, and every statistic of every cell comes out of
+    one matrix product ``counts @ X``. Intervals: :func:`routing.stats.ratio_intervals` per cell,
+    each column bounded by the largest value any cell of the bucket has in it (at least 1).
     """
     filled = [rows for rows in cell_rows if len(rows)]
     if not filled:
         return [{} for _ in cell_rows]
     items = np.unique(np.concatenate([table.item[rows] for rows in filled]))
     layout, nums, dens = [], [], []
+    scale: dict[str, float] = {}
     for rows in cell_rows:
         if not len(rows):
             layout.append(None)
@@ -189,7 +203,9 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         position = np.searchsorted(items, table.item[rows])
         full_num, full_den = np.zeros((len(items), len(names))), np.zeros((len(items), len(names)))
         full_num[position], full_den[position] = num, den
-        layout.append((names, num.sum(axis=0), den.sum(axis=0), (den > 0).sum(axis=0)))
+        layout.append((names, num, den))
+        for j, name in enumerate(names):
+            scale[name] = max(scale.get(name, 1.0), float(np.max(num[den[:, j] > 0, j], initial=1.0)))
         nums.append(full_num)
         dens.append(full_den)
     draws = bootstrap_ratios(np.hstack(nums), np.hstack(dens), resample_counts(len(items), rounds, seed))
@@ -199,11 +215,13 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         if entry is None:
             out.append({})
             continue
-        names, num_total, den_total, counts = entry
+        names, num, den = entry
+        num_total, den_total, counts = num.sum(axis=0), den.sum(axis=0), (den > 0).sum(axis=0)
+        lo, hi, methods = ratio_intervals(num, den, np.array([scale[name] for name in names]))
         stats = {}
         for j, name in enumerate(names):
             point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
-            stats[name] = estimate(point, draws[:, column + j], int(counts[j]))
+            stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), draws[:, column + j], methods[j])
         column += len(names)
         if labels:
             stats.update(_classification_stats(table, rows, items, labels, idx))
@@ -230,6 +248,11 @@ def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int
     return buckets
 
 
+def _median(values: np.ndarray) -> float:
+    known = values[~np.isnan(values)]
+    return float(np.median(known)) if len(known) else float("nan")
+
+
 def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: str,
             members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int) -> Bucket:  # fmt: skip
     all_rows = np.concatenate([rows for _, rows in members])
@@ -242,7 +265,8 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
         Cell(entrant=table.entrants[entrant], n=len(rows_scored),
              infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
              unscorable=int((table.status[rows] == UNSCORABLE).sum()),
-             items=table.item[rows_scored], stats=cell_stats)
+             items=table.item[rows_scored], stats=cell_stats, values=table.value[rows_scored],
+             median_latency_s=_median(table.latency_s[rows_scored]))
         for (entrant, rows), rows_scored, cell_stats in zip(members, scored, stats)
     ]  # fmt: skip
     bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",

@@ -1,74 +1,91 @@
 """``routing_manifest.yaml``: which model to send each kind of question to, and how sure we are.
 
-Schema (``schema_version: 1``; YAML written with ``yaml.safe_dump``, plain types only)::
+Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types only)::
 
-    schema_version: 1
+    schema_version: 2
     kind: medpool-routing-manifest
     generated_at: ISO-8601 UTC time of the build
     runs: [{run_id, dir, created_at, pool_fingerprint, data_fingerprint}]   # oldest first
-    pool_fingerprints: [..]            # distinct values over the runs
-    data_fingerprints: [..]
-    parameters: {min_n, top_k, floor, common, since, bootstrap, seed, ci_level, lam, hard_n,
-                 orchestration_tasks}
+    pool_fingerprints: [..]; data_fingerprints: [..]
+    parameters: {min_n, top_k, floor, alpha, component_floor, common, since, bootstrap, seed, ci_level, ...}
     models:                            # per model identity (label = pool name, disambiguated)
-      <model>: {name, identity: {name, backend, model, temperature, max_tokens, mode, think},
-                judges: [judge keys], answered, infra_errors,
+      <model>: {name, identity: {...}, judges: [judge keys], answered, infra_errors,
                 median_latency_s, median_completion_tokens}     # over answered items
-    default: {model, score, method, buckets}       # model for unroutable buckets (null if none)
-    orchestrator:
-      model: <model> | null            # best composite point estimate
-      decisive: bool                   # false when another candidate's CI overlaps the leader's
-      tied_top: [<model>]
-      candidates: [{model, score, ci: [lo, hi], components: {routing, tool_decision, capability?}}]
-      components: [..]; capability_tasks: [..]; method: text
-      insufficient_data: bool; reason: text      # when no model qualifies
+    default:    <decision over every leaf bucket's items>       # for questions no bucket or parent serves
+    families:   {<family>: <decision over the family's leaf buckets' items>}
+    orchestrator: <decision over the composite>, plus components, capability_tasks, component_floor,
+                  not_nominated: [{model, score, components, weakest, reason}]
     buckets:
-      <family>/<kind>/<name>:          # e.g. capability/task/MedCOT, specialty/domain/cardiology:cad,
-        family, kind, name             #      specialty/system/cardiology, orchestration/skill/routing
-        metric: score | macro_f1       # what candidates are ranked by (higher is better, in [0, 1])
-        insufficient_data: bool        # true when no model has n >= min_n scored items
-        routable: bool                 # false: use `default` (insufficient data, or all below floor)
+      <family>/<kind>/<name>:          # e.g. capability/task/MedCOT, specialty/domain/cardiology:cad
+        family, kind, name, metric     # metric: score | macro_f1 (higher is better, in [0, 1])
+        insufficient_data: bool        # no model has n >= min_n scored items
+        routable: bool                 # false: served by a parent (see served_by)
         reason: text                   # why not routable (only when routable is false)
-        decisive: bool                 # tied_top has exactly one model
-        tied_top: [<model>]            # every eligible model whose 95% CI overlaps the leader's
-        candidates: [{model, judge, n, score, ci: [lo, hi]}]   # eligible, best first, at most top_k
-        excluded: [{model, judge, n, score, reason}]           # n < min_n, or score < floor
+        served_by: <id>                # this bucket, its parent (specialty/system/..), its family, or default
+        model: <model> | null          # send this bucket's questions here (the served_by decision's pick)
+        decisive: bool                 # the leader is significantly better than every other eligible model
+        chosen_by: paired_test | tie_rule | only_candidate | fallback | none
+        method: mcnemar_midp | wilcoxon_signed_rank | paired_bootstrap | null   # the paired test
+        alpha: 0.05; correction: holm
+        leader: <model>                # highest lower confidence bound (the tests' reference)
+        tied_top: [<model>]            # leader + every eligible model not significantly worse, tie-rule order
+        candidates: [{model, judge, n, score, ci: [lo, hi], ci_method, verdict: leader|tied|worse,
+                      n_paired, p_value, p_holm, reason}]   # tied_top, then the rest; at least top_k
+        excluded: [{model, judge, n, score, ci, ci_method, reason}]   # n < min_n, or score < floor
 
-Eligible: n ≥ min_n and, with ``--floor F``, score ≥ F. Candidates are ranked by the point
-estimate; a consumer should treat every model in ``tied_top`` as equally good (e.g. take the
-fastest by ``median_latency_s``) — the leader of a tie is not a winner. Families never mix: a
-bucket holds one family's items and one metric.
+A *decision* block (``default``, each of ``families``, ``orchestrator``) has ``model`` (the pick),
+``decisive``, ``method`` (how the pick was made: ``paired_test`` when the leader is significantly
+better than every other candidate, else ``tie_rule``; ``only_candidate``; ``none`` when nobody
+qualifies, with ``reason``), ``test``, ``alpha``, ``correction``, ``leader``, ``tied_top`` and
+``candidates`` as above, and ``description``.
 
-``default``: the model with the highest mean rank points over routable buckets, where an eligible
-model ranked r of k in a bucket earns 1 − (r − 1)/(k − 1) (1 when k = 1) and an absent or
-ineligible one 0; ties go to the lower median latency, then the name.
+Every decision follows :mod:`routing.decision`: leader = highest lower 95% bound; every other
+candidate is tested against it on the items both answered (McNemar mid-p for pass/fail, Wilcoxon
+signed-rank otherwise, paired bootstrap for macro-F1 and the composite), two-sided, Holm-adjusted
+over the comparisons in the decision; fewer than ``min_n`` shared items → tied. ``tied_top`` is in
+tie-rule order (lower median latency, then more items, then a sha256 of the decision id and the
+identity — never the name) and its first entry is ``model``. Eligible in a bucket: n ≥ min_n and,
+with ``--floor F``, score ≥ F.
+
+``default`` and ``families``: every scored item of the leaf buckets counted once (specialty
+domains, not their system rollups; a model's cell with the most items when several judges scored
+it); a model needs ≥ min_n items; its score is its mean over its items. It is a winner only on
+significant evidence, otherwise ``method: tie_rule`` says no model is shown better.
+
+Unroutable buckets fall back domain → system → family → default: ``served_by`` names the first
+of those with a model.
 
 ``orchestrator``: composite = unweighted mean of routing accuracy (orchestration/skill/routing),
 tool-decision accuracy (orchestration/skill/tool_decision) and, when present, the mean score over
-the orchestration-like capability tasks (``orchestration_tasks``: tool calling, retrieval, data
-operations, task decomposition, pathway planning, collaboration) that every qualifying model ran
-with n ≥ min_n. A model qualifies with n ≥ min_n in both orchestration skills. The composite's CI
-is the percentile interval of the same mean over the components' bootstrap draws. When a model has
-cells under several judges, the cell with the most items is used.
+the orchestration-like capability tasks (``orchestration_tasks``) every qualifying model ran with
+n ≥ min_n. A model qualifies with n ≥ min_n in both skills, and is nominated only when every
+component reaches ``component_floor`` (default 0.5): a composite must not hide a failing part.
+Each candidate shows its ``weakest`` component. The composite's interval is the mean of the
+components' bounds (what it would be if their errors moved together: conservative); the tests use
+the paired bootstrap of the composite difference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import yaml
 
+from routing.decision import LEADER_RULE, TIE_RULE, Contestant, Decision, Verdict, decide
 from routing.leaderboard import Bucket, Cell
 from routing.load import RunInfo
-from routing.stats import LEVEL, intervals_overlap, json_number, percentile_ci
+from routing.stats import json_number, ratio_intervals
 from routing.table import INFRA_ERROR, ScoreTable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+ALPHA = 0.05
+COMPONENT_FLOOR = 0.5
 ORCHESTRATION_TASKS = ("MedCallAPI", "MedRetAPI", "MedDBOps", "MedDecomp", "MedPathPlan", "MedCollab")
 ROUTING_BUCKET, TOOL_BUCKET = "orchestration/skill/routing", "orchestration/skill/tool_decision"
+ROLLUP_KINDS = ("system",)  # bucket kinds that re-count items of other buckets (specialty/system)
 
 
 def split_eligible(bucket: Bucket, min_n: int, floor: float | None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
@@ -86,8 +103,31 @@ def split_eligible(bucket: Bucket, min_n: int, floor: float | None) -> tuple[lis
     return eligible, excluded
 
 
-def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None) -> dict[str, Any]:
-    """The manifest entry of one bucket (see the module docstring)."""
+def _entrant_key(cell: Cell) -> str:
+    return f"{cell.entrant.model.key}|{cell.entrant.judge_key or ''}"
+
+
+def cell_contestant(bucket: Bucket, cell: Cell) -> Contestant:
+    est = cell.stats[bucket.primary]
+    return Contestant(label=cell.entrant.model_label, key=_entrant_key(cell), score=est.value, ci=est.ci, n=cell.n,
+                      items=cell.items, values=cell.values, latency=cell.median_latency_s, draws=est.draws)  # fmt: skip
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {"verdict": verdict.verdict, "n_paired": verdict.n_paired, "p_value": json_number(verdict.p_value),
+            "p_holm": json_number(verdict.p_holm), "reason": verdict.reason or None}  # fmt: skip
+
+
+def _decision_fields(decision: Decision) -> dict[str, Any]:
+    leader = decision.leader
+    return {"decisive": decision.decisive, "leader": leader.label if leader else None,
+            "tied_top": list(dict.fromkeys(v.contestant.label for v in decision.tied_top)),
+            "alpha": decision.alpha, "correction": "holm"}  # fmt: skip
+
+
+def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None, alpha: float = ALPHA) -> dict[str, Any]:
+    """The manifest entry of one bucket (see the module docstring); ``served_by`` is this bucket or,
+    when it is not routable, filled in by :func:`build_manifest`."""
     ranked, excluded = split_eligible(bucket, min_n, floor)
     insufficient = not any(c.n >= min_n and np.isfinite(bucket.value_of(c)) for c in bucket.cells)
     entry: dict[str, Any] = {"family": bucket.family, "kind": bucket.kind, "name": bucket.name, "metric": bucket.primary,
@@ -97,19 +137,22 @@ def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None) ->
         entry["reason"] = f"no model has n >= {min_n} scored items (most: {most})"
     elif not ranked:
         entry["reason"] = f"no model with n >= {min_n} reaches the floor {floor}"
-    leader_ci = bucket.ci_of(ranked[0]) if ranked else None
-    tied = [c for c in ranked if intervals_overlap(bucket.ci_of(c), leader_ci)]
-    entry["tied_top"] = list(dict.fromkeys(c.entrant.model_label for c in tied))
-    entry["decisive"] = len(entry["tied_top"]) == 1
-    entry["candidates"] = [_candidate(bucket, c) for c in ranked[:top_k]]
+    cell_of = {_entrant_key(c): c for c in ranked}
+    decision = decide([cell_contestant(bucket, c) for c in ranked], alpha, min_n, bucket.id, bootstrap=bucket.primary != "score")
+    pick = decision.pick
+    entry.update(served_by=bucket.id if ranked else None, model=pick.label if pick else None, **_decision_fields(decision),
+                 chosen_by=decision.chosen_by, method=decision.test)  # fmt: skip
+    shown = max(top_k, len(decision.tied_top))
+    entry["candidates"] = [{**_candidate(bucket, cell_of[v.contestant.key]), **_verdict_json(v)} for v in decision.verdicts[:shown]]
     entry["excluded"] = [{**_candidate(bucket, c), "reason": reason} for c, reason in excluded]
     return entry
 
 
 def _candidate(bucket: Bucket, cell: Cell) -> dict[str, Any]:
-    lo, hi = bucket.ci_of(cell)
+    est = cell.stats[bucket.primary]
     return {"model": cell.entrant.model_label, "judge": cell.entrant.judge_key, "n": cell.n,
-            "score": json_number(bucket.value_of(cell)), "ci": [json_number(lo), json_number(hi)]}  # fmt: skip
+            "score": json_number(bucket.value_of(cell)), "ci": [json_number(est.ci[0]), json_number(est.ci[1])],
+            "ci_method": est.method}  # fmt: skip
 
 
 def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
@@ -133,79 +176,162 @@ def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
     return profiles
 
 
-def default_model(buckets: Sequence[Bucket], profiles: dict[str, dict[str, Any]], min_n: int, floor: float | None) -> dict[str, Any]:
-    """The fallback for unroutable buckets: highest mean rank points (see the module docstring)."""
-    method = "highest mean rank points over routable buckets: rank r of k eligible earns 1 - (r-1)/(k-1)"
-    points = {model: 0.0 for model in profiles}
-    routable = 0
-    for bucket in buckets:
-        ranked = list(dict.fromkeys(c.entrant.model_label for c in split_eligible(bucket, min_n, floor)[0]))
-        routable += bool(ranked)
-        for r, model in enumerate(ranked):
-            points[model] += 1.0 if len(ranked) == 1 else 1.0 - r / (len(ranked) - 1)
-    if not routable:
-        return {"model": None, "score": None, "method": method, "buckets": 0, "reason": "no routable bucket"}
-
-    def order(model: str) -> tuple[float, float, str]:
-        latency = profiles[model]["median_latency_s"]
-        return (-points[model], latency if latency is not None else float("inf"), model)
-
-    best = min(points, key=order)
-    return {"model": best, "score": json_number(points[best] / routable), "method": method, "buckets": routable}
+def _latency(profiles: Mapping[str, Mapping[str, Any]], model: str) -> float:
+    value = profiles.get(model, {}).get("median_latency_s")
+    return float("nan") if value is None else float(value)
 
 
-def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str]) -> dict[str, Any]:
+def _largest_cells(bucket: Bucket, min_n: int = 1) -> dict[str, Cell]:
+    """Per model label, its cell with the most scored items (n >= min_n, with a primary value)."""
+    out: dict[str, Cell] = {}
+    for cell in bucket.cells:
+        best = out.get(cell.entrant.model_label)
+        if cell.n >= min_n and np.isfinite(bucket.value_of(cell)) and (best is None or cell.n > best.n):
+            out[cell.entrant.model_label] = cell
+    return out
+
+
+def pooled_decision(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float,
+                    salt: str) -> dict[str, Any]:  # fmt: skip
+    """A decision over every item of the leaf ``buckets``, each item counted once (see the module docstring)."""
+    leaves = [b for b in buckets if b.kind not in ROLLUP_KINDS]
+    items: dict[str, list[np.ndarray]] = {}
+    values: dict[str, list[np.ndarray]] = {}
+    keys: dict[str, str] = {}
+    for bucket in leaves:
+        for model, cell in _largest_cells(bucket).items():
+            items.setdefault(model, []).append(cell.items)
+            values.setdefault(model, []).append(cell.values)
+            keys[model] = cell.entrant.model.key
+    contestants, too_few = [], []
+    for model in sorted(items):
+        order = np.argsort(np.concatenate(items[model]), kind="stable")
+        codes, vals = np.concatenate(items[model])[order], np.concatenate(values[model])[order]
+        if len(codes) < min_n:
+            too_few.append({"model": model, "n": len(codes), "reason": f"n={len(codes)} < min_n={min_n}"})
+            continue
+        lo, hi, methods = ratio_intervals(vals[:, None], np.ones((len(vals), 1)))
+        contestants.append((Contestant(label=model, key=keys[model], score=float(vals.mean()), ci=(float(lo[0]), float(hi[0])),
+                                       n=len(codes), items=codes, values=vals, latency=_latency(profiles, model)), methods[0]))  # fmt: skip
+    ci_method = {c.key: m for c, m in contestants}
+    decision = decide([c for c, _ in contestants], alpha, min_n, salt)
+    pick = decision.pick
+    out: dict[str, Any] = {
+        "model": pick.label if pick else None, "score": json_number(pick.score) if pick else None,
+        "method": decision.chosen_by, "test": decision.test, **_decision_fields(decision),
+        "buckets": len(leaves), "items": int(len(np.unique(np.concatenate([c.items for b in leaves for c in b.cells] or [np.zeros(0)])))),
+        "description": ("every scored item of the leaf buckets once (specialty domains, not system rollups); "
+                        f"leader: {LEADER_RULE}; paired tests vs the leader, Holm; ties: {TIE_RULE}"),
+        "candidates": [{"model": v.contestant.label, "n": v.contestant.n, "score": json_number(v.contestant.score),
+                        "ci": [json_number(v.contestant.ci[0]), json_number(v.contestant.ci[1])],
+                        "ci_method": ci_method[v.contestant.key], **_verdict_json(v)} for v in decision.verdicts],
+        "excluded": too_few,
+    }  # fmt: skip
+    if pick is None:
+        out["reason"] = f"no model has n >= {min_n} scored items" if leaves else "no bucket"
+    return out
+
+
+def default_model(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float = ALPHA) -> dict[str, Any]:
+    """The fallback for questions no bucket or family serves: :func:`pooled_decision` over every leaf bucket."""
+    return pooled_decision(buckets, profiles, min_n, alpha, "default")
+
+
+def family_decisions(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int,
+                     alpha: float = ALPHA) -> dict[str, dict[str, Any]]:  # fmt: skip
+    families = list(dict.fromkeys(b.family for b in buckets))
+    return {f: pooled_decision([b for b in buckets if b.family == f], profiles, min_n, alpha, f"family:{f}") for f in families}
+
+
+def parents(bucket_id: str, entry: Mapping[str, Any]) -> list[str]:
+    """Where an unroutable bucket's questions go, nearest first: the system of a specialty domain,
+    the family, then ``default``."""
+    chain = []
+    if entry["family"] == "specialty" and entry["kind"] == "domain":
+        chain.append(f"specialty/system/{entry['name'].split(':', 1)[0]}")
+    return [*chain, entry["family"], "default"]
+
+
+def serve_unroutable(routes: dict[str, dict[str, Any]], families: Mapping[str, Mapping[str, Any]], default: Mapping[str, Any]) -> None:
+    """Fill ``served_by`` / ``model`` of every unroutable bucket from its nearest parent with a model."""
+    for bucket_id, entry in routes.items():
+        if entry["routable"]:
+            continue
+        entry["chosen_by"] = "fallback"
+        for parent in parents(bucket_id, entry):
+            source = routes.get(parent) if "/" in parent else (default if parent == "default" else families.get(parent))
+            model = (source or {}).get("model") if (source or {}).get("routable", True) else None
+            if model is not None:
+                entry["served_by"], entry["model"] = parent, model
+                break
+
+
+def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str], component_floor: float = COMPONENT_FLOOR,
+                 alpha: float = ALPHA, profiles: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     by_id = {b.id: b for b in buckets}
-    method = ("mean of routing accuracy, tool-decision accuracy and (when present) the mean score over the "
-              "orchestration-like capability tasks every qualifying model ran; CI from the components' draws")  # fmt: skip
+    profiles = profiles or {}
+    composite = ("mean of routing accuracy, tool-decision accuracy and (when present) the mean score over the "
+                 "orchestration-like capability tasks every qualifying model ran; interval = mean of the components' bounds; "
+                 f"nominated only with every component >= {component_floor}")  # fmt: skip
 
     def cells(bucket_id: str) -> dict[str, Cell]:
-        out: dict[str, Cell] = {}
         bucket = by_id.get(bucket_id)
-        for cell in bucket.cells if bucket else ():
-            best = out.get(cell.entrant.model_label)
-            if cell.n >= min_n and bucket.primary in cell.stats and (best is None or cell.n > best.n):
-                out[cell.entrant.model_label] = cell
-        return out
+        return {m: c for m, c in _largest_cells(bucket, min_n).items() if bucket.primary in c.stats} if bucket else {}
 
     routing, tool = cells(ROUTING_BUCKET), cells(TOOL_BUCKET)
     models = sorted(set(routing) & set(tool))
-    base = {"method": method, "components": ["routing", "tool_decision"], "capability_tasks": []}
+    base = {"composite": composite, "components": ["routing", "tool_decision"], "capability_tasks": [], "component_floor": component_floor,
+            "alpha": alpha, "correction": "holm", "test": None, "not_nominated": []}  # fmt: skip
     if not models:
-        return {**base, "model": None, "decisive": False, "tied_top": [], "candidates": [], "insufficient_data": True,
+        return {**base, "model": None, "method": "none", "decisive": False, "leader": None, "tied_top": [], "candidates": [],
+                "insufficient_data": True,
                 "reason": f"no model has n >= {min_n} in both {ROUTING_BUCKET} and {TOOL_BUCKET}"}  # fmt: skip
     capability = {t: cells(f"capability/task/{t}") for t in tasks}
     common = [t for t in tasks if capability[t] and all(m in capability[t] for m in models)]
     if common:
         base["components"].append("capability")
         base["capability_tasks"] = common
-    candidates = []
+    contestants, details = [], {}
     for model in models:
-        parts = {"routing": routing[model].stats["score"], "tool_decision": tool[model].stats["score"]}
-        draws = [parts["routing"].draws, parts["tool_decision"].draws]
-        values = [parts["routing"].value, parts["tool_decision"].value]
+        parts = {"routing": [routing[model]], "tool_decision": [tool[model]]}
         if common:
-            cap = [capability[t][model].stats["score"] for t in common]
-            values.append(float(np.mean([c.value for c in cap])))
-            draws.append(np.mean([c.draws for c in cap], axis=0))
-        lo, hi = percentile_ci(np.mean(draws, axis=0)[:, None], LEVEL)[:, 0]
-        components = {"routing": json_number(values[0]), "tool_decision": json_number(values[1])}
-        if common:
-            components["capability"] = json_number(values[2])
-        candidates.append({"model": model, "score": float(np.mean(values)), "ci": (float(lo), float(hi)), "components": components})
-    candidates.sort(key=lambda c: (-c["score"], c["model"]))
-    tied = [c["model"] for c in candidates if intervals_overlap(c["ci"], candidates[0]["ci"])]
-    for c in candidates:
-        c["score"], c["ci"] = json_number(c["score"]), [json_number(c["ci"][0]), json_number(c["ci"][1])]
-    return {**base, "model": candidates[0]["model"], "decisive": len(tied) == 1, "tied_top": tied,
-            "candidates": candidates, "insufficient_data": False}  # fmt: skip
+            parts["capability"] = [capability[t][model] for t in common]
+        est = {name: [c.stats["score"] for c in group] for name, group in parts.items()}
+        value = {name: float(np.mean([e.value for e in group])) for name, group in est.items()}
+        lo = float(np.mean([np.mean([e.ci[0] for e in group]) for group in est.values()]))
+        hi = float(np.mean([np.mean([e.ci[1] for e in group]) for group in est.values()]))
+        draws = np.mean([np.mean([e.draws for e in group], axis=0) for group in est.values()], axis=0)
+        weakest = min(value, key=lambda name: value[name])
+        all_cells = [c for group in parts.values() for c in group]
+        score = float(np.mean(list(value.values())))
+        details[model] = {"model": model, "score": json_number(score), "ci": [json_number(lo), json_number(hi)],
+                          "components": {k: json_number(v) for k, v in value.items()},
+                          "weakest": {"component": weakest, "score": json_number(value[weakest])}}  # fmt: skip
+        if value[weakest] < component_floor:
+            base["not_nominated"].append({**details[model], "reason": f"{weakest} {value[weakest]:.3f} < component_floor {component_floor}"})
+            continue
+        contestants.append(Contestant(label=model, key=routing[model].entrant.model.key, score=score, ci=(lo, hi),
+                                      n=sum(c.n for c in all_cells), items=np.sort(np.concatenate([c.items for c in all_cells])),
+                                      values=np.zeros(0), latency=_latency(profiles, model), draws=draws))  # fmt: skip
+    decision = decide(contestants, alpha, min_n, "orchestrator", bootstrap=True)
+    pick = decision.pick
+    out = {**base, "model": pick.label if pick else None, "method": decision.chosen_by, "test": decision.test,
+           **_decision_fields(decision), "insufficient_data": False,
+           "candidates": [{**details[v.contestant.label], **_verdict_json(v)} for v in decision.verdicts]}  # fmt: skip
+    if pick is None:
+        out["reason"] = f"every qualifying model has a component below component_floor {component_floor}"
+    return out
 
 
 def build_manifest(table: ScoreTable, buckets: Sequence[Bucket], runs: Sequence[RunInfo], parameters: dict[str, Any],
                    generated_at: str | None = None) -> dict[str, Any]:  # fmt: skip
     min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
-    routes = {b.id: bucket_route(b, min_n, top_k, floor) for b in buckets}
+    alpha = parameters.get("alpha", ALPHA)
+    routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
     profiles = model_profiles(table)
+    default = default_model(buckets, profiles, min_n, alpha)
+    families = family_decisions(buckets, profiles, min_n, alpha)
+    serve_unroutable(routes, families, default)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "medpool-routing-manifest",
@@ -216,8 +342,10 @@ def build_manifest(table: ScoreTable, buckets: Sequence[Bucket], runs: Sequence[
         "data_fingerprints": sorted({r.data_fingerprint for r in runs if r.data_fingerprint}),
         "parameters": dict(parameters),
         "models": profiles,
-        "default": default_model(buckets, profiles, min_n, floor),
-        "orchestrator": orchestrator(buckets, min_n, parameters.get("orchestration_tasks", ORCHESTRATION_TASKS)),
+        "default": default,
+        "families": families,
+        "orchestrator": orchestrator(buckets, min_n, parameters.get("orchestration_tasks", ORCHESTRATION_TASKS),
+                                     parameters.get("component_floor", COMPONENT_FLOOR), alpha, profiles),
         "buckets": routes,
     }  # fmt: skip
 

@@ -1,18 +1,35 @@
-"""Percentile-bootstrap confidence intervals, vectorised: pure functions over arrays.
+"""Intervals, paired tests and the bucket bootstrap: pure functions over arrays.
 
-One resample-index matrix ``idx`` (rounds × n, drawn with replacement) serves every statistic of
-one resampling unit — in routing.leaderboard, a bucket: its n scored items are resampled once and
-every cell (model) of the bucket is evaluated on the resampled items it has. Sums over resamples
-(means, rates, ratios) use the tally ``counts`` (rounds × n: how often each item was drawn), so
-all rounds, statistics and cells are one matrix product ``counts @ X``; macro-F1 gathers
-``codes[idx]`` in row chunks. No Python loop over resamples.
+**Intervals** (what a cell's ``ci`` is; its ``ci_method`` names the rule):
 
-The matrix depends only on (seed, n, rounds): a run is reproducible from ``--seed``, and an
-interval does not depend on which other buckets were computed first.
+- ``wilson``: a proportion (every value 0 or 1): the Wilson score interval with continuity
+  correction (Newcombe 1998; scipy's ``binomtest(k, n).proportion_ci(method="wilsoncc")``, here in
+  closed form so it runs over arrays and takes a fractional k). Plain Wilson dips to 89.8% coverage
+  at n = 11, p = 0.95 (exact binomial sums); with the correction the 95% interval covers at least
+  95.1% for every n from 5 to 100 and p from 0.5 to 0.95, and it is never zero-width.
+- ``t``: a mean of continuous scores: x̄ ± t₀.₉₇₅,ₙ₋₁ · s/√n, clipped to the values' range
+  (0 to the largest value the bucket's column holds, at least 1). On judge-like rubric totals it
+  covers 94–96% from n = 5 (``bench.validity``); the percentile and BCa bootstraps cover 82–86% at
+  n = 5, which is why they are not used. A sample with fewer than two distinct values has no spread
+  to estimate, so it gets ``wilson (constant sample)``: Wilson on the mean as a proportion of that
+  range (k = n·x̄/range), never zero-width.
+- ``delta t``: a ratio Σnum/Σden over items (unsupported claims / claims): the linearised
+  (delta-method) t interval, se = √(Σ(numᵢ − R·denᵢ)² / (n(n − 1))) / mean(den); without spread,
+  Wilson on Σnum of Σden (``wilson (pooled ratio)``).
+- ``percentile ∪ wilson``: macro-F1, which is not an item mean: the hull of the percentile
+  bootstrap interval and the Wilson interval of the value at n items.
 
-The interval is the percentile interval: the (1 − level)/2 and (1 + level)/2 quantiles of the
-resampled statistic (linear interpolation). It slightly under-covers for small n; tests check the
-coverage of the 95% interval on synthetic data stays within 0.90–0.99.
+**Paired tests** (a candidate against a bucket's leader, on the items both answered; two-sided):
+``mcnemar_midp`` for pass/fail scores, ``wilcoxon`` (signed-rank on the differences) for
+continuous ones, ``paired_bootstrap`` for statistics that are not item means; :func:`holm` adjusts
+a bucket's p-values for the number of comparisons.
+
+**The bucket bootstrap**: one resample-index matrix ``idx`` (rounds × n, drawn with replacement)
+serves every statistic of one bucket: its n scored items are resampled once and every cell is
+evaluated on the resampled items it has, so the draws of two cells are paired. Sums over resamples
+use the tally ``counts`` (rounds × n), so all rounds and cells are one matrix product
+``counts @ X``; macro-F1 gathers ``codes[idx]`` in row chunks. The matrix depends only on
+(seed, n, rounds). The draws feed the macro-F1 interval and the paired bootstrap tests.
 """
 
 from __future__ import annotations
@@ -22,6 +39,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import binom, wilcoxon
+from scipy.stats import t as student_t
 
 CHUNK_ELEMENTS = 1 << 22  # gathered elements per chunk: caps a chunk's temporaries at ~32 MB of float64
 LEVEL = 0.95
@@ -133,17 +153,112 @@ def percentile_ci(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
         return np.nanpercentile(draws, [tail, 100.0 - tail], axis=0)
 
 
+def _z(level: float) -> float:
+    return float(ndtri(0.5 + level / 2.0))
+
+
+def wilson_interval(successes: np.ndarray | float, n: np.ndarray | float, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval with continuity correction, clipped to [0, 1]; arrays broadcast.
+
+    With p = k/n, q = 1 − p, z the two-sided normal quantile and D = 2(n + z²) (Newcombe 1998):
+    lower = (2np + z² − 1 − z·√(z² − 2 − 1/n + 4p(nq + 1))) / D, 0 when k = 0;
+    upper = (2np + z² + 1 + z·√(z² + 2 − 1/n + 4p(nq − 1))) / D, 1 when k = n.
+    Equal to ``scipy.stats.binomtest(k, n).proportion_ci(level, method="wilsoncc")`` for integer k
+    (tests/test_validity_sim.py); k may be fractional (the mean of a constant sample). n = 0: NaN.
+    """
+    k, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
+    z = _z(level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        q = 1.0 - p
+        denom = 2.0 * (n + z * z)
+        center = (2.0 * n * p + z * z) / denom
+        lo = center - (1.0 + z * np.sqrt(np.maximum(z * z - 2.0 - 1.0 / n + 4.0 * p * (n * q + 1.0), 0.0))) / denom
+        hi = center + (1.0 + z * np.sqrt(np.maximum(z * z + 2.0 - 1.0 / n + 4.0 * p * (n * q - 1.0), 0.0))) / denom
+    lo = np.where(k <= 0, 0.0, np.clip(lo, 0.0, 1.0))
+    hi = np.where(k >= n, 1.0, np.clip(hi, 0.0, 1.0))
+    bad = ~(n > 0)
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def t_interval(mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray | float,
+               level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """x̄ ± t_{(1+level)/2, n−1} · sd/√n (NaN for n < 2)."""
+    mean, sd, n = (np.asarray(a, dtype=float) for a in (mean, sd, n))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = student_t.ppf(0.5 + level / 2.0, np.where(n >= 2, n - 1.0, np.nan)) * sd / np.sqrt(n)
+    return mean - half, mean + half
+
+
+CI_WILSON, CI_T, CI_CONSTANT, CI_DELTA, CI_POOLED, CI_HULL = (
+    "wilson", "t", "wilson (constant sample)", "delta t", "wilson (pooled ratio)", "percentile ∪ wilson")  # fmt: skip
+
+
+def ratio_intervals(num: np.ndarray, den: np.ndarray, scale: np.ndarray | None = None,
+                    level: float = LEVEL) -> tuple[np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """(lower, upper, ci_method) per column of one cell's (n × k) numerator / denominator columns.
+
+    A column whose denominators are all 0 or 1 is a mean over the items with den = 1: ``wilson``
+    when every value is 0 or 1, else ``t`` (``wilson (constant sample)`` without spread); any other
+    column is a ratio Σnum/Σden (``delta t``, or ``wilson (pooled ratio)`` without spread). ``scale``
+    (k,) is the largest value the column can take (default: max(1, its largest value)); intervals
+    are clipped to [0, scale] when the values are non-negative. See the module docstring.
+    """
+    num, den = np.atleast_2d(np.asarray(num, dtype=float)), np.atleast_2d(np.asarray(den, dtype=float))
+    present = den > 0
+    m = present.sum(axis=0).astype(float)
+    sum_num, sum_den = num.sum(axis=0), den.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.where(sum_den > 0, sum_num / np.where(sum_den > 0, sum_den, 1.0), np.nan)
+    masked = np.where(present, num, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no item, NaN interval
+        top, bottom = np.nanmax(masked, axis=0), np.nanmin(masked, axis=0)
+    limit = np.maximum(1.0, np.nan_to_num(top)) if scale is None else np.maximum(np.asarray(scale, dtype=float), np.nan_to_num(top))
+    is_mean = ((den == 0) | (den == 1)).all(axis=0)
+    binary = is_mean & np.where(present, (num == 0) | (num == 1), True).all(axis=0)
+    spread = (m >= 2) & (top > bottom)
+    # means: sample sd over the present items; ratios: the delta-method residual sd
+    resid = np.where(present, num - value * den, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_den = sum_den / m
+        sd_mean = np.sqrt(np.where(present, (num - value) ** 2, 0.0).sum(axis=0) / (m - 1))
+        sd_ratio = np.sqrt((resid**2).sum(axis=0) / (m - 1)) / mean_den
+    t_lo, t_hi = t_interval(value, np.where(is_mean, sd_mean, sd_ratio), m, level)
+    w_lo, w_hi = wilson_interval(np.where(binary, sum_num, m * value / limit), m, level)
+    constant_lo, constant_hi = w_lo * limit, w_hi * limit
+    pooled_lo, pooled_hi = wilson_interval(np.minimum(sum_num, sum_den), sum_den, level)
+    lo = np.select([binary, is_mean & spread, is_mean, spread], [w_lo, t_lo, constant_lo, t_lo], pooled_lo)
+    hi = np.select([binary, is_mean & spread, is_mean, spread], [w_hi, t_hi, constant_hi, t_hi], pooled_hi)
+    nonneg = ~(bottom < 0)
+    lo = np.where(nonneg, np.clip(lo, 0.0, limit), lo)
+    hi = np.where(nonneg, np.clip(hi, 0.0, limit), hi)
+    lo, hi = np.where(m > 0, lo, np.nan), np.where(m > 0, hi, np.nan)
+    methods = [CI_WILSON if b else (CI_T if s else CI_CONSTANT) if mean else (CI_DELTA if s else CI_POOLED)
+               for b, mean, s in zip(binary, is_mean, spread)]  # fmt: skip
+    return lo, hi, methods
+
+
+def hull_with_wilson(value: float, n: int, draws: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The macro-F1 interval: hull of the percentile interval of ``draws`` and Wilson(value·n, n)."""
+    p_lo, p_hi = percentile_ci(np.asarray(draws, dtype=float)[:, None], level)[:, 0]
+    w_lo, w_hi = wilson_interval(value * n, n, level)
+    return float(np.nanmin([p_lo, w_lo])), float(np.nanmax([p_hi, w_hi]))
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A statistic of one cell: point value, percentile CI, the n behind it, and its bootstrap draws."""
+    """A statistic of one cell: point value, CI and the rule that made it, the n behind it, its bootstrap draws."""
 
     value: float
     ci: tuple[float, float]
     n: int
     draws: np.ndarray = field(repr=False, compare=False)
+    method: str = CI_WILSON
 
     def to_json(self) -> dict[str, object]:
-        return {"value": json_number(self.value), "ci": [json_number(self.ci[0]), json_number(self.ci[1])], "n": self.n}
+        return {"value": json_number(self.value), "ci": [json_number(self.ci[0]), json_number(self.ci[1])], "n": self.n,
+                "ci_method": self.method}  # fmt: skip
 
 
 def json_number(x: float) -> float | None:
@@ -151,10 +266,72 @@ def json_number(x: float) -> float | None:
 
 
 def estimate(value: float, draws: np.ndarray, n: int, level: float = LEVEL) -> Estimate:
+    """An estimate with the percentile interval of ``draws`` (kept for statistics without a closed form)."""
     lo, hi = percentile_ci(draws[:, None], level)[:, 0]
-    return Estimate(float(value), (float(lo), float(hi)), int(n), draws)
+    return Estimate(float(value), (float(lo), float(hi)), int(n), draws, "percentile")
 
 
 def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Closed intervals [a0, a1] and [b0, b1] share a point."""
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+# --- paired tests ---------------------------------------------------------------------------------
+
+MCNEMAR, WILCOXON, PAIRED_BOOTSTRAP = "mcnemar_midp", "wilcoxon_signed_rank", "paired_bootstrap"
+
+
+def mcnemar_midp(better: int, worse: int) -> float:
+    """Two-sided mid-p McNemar test on the discordant pairs (``better``: items only the first got right).
+
+    With d = better + worse and k = max(better, worse), X ~ Binomial(d, 1/2):
+    p = min(1, 2·(P(X > k) + P(X = k)/2)); 1 when d = 0. The exact conditional test (``binomtest``)
+    is the same sum without the half; it is conservative: at 0.8 vs 0.5 on 30 independent items it
+    finds the difference 58.6% of the time against the mid-p's 67.3%, whose size stays under 5% for
+    n from 5 to 100 and p from 0.5 to 0.95 (Fagerland, Lydersen & Laake 2013 recommend it).
+    """
+    d = better + worse
+    if d == 0:
+        return 1.0
+    k = max(better, worse)
+    return float(min(1.0, 2.0 * (binom.sf(k, d, 0.5) + 0.5 * binom.pmf(k, d, 0.5))))
+
+
+def paired_difference_test(first: np.ndarray, second: np.ndarray) -> tuple[float, float, str]:
+    """(two-sided p, mean of first − second, test name) for two score vectors over the same items.
+
+    Pass/fail vectors (every value 0 or 1): :func:`mcnemar_midp`. Otherwise the Wilcoxon
+    signed-rank test on the differences (scipy, zero differences dropped; exact when small and
+    untied), which cannot be fooled by a few identical differences the way a t-test with zero
+    spread is; p = 1 when every difference is 0.
+    """
+    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    diff = first - second
+    mean = float(diff.mean()) if len(diff) else 0.0
+    if np.isin(first, (0.0, 1.0)).all() and np.isin(second, (0.0, 1.0)).all():
+        return mcnemar_midp(int((diff > 0).sum()), int((diff < 0).sum())), mean, MCNEMAR
+    if not (diff != 0).any():
+        return 1.0, mean, WILCOXON
+    return float(wilcoxon(diff, zero_method="wilcox").pvalue), mean, WILCOXON
+
+
+def bootstrap_p_value(diff_draws: np.ndarray) -> float:
+    """Two-sided paired-bootstrap p for a difference whose draws come from paired resamples:
+    2·min((1 + #{Δ* ≤ 0}), (1 + #{Δ* ≥ 0})) / (B + 1), capped at 1 (NaN draws dropped)."""
+    d = np.asarray(diff_draws, dtype=float)
+    d = d[~np.isnan(d)]
+    if not len(d):
+        return 1.0
+    return float(min(1.0, 2.0 * min(1 + (d <= 0).sum(), 1 + (d >= 0).sum()) / (len(d) + 1)))
+
+
+def holm(p_values: np.ndarray | list[float]) -> np.ndarray:
+    """Holm step-down adjusted p-values: sorted ascending, p̃₍ᵢ₎ = max_{j≤i} min(1, (m − j + 1)·p₍ⱼ₎)."""
+    p = np.asarray(p_values, dtype=float)
+    if not len(p):
+        return p
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order])
+    out = np.empty_like(p)
+    out[order] = np.maximum.accumulate(scaled)
+    return out

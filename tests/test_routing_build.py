@@ -100,7 +100,7 @@ def test_manifest_round_trips_through_safe_load(tmp_path: Path) -> None:
     text = (run / "routing_manifest.yaml").read_text(encoding="utf-8")
     assert yaml.safe_load(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True)) == manifest
     assert yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=120) == text
-    assert manifest["schema_version"] == 1 and manifest["kind"] == "medpool-routing-manifest"
+    assert manifest["schema_version"] == 2 and manifest["kind"] == "medpool-routing-manifest"
     assert manifest["pool_fingerprints"] == ["pool-fp-1"] and manifest["data_fingerprints"] == ["data-fp-1"]
     assert manifest["parameters"]["min_n"] == 5 and manifest["default"]["model"] == "alpha"
     assert manifest["orchestrator"]["model"] == "alpha" and "capability" in manifest["orchestrator"]["components"]
@@ -129,8 +129,12 @@ def routes_for(tmp_path: Path, rows: list[dict[str, Any]], min_n: int = 5, floor
 
 def test_clear_winner_is_decisive(tmp_path: Path) -> None:
     route = routes_for(tmp_path, bucket_rows({"strong": [1.0] * 10, "weak": [0.0] * 10}))["exam/task/single_choice"]
-    assert route["routable"] and route["decisive"] and route["tied_top"] == ["strong"]
-    assert [c["model"] for c in route["candidates"]] == ["strong", "weak"] and route["candidates"][0]["ci"] == [1.0, 1.0]
+    assert route["routable"] and route["decisive"] and route["tied_top"] == ["strong"] and route["model"] == "strong"
+    assert route["chosen_by"] == "paired_test" and route["method"] == "mcnemar_midp" and route["served_by"] == "exam/task/single_choice"
+    assert [c["model"] for c in route["candidates"]] == ["strong", "weak"] and [c["verdict"] for c in route["candidates"]] == ["leader", "worse"]
+    lo, hi = route["candidates"][0]["ci"]  # a unanimous sample still gets a Wilson interval, never zero-width
+    assert route["candidates"][0]["ci_method"] == "wilson" and hi == 1.0 and 0.6 < lo < 0.7
+    assert route["candidates"][1]["n_paired"] == 10 and route["candidates"][1]["p_holm"] < 0.05
 
 
 def test_overlapping_intervals_are_a_tie(tmp_path: Path) -> None:
@@ -147,7 +151,8 @@ def test_insufficient_data_exactly_below_min_n(tmp_path: Path) -> None:
     assert tiny["insufficient_data"] and not tiny["routable"] and tiny["candidates"] == [] and tiny["tied_top"] == []
     assert "no model has n >= 5 scored items (most: 4)" in tiny["reason"]
     assert not edge["insufficient_data"] and edge["routable"] and edge["tied_top"] == ["a"]  # n = 5 = min_n is enough
-    assert edge["excluded"] == [{"model": "b", "judge": None, "n": 3, "score": 1.0, "ci": [1.0, 1.0], "reason": "n=3 < min_n=5"}]
+    assert edge["excluded"] == [{"model": "b", "judge": None, "n": 3, "score": 1.0, "ci": [0.309988, 1.0], "ci_method": "wilson",
+                                 "reason": "n=3 < min_n=5"}]  # fmt: skip
 
 
 def test_floor_makes_a_bucket_unroutable_without_calling_it_insufficient(tmp_path: Path) -> None:

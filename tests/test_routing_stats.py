@@ -103,7 +103,7 @@ def test_macro_f1_bootstrap_leaves_out_items_a_cell_does_not_have() -> None:
 def test_estimate_and_overlap() -> None:
     est = estimate(0.5, np.array([0.4, 0.5, 0.6] * 10), 30)
     assert est.n == 30 and est.ci[0] == pytest.approx(0.4) and est.ci[1] == pytest.approx(0.6)
-    assert est.to_json() == {"value": 0.5, "ci": [0.4, 0.6], "n": 30}
+    assert est.to_json() == {"value": 0.5, "ci": [0.4, 0.6], "n": 30, "ci_method": "percentile"}
     assert intervals_overlap((0.1, 0.5), (0.5, 0.9)) and not intervals_overlap((0.1, 0.49), (0.5, 0.9))
     assert np.isnan(percentile_ci(np.full((10, 1), np.nan))).all()
 
