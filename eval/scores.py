@@ -22,12 +22,16 @@ A row of ``RUN_DIR/scores.jsonl`` is :meth:`Score.to_record` plus the answer's i
   safety ≥ 8; deterministic: value ≥ ``PASS_THRESHOLD`` unless the scorer says otherwise);
 - ``metrics``: every sub-metric by name (coverage, accuracy, safety, grounding, total, p1..p4, f1,
   precision, recall, ...);
-- ``judge``: the judge identity (model, backend, prompt-version hash) or null for judge-free scores;
+- ``judge``: null for judge-free scores, else ``{"model", "backend", "prompt_version", "key",
+  "identity"}`` (see :class:`JudgeIdentity`): the judge's pool name, backend name and prompt
+  version, the short stable key rows are grouped by, and the full identity the key hashes;
 - ``details``: what a reader needs to audit the score (parsed prediction, rationale, flags).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -64,16 +68,72 @@ def family_of(gold_type: str) -> Family:
         raise ValueError(f"unknown gold type {gold_type!r}; known: {', '.join(FAMILY_OF_GOLD_TYPE)}") from None
 
 
+# The fields of a judge identity held outside ``JudgeIdentity.setup``.
+JUDGE_NAMED_FIELDS = ("name", "backend", "prompt_version")
+
+
 @dataclass(frozen=True)
 class JudgeIdentity:
-    """Who judged: results differing in any of these are never merged."""
+    """Who judged, and how: scores differing in any field are never merged.
+
+    ``model`` and ``backend`` are the judge's pool name and backend name, ``prompt_version`` the
+    sha256 prefix of the prompt template and rubric, and ``setup`` every other field that shapes a
+    verdict, sorted by name: backend type, endpoint identity (URL, or
+    ``llamacpp://<weights sha256>/<chat_format>``), model id and each generation setting
+    (temperature, max_tokens, stop, top_p, seed, mode, think, gguf, chat_format, ...). Rows written
+    before ``setup`` existed carry only the first three fields; that is then their whole identity.
+
+    :meth:`key` is short and stable across runs and machines: ``name@backend#<hash>``, the hash
+    being the first 12 hex of sha256 over the canonical JSON of :meth:`as_dict` (for an identity
+    without ``setup``, the prompt version itself, as such rows always carried).
+    """
 
     model: str
     backend: str
     prompt_version: str  # sha256 prefix of the prompt template and rubric
+    setup: tuple[tuple[str, Any], ...] = ()  # (field, value) pairs, sorted; values hashable (lists as tuples)
+
+    def __post_init__(self) -> None:
+        clash = [name for name, _ in self.setup if name in JUDGE_NAMED_FIELDS]
+        if clash:
+            raise ValueError(f"JudgeIdentity.setup: {', '.join(clash)} are fields of their own, not setup")
+
+    @classmethod
+    def of(cls, name: str, backend: str, prompt_version: str, setup: Mapping[str, Any]) -> JudgeIdentity:
+        """An identity from plain JSON values (``setup`` lists become tuples so the identity hashes)."""
+        return cls(name, backend, prompt_version, tuple(sorted((k, frozen_json(v)) for k, v in setup.items())))
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> JudgeIdentity:
+        """The identity a ``scores.jsonl`` ``judge`` object carries (``identity`` may be absent)."""
+        full = record.get("identity") or {}
+        setup = {k: v for k, v in full.items() if k not in JUDGE_NAMED_FIELDS}
+        return cls.of(record["model"], record["backend"], record["prompt_version"], setup)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON values: name, backend, prompt_version and the setup fields."""
+        return {"name": self.model, "backend": self.backend, "prompt_version": self.prompt_version,
+                **{k: _thawed(v) for k, v in self.setup}}  # fmt: skip
 
     def key(self) -> str:
-        return f"{self.model}@{self.backend}#{self.prompt_version}"
+        if not self.setup:
+            return f"{self.model}@{self.backend}#{self.prompt_version}"
+        blob = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return f"{self.model}@{self.backend}#{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:12]}"
+
+    def to_record(self) -> dict[str, Any]:
+        return {"model": self.model, "backend": self.backend, "prompt_version": self.prompt_version,
+                "key": self.key(), "identity": self.as_dict()}  # fmt: skip
+
+
+def frozen_json(value: Any) -> Any:
+    """A JSON value made hashable: lists (nested too) become tuples; scalars stay as they are."""
+    return tuple(frozen_json(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _thawed(value: Any) -> Any:
+    """The inverse of :func:`frozen_json`: tuples become lists again."""
+    return [_thawed(v) for v in value] if isinstance(value, tuple) else value
 
 
 @dataclass(frozen=True)
@@ -98,7 +158,6 @@ class Score:
             "value": self.value,
             "passed": self.passed,
             "metrics": dict(self.metrics),
-            "judge": None if self.judge is None else {"model": self.judge.model, "backend": self.judge.backend,
-                                                      "prompt_version": self.judge.prompt_version},
+            "judge": None if self.judge is None else self.judge.to_record(),
             "details": dict(self.details),
         }

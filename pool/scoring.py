@@ -32,9 +32,10 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
+from pool.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
 from pool.dispatch import Dispatcher, Messages
-from pool.endpoints import BackendEndpoint
+from pool.endpoints import BackendEndpoint, local_model_identity
 from pool.outcome import Result, Unit
 from pool.plan import ANSWER_STAGE
 from pool.progress import ProgressDisplay
@@ -51,24 +52,58 @@ class JudgeSetup:
     model: Model
     backend: str
     endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
+    backend_type: str = ""
 
     def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
-        return JudgeIdentity(self.model.name, self.backend, prompt_version(contract or contract_for(item)))
+        """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
+        setup = {k: v for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
+                 if k not in ("name", "backend")}  # fmt: skip
+        return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
 
     def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
         """The stage name of this judge's verdicts: a new judge, server or setting never reuses old ones."""
-        params = self.model.generation_params()
-        key = json.dumps([self.identity(item, contract).key(), self.endpoint, self.model.model, params.temperature,
-                          params.max_tokens, list(params.stop), params.top_p, params.seed], ensure_ascii=False)
+        key = self.identity(item, contract).key()
         suffix = (":" + contract if contract else "") + (":reask" if reask else "")
         return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
 
 
-def model_identity(config: PoolConfig, model: Model) -> dict[str, Any]:
-    """What makes two runs of a model comparable: results differing here are never merged."""
-    return {"name": model.name, "backend": model.backend, "backend_type": config.backends[model.backend].type,
-            "model": model.model, "temperature": model.temperature, "max_tokens": model.max_tokens,
-            "mode": model.mode, "think": model.think}
+def answerer_fields(model: Model, backend_type: str, endpoint: str) -> dict[str, Any]:
+    """Every field that shapes what ``model`` says, as plain JSON values.
+
+    The pool entry minus what does not reach the server (``enabled``, ``notes``) — name, backend,
+    model id, mode, temperature, max_tokens, stop, top_p, seed, think, gguf, chat_format, and any
+    generation field added later — plus the backend type and the endpoint identity (the URL without
+    credentials or query, or ``llamacpp://<weights sha256>/<chat_format>``; ``""`` when unknown).
+    """
+    fields = model.model_dump(mode="json", exclude={"enabled", "notes"})
+    return {**fields, "backend_type": backend_type, "endpoint": normalize_endpoint(endpoint) if endpoint else ""}
+
+
+def configured_endpoint(config: PoolConfig, model: Model) -> str:
+    """The endpoint identity the pool file gives ``model`` without starting anything ("" if unknowable).
+
+    Used only when no live endpoint and no stored answer says which server answered (a run store
+    older than the ``endpoint`` column): a remote backend's ``base_url``; for the managed llama.cpp
+    server the weights' sha256 identity, or "" when the file is gone.
+    """
+    backend = config.backends[model.backend]
+    if backend.type != "llamacpp":
+        return str(getattr(backend, "base_url", ""))
+    if model.gguf is None:
+        return ""
+    try:
+        return local_model_identity(model)
+    except (OSError, ValueError):
+        return ""
+
+
+def model_identity(config: PoolConfig, model: Model, endpoint: str = "") -> dict[str, Any]:
+    """What makes two runs of a model comparable: results differing here are never merged.
+
+    ``endpoint`` is the identity of the server that answered (``Result.endpoint``); when empty the
+    pool file's is used (:func:`configured_endpoint`).
+    """
+    return answerer_fields(model, config.backends[model.backend].type, endpoint or configured_endpoint(config, model))
 
 
 class ScoringStage:
@@ -86,11 +121,14 @@ class ScoringStage:
         self.judge = None
         if judge is not None:
             endpoint = self.endpoints.get(judge.backend)
-            self.judge = JudgeSetup(judge, judge.backend, endpoint.identities.get(judge.name, "") if endpoint else "")
+            served = endpoint.identities.get(judge.name, "") if endpoint else ""
+            self.judge = JudgeSetup(judge, judge.backend, served or configured_endpoint(config, judge),
+                                    backend_type=config.backends[judge.backend].type)
         self.scheduler = scheduler
         self.log_interval = log_interval
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
+        self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> list[Result]:
@@ -270,8 +308,15 @@ class ScoringStage:
             "answer_status": answer.status,
             "latency_s": answer.latency_s,
             "completion_tokens": answer.completion_tokens,
-            "model_identity": model_identity(self.config, model),
+            "model_identity": self._model_identity(model, answer.endpoint),
         }
+
+    def _model_identity(self, model: Model, endpoint: str) -> dict[str, Any]:
+        """:func:`model_identity`, remembered per (model, endpoint): a row costs no file hashing."""
+        key = (model.name, endpoint)
+        if key not in self._identities:
+            self._identities[key] = model_identity(self.config, model, endpoint)
+        return dict(self._identities[key])
 
     def write(self, run_dir: Path) -> Path:
         path = run_dir / "scores.jsonl"

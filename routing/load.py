@@ -9,6 +9,19 @@ same key in one file are an error; across runs the row of the later run (by ``cr
 except that an ``infra_error`` never replaces a real result. Rows differing in model or judge
 identity are different keys, so they are never merged.
 
+Identities are compared field by field, whole: ``model_identity`` is every field the row carries
+(name, backend, backend_type, endpoint, model id, temperature, max_tokens, stop, top_p, seed, mode,
+think, gguf, chat_format, ...), and the judge is :class:`~eval.scores.JudgeIdentity` (pool name,
+backend, prompt version and the ``identity`` object's other fields; its stored ``key`` is derived,
+never trusted). A row written before a field existed simply lacks it, and its identity is what it
+carries — so it is kept apart from a newer row that names the field. :attr:`Loaded.kept_apart`
+lists every model name and every judge (per family) that stands for more than one identity, with
+the fields that tell them apart and the runs each came from.
+
+``answered`` per row: the answer was obtained (``answer_status`` is not ``infra_error``). Rows
+without ``answer_status`` count as unanswered when they are an ``infra_error`` with no judge (the
+only way a judge-free row fails), answered otherwise.
+
 Audit columns read from ``details`` for the specialty leaderboard (absent keys leave NaN):
 
 - ``safety_floor``: ``details["safety_floor"]`` — true (or a non-empty list of the forbidden phrases
@@ -31,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.scores import FAMILIES, JudgeIdentity
+from eval.scores import FAMILIES, JUDGE_NAMED_FIELDS, JudgeIdentity, frozen_json
 from routing.table import (
     NO_DOMAIN,
     STATUSES,
@@ -68,6 +81,7 @@ class Loaded:
     runs: tuple[RunInfo, ...]
     skipped_runs: tuple[str, ...]  # directories left out by --since
     superseded: int  # rows replaced by a later run's row for the same key
+    kept_apart: tuple[dict[str, Any], ...] = ()  # see kept_apart(): same name, different identities
 
 
 def parse_time(text: str, where: str) -> datetime:
@@ -107,7 +121,11 @@ def _number(value: Any) -> bool:
 
 
 def check_row(row: Any) -> str | None:
-    """What is wrong with one scores.jsonl row (``field: problem``), or None."""
+    """What is wrong with one scores.jsonl row (``field: problem``), or None.
+
+    The values inside ``model_identity`` and ``judge.identity`` are checked once per distinct
+    object, when :class:`_Interner` first meets it (a million rows hold a handful of identities).
+    """
     if not isinstance(row, dict):
         return f"row: expected a JSON object, got {type(row).__name__}"
     for key in REQUIRED_STR:
@@ -134,6 +152,8 @@ def check_row(row: Any) -> str | None:
     judge = row.get("judge")
     if judge is not None and not (isinstance(judge, dict) and all(isinstance(judge.get(k), str) for k in ("model", "backend", "prompt_version"))):
         return "judge: must be null or an object with string model, backend, prompt_version"
+    if row.get("answer_status") not in (None, "ok", "error", "infra_error"):
+        return f"answer_status: must be ok, error, infra_error or absent, got {row.get('answer_status')!r}"
     for key in ("metrics", "details"):
         if not isinstance(row.get(key, {}), dict):
             return f"{key}: must be an object"
@@ -144,6 +164,37 @@ def check_row(row: Any) -> str | None:
         if row.get(key) is not None and not _number(row[key]):
             return f"{key}: must be a number or null, got {row[key]!r}"
     return None
+
+
+def _identity_values(where: str, fields: Mapping[str, Any]) -> str | None:
+    """An identity field must be a JSON scalar or a list of them (it is compared and hashed whole)."""
+    for name, value in fields.items():
+        if isinstance(value, list):
+            if any(isinstance(v, (list, dict)) for v in value):
+                return f"{where}.{name}: a list of strings or numbers expected, got {value!r}"
+        elif isinstance(value, dict):
+            return f"{where}.{name}: a string, number, boolean, null or list expected, got an object"
+    return None
+
+
+def _judge_problem(judge: Mapping[str, Any]) -> str | None:
+    """What is wrong with a ``judge`` object's ``identity`` (the named fields are already checked)."""
+    full = judge.get("identity")
+    if full is None:
+        return None
+    if not isinstance(full, dict):
+        return "judge.identity: must be an object (every field of the judge's identity)"
+    for field, top in zip(JUDGE_NAMED_FIELDS, ("model", "backend", "prompt_version")):
+        if field in full and full[field] != judge[top]:
+            return f"judge.identity.{field}: {full[field]!r} differs from judge.{top} {judge[top]!r}"
+    return _identity_values("judge.identity", full)
+
+
+def _answered(row: Mapping[str, Any]) -> bool:
+    """Whether the row's answer was obtained (see the module docstring for rows without answer_status)."""
+    if row.get("answer_status") is not None:
+        return bool(row["answer_status"] != "infra_error")
+    return not (row["status"] == "infra_error" and row.get("judge") is None)
 
 
 def _flags(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
@@ -169,6 +220,20 @@ def _label(row: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]] | None:
     return details.get("predicted_label"), details["gold_label"], tuple(declared)
 
 
+def _raw_key(record: Mapping[str, Any]) -> Any:
+    """A cheap hashable stand-in for an identity object as read (lists of scalars become tuples)."""
+    try:
+        raw = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in record.items())
+        hash(raw)
+    except TypeError:  # a value check_row let through but that still does not hash: its JSON text
+        return json.dumps(record, sort_keys=True, default=str)
+    return raw
+
+
+class _IdentityError(ValueError):
+    """A model or judge identity object that cannot be used; the message is ``field: problem``."""
+
+
 class _Interner:
     """Shared objects for repeated values, so a million rows hold a few identities and strings."""
 
@@ -178,29 +243,37 @@ class _Interner:
         self._identity_ids: dict[Any, int] = {}
         self._raw_identity_ids: dict[Any, int] = {}
         self._judge_ids: dict[Any, int] = {None: 0}
+        self._raw_judge_ids: dict[Any, int] = {}
         self._strings: dict[str, str] = {}
 
     def identity(self, record: Mapping[str, Any]) -> int:
-        try:
-            raw: Any = tuple(record.items())
-            hash(raw)
-        except TypeError:  # an unhashable field value: key on its JSON text
-            raw = json.dumps(record, sort_keys=True, default=str)
+        raw = _raw_key(record)
         found = self._raw_identity_ids.get(raw)
         if found is None:
-            identity = ModelIdentity.from_record(record)
+            problem = _identity_values("model_identity", record)
+            if problem:
+                raise _IdentityError(problem)
+            identity = ModelIdentity.from_record({k: frozen_json(v) for k, v in record.items()})
             found = self._identity_ids.setdefault(identity, len(self._identity_ids))
             if found == len(self.identities):
                 self.identities.append(identity)
             self._raw_identity_ids[raw] = found
         return found
 
-    def judge(self, record: Mapping[str, str] | None) -> int:
-        raw = None if record is None else (record["model"], record["backend"], record["prompt_version"])
-        found = self._judge_ids.get(raw)
+    def judge(self, record: Mapping[str, Any] | None) -> int:
+        if record is None:
+            return 0
+        raw = (record["model"], record["backend"], record["prompt_version"], _raw_key(record.get("identity") or {}))
+        found = self._raw_judge_ids.get(raw)
         if found is None:
-            found = self._judge_ids[raw] = len(self.judges)
-            self.judges.append(JudgeIdentity(*raw))  # type: ignore[misc]
+            problem = _judge_problem(record)
+            if problem:
+                raise _IdentityError(problem)
+            identity = JudgeIdentity.from_record(record)
+            found = self._judge_ids.setdefault(identity, len(self.judges))
+            if found == len(self.judges):
+                self.judges.append(identity)
+            self._raw_judge_ids[raw] = found
         return found
 
     def text(self, value: str) -> str:
@@ -208,7 +281,7 @@ class _Interner:
 
 
 # A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
-# latency_s, completion_tokens, metrics, flags, label, line).
+# latency_s, completion_tokens, metrics, flags, label, answered, line).
 Record = tuple[Any, ...]
 STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
 INFRA_CODE = STATUS_CODE["infra_error"]
@@ -232,13 +305,16 @@ def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int
             problem = check_row(row)
             if problem:
                 raise LoadError(f"{path}:{line_no}: {problem}")
-            key = (interner.identity(row["model_identity"]), interner.judge(row.get("judge")), row["item_id"])
+            try:
+                key = (interner.identity(row["model_identity"]), interner.judge(row.get("judge")), row["item_id"])
+            except _IdentityError as exc:
+                raise LoadError(f"{path}:{line_no}: {exc}") from None
             details = row.get("details", {})
             out.append((key, (
                 row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
                 text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
                 row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
-                _flags(details) if details else None, _label(row), line_no,
+                _flags(details) if details else None, _label(row), _answered(row), line_no,
             )))  # fmt: skip
     return out
 
@@ -298,6 +374,7 @@ def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], inter
         metrics={name: np.array([m.get(name) for m in metric_rows], dtype=float) for name in metric_names},
         flags={name: flags[:, j] for j, name in enumerate(FLAG_COLUMNS)},
         labels={i: r[13] for i, r in enumerate(records) if r[13] is not None},
+        answered=np.fromiter((r[14] for r in records), dtype=bool, count=n),
     )  # fmt: skip
 
 
@@ -323,4 +400,51 @@ def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loade
     merged, superseded = merge_rows(per_run, interner)
     if not merged:
         raise LoadError(f"no score rows in {', '.join(str(d / SCORES_FILENAME) for d, _ in infos)}")
-    return Loaded(build_table(merged, interner), tuple(info for _, info in infos), tuple(skipped), superseded)
+    table = build_table(merged, interner)
+    runs = tuple(info for _, info in infos)
+    return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)))
+
+
+def _differing(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Field names whose value is not the same in every record (a missing field counts as null)."""
+    names = sorted({k for r in records for k in r})
+    return [k for k in names if len({json.dumps(r.get(k), sort_keys=True, default=str) for r in records}) > 1]
+
+
+def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
+    """Every name that stands for more than one identity, each identity kept as its own entrant.
+
+    ``{"kind": "model", "name", "differs_in": [field], "identities": [{"label", "key", "runs"}]}``
+    per pool name with several model identities, and ``{"kind": "judge", "family", "name",
+    "differs_in", "identities": [{"key", "runs"}]}`` per family and judge pool name with several
+    judge identities (within a family every verdict uses one prompt contract, so a second identity
+    there is another judge, server, setting or prompt version — never merged). ``runs``: run ids.
+    """
+    pairs = np.unique(np.stack([table.entrant, table.run]), axis=1) if len(table) else np.zeros((2, 0), dtype=int)
+    runs_of: dict[int, list[str]] = {}
+    for entrant, run in pairs.T:
+        runs_of.setdefault(int(entrant), []).append(runs[int(run)].run_id)
+    out: list[dict[str, Any]] = []
+    models: dict[str, dict[ModelIdentity, set[str]]] = {}
+    for index, entrant in enumerate(table.entrants):
+        models.setdefault(entrant.model.name, {}).setdefault(entrant.model, set()).update(runs_of.get(index, ()))
+    labels = {e.model: e.model_label for e in table.entrants}
+    for name, group in sorted(models.items()):
+        if len(group) > 1:
+            idents = sorted(group, key=lambda i: labels[i])
+            out.append({"kind": "model", "name": name, "differs_in": _differing([i.as_dict() for i in idents]),
+                        "identities": [{"label": labels[i], "key": i.key, "runs": sorted(group[i])} for i in idents]})  # fmt: skip
+    families = table.names("family")
+    judges: dict[tuple[str, str], dict[JudgeIdentity, set[str]]] = {}
+    pairs = np.unique(np.stack([table.family, table.entrant, table.run]), axis=1) if len(table) else np.zeros((3, 0), dtype=int)
+    for family, entrant, run in pairs.T:
+        judge = table.entrants[int(entrant)].judge
+        if judge is not None:
+            judges.setdefault((families[int(family)], judge.model), {}).setdefault(judge, set()).add(runs[int(run)].run_id)
+    for (family, name), group in sorted(judges.items()):
+        if len(group) > 1:
+            idents = sorted(group, key=lambda j: j.key())
+            out.append({"kind": "judge", "family": family, "name": name,
+                        "differs_in": _differing([j.as_dict() for j in idents]),
+                        "identities": [{"key": j.key(), "runs": sorted(group[j])} for j in idents]})  # fmt: skip
+    return out

@@ -1,8 +1,9 @@
 """The loaded scores as columns: one row per (entrant, item), numbers in numpy arrays.
 
 An *entrant* is what one leaderboard row stands for: a model identity (``model_identity`` of a
-``scores.jsonl`` row: name, backend, model, temperature, max_tokens, mode, think) together with the
-judge identity that scored it (``None`` for judge-free scores). Rows of two entrants are never
+``scores.jsonl`` row: name, backend, backend_type, endpoint, model, every generation setting, gguf,
+chat_format — whatever fields the row carries) together with the judge identity that scored it
+(``None`` for judge-free scores). Rows of two entrants are never
 merged: the same pool name run on another backend, at another temperature or with thinking on is a
 different model, and the same answers graded by another judge (or another prompt version) are
 different scores. When a name is ambiguous the label says how (``name [backend=ollama]``,
@@ -77,11 +78,16 @@ def _identity_labels(identities: Sequence[ModelIdentity]) -> dict[ModelIdentity,
         differing = [k for k in keys if len({json.dumps(ident.as_dict().get(k), default=str) for ident in group}) > 1]
         for ident in group:
             values = ident.as_dict()
-            detail = ", ".join(f"{k}={values.get(k)}" for k in differing if k != "name")
+            detail = ", ".join(f"{k}={_shown(values.get(k))}" for k in differing if k != "name")
             labels[ident] = f"{name} [{detail}]" if detail else f"{name} [{ident.key}]"
     if len(set(labels.values())) != len(labels):  # two identities still rendered alike: fall back to the key
         labels = {ident: f"{label} #{ident.key}" for ident, label in labels.items()}
     return labels
+
+
+def _shown(value: Any) -> str:
+    """An identity value in a label: lists (stored as tuples) as JSON, anything else as text."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, tuple)) else str(value)
 
 
 def make_entrants(pairs: Sequence[tuple[ModelIdentity, JudgeIdentity | None]]) -> list[Entrant]:
@@ -125,6 +131,7 @@ class ScoreTable:
     flags: Mapping[str, np.ndarray]  # specialty audit columns (see routing.load.FLAG_COLUMNS), NaN where absent
     labels: Mapping[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
     # row -> (predicted_label, gold_label, label set) for classification rows
+    answered: np.ndarray | None = None  # bool: the answer was obtained; None = every non-infra_error row
 
     def __len__(self) -> int:
         return int(self.entrant.shape[0])
@@ -156,19 +163,37 @@ def group_rows(keys: Sequence[np.ndarray], order_by: np.ndarray | None = None) -
     return [(tuple(int(x) for x in stacked[s]), order[s:e]) for s, e in zip(starts, ends)]
 
 
-def common_items_mask(table: ScoreTable) -> np.ndarray:
-    """Rows kept by ``--common``: per (family, task), the items every entrant present there has scored.
+def common_items(table: ScoreTable) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Rows kept by ``--common``, and the entrants left out of a task's comparison.
 
-    An entrant is present in a (family, task) when it has any row there, whatever the status; an item
-    survives when each present entrant has a ``scored`` row for it. Comparing per task, not over the
+    Per (family, task) the entrants compared are those with at least one ``scored`` row there; an
+    item survives when each of them has a ``scored`` row for it. A row whose answer was never
+    obtained (``infra_error``, including ``model_failed`` for a model given up on) is an absent
+    answer, so an entrant with no scored row in a task — every answer failed, or no verdict came
+    back — is left out of that task's comparison and listed as ``{"family", "task", "model",
+    "reason"}`` instead of emptying the task for everyone else. Comparing per task, not over the
     whole run, keeps a model that skipped a whole task from emptying the tasks it did run.
     """
+    answered = table.answered if table.answered is not None else table.status != INFRA_ERROR
+    families, tasks = table.names("family"), table.names("task")
     keep = np.zeros(len(table), dtype=bool)
-    for _, rows in group_rows([table.family, table.task]):
-        entrants = np.unique(table.entrant[rows])
+    left_out: list[dict[str, Any]] = []
+    for (family, task), rows in group_rows([table.family, table.task]):
         scored = rows[table.status[rows] == SCORED]
+        compared = np.unique(table.entrant[scored])
+        for entrant in np.setdiff1d(np.unique(table.entrant[rows]), compared):
+            mine = rows[table.entrant[rows] == entrant]
+            reason = ("no answer obtained (every answer an infra_error, e.g. model_failed)" if not answered[mine].any()
+                      else "no scored item (answers obtained, none scored)")  # fmt: skip
+            left_out.append({"family": families[family], "task": tasks[task],
+                             "model": table.entrants[int(entrant)].label, "reason": reason})  # fmt: skip
         pairs = np.unique(np.stack([table.item[scored], table.entrant[scored]]), axis=1)
         items, count = np.unique(pairs[0], return_counts=True)
-        complete = items[count == len(entrants)]
+        complete = items[count == len(compared)]
         keep[rows] = np.isin(table.item[rows], complete)
-    return keep
+    return keep, left_out
+
+
+def common_items_mask(table: ScoreTable) -> np.ndarray:
+    """The rows :func:`common_items` keeps."""
+    return common_items(table)[0]

@@ -118,6 +118,15 @@ def test_good_verdicts_are_scored_with_the_judge_identity(tmp_path, fake_in_thre
     assert got["r1"]["passed"] is True and got["r1"]["metrics"]["total"] == 35
     assert got["r1"]["judge"]["model"] == "judgey" and len(got["r1"]["judge"]["prompt_version"]) == 12
     assert got["c1"]["status"] == "scored" and got["c1"]["value"] == 1.0 and got["c1"]["judge"] is None
+    url = pool.read_text().split("base_url: ")[1].split("\n")[0].rstrip("/")
+    judge = got["r1"]["judge"]
+    assert judge["key"].startswith("judgey@fake#") and judge["identity"]["endpoint"] == url
+    assert {k: judge["identity"][k] for k in ("backend_type", "model", "temperature", "seed", "top_p", "prompt_version")} == {
+        "backend_type": "openai", "model": "judgey", "temperature": 0.0, "seed": None, "top_p": None,
+        "prompt_version": judge["prompt_version"]}  # fmt: skip
+    ident = got["r1"]["model_identity"]
+    assert (ident["endpoint"], ident["max_tokens"], ident["stop"], ident["gguf"]) == (url, 32, [], None)
+    assert got["r1"]["answer_status"] == "ok"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["extra"]["scoring"]["judge_infra_errors"] == 0
 
@@ -149,6 +158,9 @@ def test_still_unparseable_is_an_infra_error_not_a_zero(tmp_path, fake_in_thread
     assert again.returncode == 0, again.stderr
     got = scores(tmp_path / "run")
     assert got["r1"]["status"] == "scored"
+    # the answers came from the first server, the new verdicts from the second: each identity says so
+    assert got["r1"]["judge"]["identity"]["endpoint"] == good_url.rstrip("/")
+    assert got["r1"]["model_identity"]["endpoint"] != good_url.rstrip("/")
     answers = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert sum(r["stage"] == "answer" for r in answers) == 3
 
