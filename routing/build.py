@@ -33,7 +33,7 @@ from routing.markdown import render_markdown
 from routing.pairwise import PairwiseOptions, build_pairwise
 from routing.reliability import build_reliability
 from routing.report import render_report
-from routing.table import INFRA_ERROR, common_items_mask
+from routing.table import INFRA_ERROR, common_items
 from routing.validation import DEFAULT_K, cross_validate, manifest_decider
 
 EXIT_OK, EXIT_INPUT = 0, 2
@@ -89,7 +89,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     options = options or BuildOptions()
     loaded = load_runs(run_dirs, since=options.since)
     table = loaded.table
-    keep = common_items_mask(table) if options.common else np.ones(len(table), dtype=bool)
+    keep, left_out = common_items(table) if options.common else (np.ones(len(table), dtype=bool), [])
     generated_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     params = options.parameters()
     runs = [{"run_id": r.run_id, "dir": r.dir, "created_at": r.created_at, "pool_fingerprint": r.pool_fingerprint,
@@ -102,6 +102,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         decide = manifest_decider(table, loaded.runs, params, rounds=options.bootstrap, seed=options.seed)
         manifest["validation"] = cross_validate(table, keep, decide, k=options.cv_folds, seed=options.seed,
                                                 rounds=options.bootstrap, min_n=options.min_n)
+    manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
     leaderboard = {
         "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
         "models": manifest["models"], "families": {},
@@ -138,6 +139,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         "routable": sum(r["routable"] for r in routes), "decisive": sum(r["routable"] and r["decisive"] for r in routes),
         "insufficient": sum(r["insufficient_data"] for r in routes), "hard_items": len(hard["item_ids"]),
         "default": manifest["default"]["model"], "orchestrator": manifest["orchestrator"]["model"],
+        "kept_apart": len(loaded.kept_apart), "common_left_out": left_out,
         "judge_warnings": [w["message"] for w in reliability["warnings"]],
     }  # fmt: skip
 
@@ -232,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
     print(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
           f"hard subset: {summary['hard_items']} items")
+    if summary["kept_apart"]:
+        print(f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)")
+    for gap in summary["common_left_out"]:
+        print(f"  --common: {gap['model']} left out of {gap['family']}/{gap['task']}: {gap['reason']}")
     for warning in summary["judge_warnings"]:
         print(f"  judge reliability warning: {warning}")
     print(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
