@@ -253,7 +253,7 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
             "residual on ln(1 + length), fitted over all of the judge's answers, added back to its mean. Family conflict: "
             "candidate and judge share a model family (self-preference risk). Contamination-resistant: scored items in "
             "orchestration and robustness, which public leaderboards cannot have memorised. Agreement: the same answers judged "
-            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ < {esc(th['kappa_min'])}.</p>")]  # fmt: skip
+            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ &lt; {esc(th['kappa_min'])}.</p>")]  # fmt: skip
     warnings = reliability["warnings"]
     out.append("<ul>" + "".join(f'<li><span class="tag none">{esc(w["kind"])}</span> {esc(w["message"])}</li>' for w in warnings) + "</ul>"
                if warnings else '<p><span class="tag ok">no threshold crossed</span></p>')  # fmt: skip
