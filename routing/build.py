@@ -99,7 +99,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
     manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
     if options.cv_folds:
-        decide = manifest_decider(table, loaded.runs, params, rounds=options.bootstrap, seed=options.seed)
+        decide = manifest_decider(table, params, rounds=options.bootstrap, seed=options.seed)
         manifest["validation"] = cross_validate(table, keep, decide, k=options.cv_folds, seed=options.seed,
                                                 rounds=options.bootstrap, min_n=options.min_n)
     manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)

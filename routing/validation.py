@@ -3,13 +3,15 @@
 The items are split into k folds (seeded; stratified by routing bucket: each bucket's items are dealt
 round-robin over the folds after a seeded shuffle, so a bucket with at least k items is in every
 fold). For fold f the routing is rebuilt from the other k − 1 folds by the code that builds the
-manifest (``routing.leaderboard.build_buckets`` and ``routing.manifest.build_manifest`` on the table
-with the held-out items' rows left out of every statistic), and each held-out item is scored three
-ways, per family (families never mix):
+manifest (``routing.leaderboard.build_buckets``, then ``routing.manifest``'s ``bucket_route``,
+``family_decisions``, ``default_model`` and ``serve_unroutable``, on the table with the held-out
+items' rows left out of every statistic), and each held-out item is scored three ways, per family
+(families never mix):
 
-- **routed**: the score on that item of the model the rebuilt manifest names for the item's bucket
-  (the family's finest bucket: task, specialty domain or orchestration skill) — the first of its
-  ``tied_top`` when the bucket is routable, else whatever the manifest falls back to (``default``);
+- **routed**: the score on that item of the ``model`` the rebuilt manifest gives the item's bucket
+  (the family's finest bucket: task, specialty domain or orchestration skill) — its own pick
+  when it is routable, else the pick of what serves it (``served_by``: the specialty system, the
+  family, or ``default``);
 - **best single**: the score of the one model with the highest mean score over the family's
   training items (among models with n ≥ min_n there; ties: more items, then the name);
 - **oracle**: the best score any model got on that item.
@@ -32,14 +34,17 @@ ratio (resamples where O − B < GAP_EPSILON are left out of the ratio's interva
 
 Every routing decision is made on (k − 1)/k of the data, so the estimate is slightly pessimistic
 for the manifest built on all of it (more buckets fall below min_n). Rebuilding costs k builds of
-the leaderboard; judge sub-metrics and audit rates, which no routing decision reads, are left out
-of those builds (a test checks the decisions are unchanged).
+the leaderboards and bucket decisions, so those builds compute only what decides a route: judge
+sub-metrics and audit rates, the orchestrator, and family / default decisions no bucket falls back
+to are left out (a test checks every route is the one ``build_manifest`` gives), and the bucket
+bootstrap — which feeds only the macro-F1 intervals and the paired bootstrap tests; the other
+intervals and tests are closed-form — draws min(bootstrap, FOLD_ROUNDS) resamples.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,8 +52,14 @@ import numpy as np
 
 from eval.scores import FAMILIES
 from routing.leaderboard import BUCKET_KINDS, build_buckets
-from routing.load import RunInfo
-from routing.manifest import build_manifest
+from routing.manifest import (
+    ALPHA,
+    bucket_route,
+    default_model,
+    family_decisions,
+    model_profiles,
+    serve_unroutable,
+)
 from routing.stats import (
     LEVEL,
     bootstrap_ratios,
@@ -59,13 +70,15 @@ from routing.stats import (
 from routing.table import SCORED, ScoreTable
 
 DEFAULT_K = 5
+FOLD_ROUNDS = 200  # bootstrap resamples of each rebuilt leaderboard (at most the build's own)
 GAP_EPSILON = 1e-3  # O − B below this (a tenth of a point on the 0–1 scale): nothing to recover
-ROUTE_SOURCES = ("bucket", "default", "none")  # where a held-out item's model came from
+ROUTE_SOURCES = ("bucket", "parent", "family", "default", "none")  # what served a held-out item's bucket
 METHOD = ("k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
-          "and each held-out item is sent to the model it names for the item's bucket (tied_top[0], else the fallback) "
+          "and each held-out item is sent to the model it gives the item's bucket (its own pick, or its served_by fallback's) "
           "and scored with that model's score on the item; best single = the highest mean over the family's training "
           "items (n >= min_n); oracle = the best score any model got on the item; gap_recovered = (routed - best single) "
-          "/ (oracle - best single); CIs: percentile bootstrap over evaluated items")  # fmt: skip
+          "/ (oracle - best single); CIs: percentile bootstrap over evaluated items; rebuilt manifests resample "
+          f"buckets min(bootstrap, {FOLD_ROUNDS}) times")  # fmt: skip
 
 Decide = Callable[[np.ndarray], Mapping[str, Any]]  # rows allowed into statistics -> a manifest
 
@@ -127,12 +140,21 @@ def assign_folds(strata: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 
 def routed_model(manifest: Mapping[str, Any], bucket_id: str) -> tuple[str | None, str]:
-    """(model, source) a consumer of ``manifest`` picks for a question of ``bucket_id``."""
+    """(model, source) a consumer of ``manifest`` picks for a question of ``bucket_id``: the bucket's
+    ``model``, and whether the bucket itself, a parent bucket, the family or ``default`` served it
+    (its ``served_by``). A bucket the manifest does not list is served by ``default``."""
     entry = manifest["buckets"].get(bucket_id)
-    if entry is not None and entry.get("routable") and entry.get("tied_top"):
-        return entry["tied_top"][0], "bucket"
-    fallback = (manifest.get("default") or {}).get("model")
-    return (fallback, "default") if fallback is not None else (None, "none")
+    if entry is None:
+        model, served_by = (manifest.get("default") or {}).get("model"), "default"
+    else:
+        model, served_by = entry.get("model"), entry.get("served_by")
+    if model is None:
+        return None, "none"
+    if served_by == bucket_id:
+        return model, "bucket"
+    if served_by == "default":
+        return model, "default"
+    return model, "parent" if "/" in str(served_by) else "family"
 
 
 def best_single(train_scores: np.ndarray, min_n: int) -> int:
@@ -250,12 +272,26 @@ def routing_table(table: ScoreTable) -> ScoreTable:
     return replace(table, metrics={}, flags={name: blank for name in table.flags})
 
 
-def manifest_decider(table: ScoreTable, runs: Sequence[RunInfo], parameters: Mapping[str, Any], rounds: int,
-                     seed: int) -> Decide:  # fmt: skip
-    """``decide(rows)`` = the manifest ``routing.build`` would write if only ``rows`` were in the runs."""
+def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int) -> Decide:
+    """``decide(rows)`` = the routing part of the manifest ``routing.build`` would write if only ``rows``
+    were in the runs: ``buckets`` (each with its ``model`` and ``served_by``), ``families`` and
+    ``default``, composed as :func:`routing.manifest.build_manifest` composes them, minus what no
+    route reads (the orchestrator; the decisions of families, and ``default``, when no bucket falls
+    back to them). Model profiles (median latency, the tie rule's input) come from every row, as in
+    the build. Buckets are resampled min(rounds, FOLD_ROUNDS) times."""
     slim = routing_table(table)
+    rounds = min(rounds, FOLD_ROUNDS)
+    min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
+    alpha = parameters.get("alpha", ALPHA)
+    profiles = model_profiles(table)
 
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
-        return build_manifest(slim, build_buckets(slim, rows, rounds=rounds, seed=seed), runs, dict(parameters))
+        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed)
+        routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
+        unserved = {entry["family"] for entry in routes.values() if not entry["routable"]}
+        families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)
+        default = default_model(buckets, profiles, min_n, alpha) if unserved else {}
+        serve_unroutable(routes, families, default)
+        return {"buckets": routes, "families": families, "default": default}
 
     return decide

@@ -20,7 +20,6 @@ from routing.validation import (
     manifest_decider,
     oracle_scores,
     routed_model,
-    routing_table,
 )
 from tests.test_routing_fixtures import make_run, row, write_run
 
@@ -55,7 +54,7 @@ DOMINANT = {"a": dict.fromkeys(TASKS, 0.8), "b": dict.fromkeys(TASKS, 0.65), "c"
 def validate(tmp_path: Path, rows: list[dict[str, Any]], seed: int = 0, k: int = 5, **params: Any) -> dict[str, Any]:
     loaded = load_runs([write_run(tmp_path / f"run-{seed}-{k}", rows)])
     parameters = {**PARAMS, **params}
-    decide = manifest_decider(loaded.table, loaded.runs, parameters, rounds=200, seed=seed)
+    decide = manifest_decider(loaded.table, parameters, rounds=200, seed=seed)
     return cross_validate(loaded.table, None, decide, k=k, seed=seed, rounds=200, min_n=parameters["min_n"])
 
 
@@ -117,11 +116,20 @@ def test_infra_errors_of_the_routed_model_are_missing_and_counted(tmp_path: Path
 def test_unroutable_buckets_use_the_manifest_fallback(tmp_path: Path) -> None:
     rows = exam_rows(SPECIALISTS, n_items=30) + exam_rows({"a": {"tiny": 0.2}, "b": {"tiny": 0.8}}, n_items=4, seed=1)
     exam = validate(tmp_path, rows)["families"]["exam"]
-    # tiny has 4 items: at most 4 on the training folds, below min_n = 5 in every fold
-    assert exam["route_sources"] == {"bucket": 90, "default": 4} and exam["items"] == 94
-    manifest = {"buckets": {"x/task/t": {"routable": False, "tied_top": []}}, "default": {"model": None}}
-    assert routed_model(manifest, "x/task/t") == (None, "none")
-    assert routed_model({**manifest, "default": {"model": "m"}}, "x/task/t") == ("m", "default")
+    # tiny has 4 items: at most 4 on the training folds, below min_n = 5 in every fold: the family serves it
+    assert exam["route_sources"] == {"bucket": 90, "family": 4} and exam["items"] == 94
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"model": "m", "served_by": "exam/task/t"}, ("m", "bucket")),
+    ({"model": "s", "served_by": "specialty/system/cardiology"}, ("s", "parent")),
+    ({"model": "f", "served_by": "exam"}, ("f", "family")),
+    ({"model": "d", "served_by": "default"}, ("d", "default")),
+    ({"model": None, "served_by": None}, (None, "none")),
+])  # fmt: skip
+def test_routed_model_follows_served_by(entry: dict[str, Any], expected: tuple[str | None, str]) -> None:
+    assert routed_model({"buckets": {"exam/task/t": entry}, "default": {"model": "d"}}, "exam/task/t") == expected
+    assert routed_model({"buckets": {}, "default": {"model": "d"}}, "exam/task/t") == ("d", "default")
 
 
 def test_families_never_mix(tmp_path: Path) -> None:
@@ -140,14 +148,22 @@ def test_oracle_is_the_best_score_any_model_got() -> None:
     assert np.array_equal(oracle_scores(scores), [0.4, np.nan, 0.0], equal_nan=True)
 
 
-def test_leaving_out_unused_columns_keeps_every_routing_decision(tmp_path: Path) -> None:
-    """The k rebuilds use routing_table (no judge sub-metrics, no audit flags): same routes, same default."""
-    table = load_runs([make_run(tmp_path / "run", n_items=20)]).table
-    slim = routing_table(table)
-    for keep in (np.ones(len(table), dtype=bool), table.item % 3 != 0):
+@pytest.mark.parametrize("n_items", [6, 20])
+def test_the_lean_rebuild_routes_every_bucket_as_build_manifest_does(tmp_path: Path, n_items: int) -> None:
+    """The k rebuilds leave out columns and decisions no route reads: every bucket entry, and the
+    family and default decisions a bucket falls back to, must equal build_manifest's."""
+    table = load_runs([make_run(tmp_path / "run", n_items=n_items)]).table
+    decide = manifest_decider(table, PARAMS, rounds=200, seed=0)
+    fell_back = 0
+    for keep in (np.ones(len(table), dtype=bool), table.item % 3 != 0, table.item % 5 == 0):
         full = build_manifest(table, build_buckets(table, keep, rounds=200), [], PARAMS)
-        lean = build_manifest(slim, build_buckets(slim, keep, rounds=200), [], PARAMS)
-        assert lean["buckets"] == full["buckets"] and lean["default"] == full["default"]
+        lean = decide(keep)
+        assert lean["buckets"] == full["buckets"]
+        assert all(lean["families"][f] == full["families"][f] for f in lean["families"])
+        if lean["default"]:
+            assert lean["default"] == full["default"]
+        fell_back += sum(not entry["routable"] for entry in lean["buckets"].values())
+    assert fell_back  # the comparison covered fallbacks too
 
 
 def test_build_writes_the_validation_block_and_the_report_section(tmp_path: Path) -> None:
