@@ -47,6 +47,8 @@ class BuildOptions:
     min_n: int = 5
     top_k: int = 3
     floor: float | None = None
+    alpha: float = 0.05  # level of the paired tests behind tied_top / decisive (Holm-adjusted)
+    component_floor: float = 0.5  # every orchestrator component must reach it to be nominated
     lam: float = 0.5
     hard_fraction: float = DEFAULT_FRACTION
     hard_min: int = DEFAULT_MIN_ITEMS
@@ -161,6 +163,13 @@ def _non_negative(kind: type) -> Any:
     return parse
 
 
+def _unit_interval(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 < value < 1.0:
@@ -190,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--min-n", type=_positive_int, default=5, help="scored items a model needs in a bucket to be routed there (default 5)")
     add("--top-k", type=_positive_int, default=3, help="candidates listed per bucket (default 3)")
     add("--floor", type=float, help="minimum score a model needs to be routed a bucket (default: none)")
+    add("--alpha", type=_fraction, default=0.05,
+        help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive (default %(default)s)")
+    add("--component-floor", type=_unit_interval, default=0.5,
+        help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated (default %(default)s)")
     add("--lam", type=_non_negative(float), default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
     add("--hard-fraction", type=_fraction, default=DEFAULT_FRACTION,
         help="share of each (family, task) in the hard subset, in (0, 1) (default %(default)s)")
@@ -217,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = BuildOptions(
         common=args.common, since=args.since, min_n=args.min_n, top_k=args.top_k, floor=args.floor, lam=args.lam,
+        alpha=args.alpha, component_floor=args.component_floor,
         hard_fraction=args.hard_fraction, hard_min=args.hard_min, hard_n=args.hard_n,
         seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
         elo_rounds=args.elo_rounds, elo_k=args.elo_k, elo_max_battles=args.elo_max_battles,

@@ -8,8 +8,8 @@ orchestrator), given *contestants* — each with its point score, 95% interval a
    model at 0.85 (0.76): ranking by the point estimate would make the least-measured model the
    reference of every test.
 2. **Paired tests** of every other contestant against the leader on the items both answered
-   (:func:`routing.stats.paired_difference_test`: McNemar mid-p for pass/fail, Wilcoxon
-   signed-rank otherwise; or a paired bootstrap over the contestants' lockstep draws when the
+   (:func:`routing.stats.paired_difference_test`: McNemar mid-p for pass/fail, paired
+   t-test otherwise; or a paired bootstrap over the contestants' lockstep draws when the
    statistic is not an item mean), two-sided, Holm-adjusted over the comparisons made. A
    contestant sharing fewer than ``min_paired`` items with the leader is not tested and stays tied
    (it cannot be shown worse). If a contestant is significantly *better* than the leader, it

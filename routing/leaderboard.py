@@ -186,8 +186,9 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     (seed, number of items) — and a cell's resampled statistic is its ratio over the resampled
     items it has (for a cell with every item: the plain bootstrap of its mean). Resampling items
     in lockstep makes the draws of one bucket paired, and every statistic of every cell comes out of
-    one matrix product ``counts @ X``. Intervals: :func:`routing.stats.ratio_intervals` per cell,
-    each column bounded by the largest value any cell of the bucket has in it (at least 1).
+    one matrix product ``counts @ X``. Intervals: one :func:`routing.stats.ratio_intervals` call over
+    every cell's columns, each bounded by the largest value any cell of the bucket has in that
+    statistic (at least 1).
     """
     filled = [rows for rows in cell_rows if len(rows)]
     if not filled:
@@ -203,25 +204,25 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         position = np.searchsorted(items, table.item[rows])
         full_num, full_den = np.zeros((len(items), len(names))), np.zeros((len(items), len(names)))
         full_num[position], full_den[position] = num, den
-        layout.append((names, num, den))
+        layout.append(names)
         for j, name in enumerate(names):
             scale[name] = max(scale.get(name, 1.0), float(np.max(num[den[:, j] > 0, j], initial=1.0)))
         nums.append(full_num)
         dens.append(full_den)
-    draws = bootstrap_ratios(np.hstack(nums), np.hstack(dens), resample_counts(len(items), rounds, seed))
+    all_num, all_den = np.hstack(nums), np.hstack(dens)
+    draws = bootstrap_ratios(all_num, all_den, resample_counts(len(items), rounds, seed))
+    lo, hi, methods = ratio_intervals(all_num, all_den, np.array([scale[name] for names in layout if names for name in names]))
+    num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
     idx = resample_indices(len(items), rounds, seed) if labels else None
     out, column = [], 0
-    for rows, entry in zip(cell_rows, layout):
-        if entry is None:
+    for rows, names in zip(cell_rows, layout):
+        if names is None:
             out.append({})
             continue
-        names, num, den = entry
-        num_total, den_total, counts = num.sum(axis=0), den.sum(axis=0), (den > 0).sum(axis=0)
-        lo, hi, methods = ratio_intervals(num, den, np.array([scale[name] for name in names]))
         stats = {}
-        for j, name in enumerate(names):
+        for j, name in enumerate(names, start=column):
             point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
-            stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), draws[:, column + j], methods[j])
+            stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), draws[:, j], methods[j])
         column += len(names)
         if labels:
             stats.update(_classification_stats(table, rows, items, labels, idx))

@@ -25,7 +25,7 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
         model: <model> | null          # send this bucket's questions here (the served_by decision's pick)
         decisive: bool                 # the leader is significantly better than every other eligible model
         chosen_by: paired_test | tie_rule | only_candidate | fallback | none
-        method: mcnemar_midp | wilcoxon_signed_rank | paired_bootstrap | null   # the paired test
+        method: mcnemar_midp | paired_t | paired_bootstrap | null   # the paired test
         alpha: 0.05; correction: holm
         leader: <model>                # highest lower confidence bound (the tests' reference)
         tied_top: [<model>]            # leader + every eligible model not significantly worse, tie-rule order
@@ -40,8 +40,8 @@ qualifies, with ``reason``), ``test``, ``alpha``, ``correction``, ``leader``, ``
 ``candidates`` as above, and ``description``.
 
 Every decision follows :mod:`routing.decision`: leader = highest lower 95% bound; every other
-candidate is tested against it on the items both answered (McNemar mid-p for pass/fail, Wilcoxon
-signed-rank otherwise, paired bootstrap for macro-F1 and the composite), two-sided, Holm-adjusted
+candidate is tested against it on the items both answered (McNemar mid-p for pass/fail, paired
+t-test otherwise, paired bootstrap for macro-F1 and the composite), two-sided, Holm-adjusted
 over the comparisons in the decision; fewer than ``min_n`` shared items → tied. ``tied_top`` is in
 tie-rule order (lower median latency, then more items, then a sha256 of the decision id and the
 identity — never the name) and its first entry is ``model``. Eligible in a bucket: n ≥ min_n and,

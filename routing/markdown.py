@@ -33,6 +33,20 @@ def _extra_metrics(bucket: dict[str, Any], limit: int = 6) -> list[str]:
     return sorted(seen, key=lambda name: (PRIORITY.index(name) if name in PRIORITY else len(PRIORITY), seen.index(name)))[:limit]
 
 
+def route_status(route: dict[str, Any]) -> str:
+    """One line on a bucket's decision: the pick, how it was made, and who serves an unroutable bucket."""
+    if not route:
+        return "–"
+    if not route.get("routable"):
+        served = f"; served by {route['served_by']}: {route['model']}" if route.get("model") else "; no fallback"
+        return ("insufficient data" if route.get("insufficient_data") else "not routable") + served
+    if route.get("decisive"):
+        how = "only eligible model" if route.get("chosen_by") == "only_candidate" else f"significantly best ({route.get('method')}, Holm, α = {route.get('alpha')})"
+        return f"winner: {route['model']} — {how}"
+    return (f"no model shown better ({route.get('method')}, Holm, α = {route.get('alpha')}): tied " + ", ".join(route.get("tied_top", []))
+            + f"; tie rule picks {route['model']}")
+
+
 def bucket_table(bucket: dict[str, Any]) -> list[str]:
     extra = _extra_metrics(bucket)
     head = ["model", "n", f"{bucket['primary']} [95% CI]", *extra, "infra errors"]
@@ -51,7 +65,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
     out = [
         "# Leaderboards", "",
         (f"Runs: {runs}. Generated {leaderboard['generated_at']}. Every cell: n scored items, value with its 95% "
-         f"percentile-bootstrap CI ({params['bootstrap']} resamples, seed {params['seed']}), infra errors "
+         "CI (Wilson with continuity correction for pass/fail rates, t for continuous means, macro-F1: percentile "
+         f"bootstrap ∪ Wilson, {params['bootstrap']} resamples, seed {params['seed']}), infra errors "
          f"(excluded from every statistic){'; only items every model answered (--common)' if params['common'] else ''}."),
         "",
     ]  # fmt: skip
@@ -61,10 +76,7 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
             continue
         out += [f"## {family}", ""]
         for bucket in buckets:
-            route = manifest["buckets"].get(bucket["id"], {})
-            status = "insufficient data" if route.get("insufficient_data") else (
-                "tied: " + ", ".join(route.get("tied_top", [])) if route.get("tied_top") and not route.get("decisive") else
-                "leader: " + (route.get("tied_top") or ["–"])[0])  # fmt: skip
+            status = route_status(manifest["buckets"].get(bucket["id"], {}))
             out += [f"### {md_text(bucket['kind'])}: {md_text(bucket['name'])}", "",
                     f"{bucket['items']} items; {md_text(status)}", "", *bucket_table(bucket), ""]  # fmt: skip
     method = hard["method"]
@@ -86,8 +98,22 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
                 out.append(f"| {md_text(t['task'])} | {md_text(t['family'])} | {t['score']} | {t['items']} | {t['selected']} "
                            f"| {md_text(model)} | {fmt(e['full'])} | {fmt(e['hard'])} | {fmt(e['gap'])} |")  # fmt: skip
     default, orch = manifest["default"], manifest["orchestrator"]
-    out += ["", "## Routing", "", f"- default model: {md_text(default.get('model') or '–')}",
-            f"- orchestrator: {md_text(orch.get('model') or '–')}"
-            + (f" (tied with {md_text(', '.join(orch['tied_top'][1:]))})" if len(orch.get("tied_top", [])) > 1 else "")
-            + (f" — {md_text(orch['reason'])}" if orch.get("insufficient_data") else ""), ""]  # fmt: skip
+    out += ["", "## Routing", "", f"- default model: {decision_line(default)}", f"- orchestrator: {decision_line(orch)}"]
+    for cand in orch.get("not_nominated", []):
+        out.append(f"  - not nominated: {md_text(cand['model'])} — {md_text(cand['reason'])}")
+    for family, decision in manifest.get("families", {}).items():
+        out.append(f"- {md_text(family)} (fallback for its unroutable buckets): {decision_line(decision)}")
+    out.append("")
     return "\n".join(out)
+
+
+def decision_line(decision: dict[str, Any]) -> str:
+    """``default`` / family / orchestrator decision as text: the pick, and whether it is a real winner."""
+    model = md_text(decision.get("model") or "–")
+    if decision.get("model") is None:
+        return model + (f" — {md_text(decision['reason'])}" if decision.get("reason") else "")
+    if decision.get("method") == "paired_test":
+        return f"{model} (significantly better than every other candidate, {md_text(decision.get('test'))}, Holm)"
+    if decision.get("method") == "only_candidate":
+        return f"{model} (the only candidate)"
+    return f"{model} (tie rule: no model shown better; tied with {md_text(', '.join(t for t in decision.get('tied_top', []) if t != decision.get('model')))})"
