@@ -113,9 +113,14 @@ def cell_contestant(bucket: Bucket, cell: Cell) -> Contestant:
                       items=cell.items, values=cell.values, latency=cell.median_latency_s, draws=est.draws)  # fmt: skip
 
 
+def p_number(p: float | None) -> float | None:
+    """A p-value with 3 significant figures (6 decimals would print 1e-9 as 0.0)."""
+    return None if p is None or not np.isfinite(p) else float(f"{p:.3g}")
+
+
 def _verdict_json(verdict: Verdict) -> dict[str, Any]:
-    return {"verdict": verdict.verdict, "n_paired": verdict.n_paired, "p_value": json_number(verdict.p_value),
-            "p_holm": json_number(verdict.p_holm), "reason": verdict.reason or None}  # fmt: skip
+    return {"verdict": verdict.verdict, "n_paired": verdict.n_paired, "p_value": p_number(verdict.p_value),
+            "p_holm": p_number(verdict.p_holm), "reason": verdict.reason or None}  # fmt: skip
 
 
 def _decision_fields(decision: Decision) -> dict[str, Any]:

@@ -65,13 +65,15 @@ def ci_text(stat: dict[str, Any] | None, digits: int = 3) -> str:
 
 
 def route_tag(route: dict[str, Any]) -> str:
+    served = f" → {esc(route['model'])} (served by {esc(route.get('served_by'))})" if route.get("model") else ""
     if route.get("insufficient_data"):
-        return f'<span class="tag none">insufficient data</span> <span class="small muted">{esc(route.get("reason", ""))}</span>'
+        return f'<span class="tag none">insufficient data</span>{served} <span class="small muted">{esc(route.get("reason", ""))}</span>'
     if not route.get("routable"):
-        return f'<span class="tag none">not routable</span> <span class="small muted">{esc(route.get("reason", ""))}</span>'
+        return f'<span class="tag none">not routable</span>{served} <span class="small muted">{esc(route.get("reason", ""))}</span>'
     if route.get("decisive"):
         return f'<span class="tag ok">{esc(route["tied_top"][0])}</span>'
-    return '<span class="tag tie">tied</span> ' + esc(", ".join(route["tied_top"]))
+    return ('<span class="tag tie">tied</span> ' + esc(", ".join(route["tied_top"]))
+            + f' <span class="small muted">no model shown better; tie rule picks {esc(route.get("model"))}</span>')
 
 
 def runs_section(leaderboard: dict[str, Any], infra: dict[str, dict[str, int]]) -> str:
@@ -90,10 +92,13 @@ def runs_section(leaderboard: dict[str, Any], infra: dict[str, dict[str, int]]) 
 def routing_section(manifest: dict[str, Any]) -> str:
     default, orch = manifest["default"], manifest["orchestrator"]
     out = ['<h2 id="routing">Routing manifest</h2>',
-           f"<p>Default model for unroutable buckets: <b>{esc(default.get('model') or '–')}</b>. "
+           f"<p>Default model (buckets no parent serves): <b>{esc(default.get('model') or '–')}</b>"
+           + ("" if default.get("decisive") or not default.get("model") else " (tie rule: no model shown better)") + ". "
            f"Orchestrator: <b>{esc(orch.get('model') or '–')}</b>"
            + (f" (tied with {esc(', '.join(orch['tied_top'][1:]))})" if len(orch.get("tied_top", [])) > 1 else "")
-           + (f" — {esc(orch.get('reason', ''))}" if orch.get("insufficient_data") else "") + ".</p>"]  # fmt: skip
+           + (f" — {esc(orch.get('reason', ''))}" if orch.get("reason") else "") + ".</p>"]  # fmt: skip
+    out += [f'<p class="small muted">Not nominated as orchestrator: {esc(c["model"])} — {esc(c["reason"])}</p>'
+            for c in orch.get("not_nominated", [])]  # fmt: skip
     rows = []
     for bucket_id, route in manifest["buckets"].items():
         cands = "; ".join(f"{c['model']} {fmt(c['score'])} [{fmt(c['ci'][0])}, {fmt(c['ci'][1])}] n={c['n']}" for c in route["candidates"])
