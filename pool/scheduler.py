@@ -1,8 +1,8 @@
 """Execute units within each backend's limits, recording every result exactly once.
 
-Limits belong to backends, not models: each backend is a *lane* with one bounded queue, a fixed
-number of workers (= ``max_concurrency``, so in-flight requests can never exceed it and reach it
-whenever work is waiting) and an optional asyncio-throttle rate limiter, shared by every model on
+Limits belong to backends, not models: each backend is a *lane* with one bounded queue, at most
+``max_concurrency`` workers, started only as jobs wait for a free one (so in-flight requests never
+exceed the limit, reach it whenever work is waiting, and idle slots cost nothing) and an optional asyncio-throttle rate limiter, shared by every model on
 that backend. One producer per lane feeds its queue lazily from the pending units, so a run of
 10⁵ items holds at most ``2 × max_concurrency`` requests per lane in memory and never builds 10⁵
 coroutines. A lane that starves (dead endpoint) cannot block another lane's producer.
@@ -130,19 +130,30 @@ class Scheduler:
             for name, jobs in jobs_by_lane.items():
                 lane = self.lanes[name]
                 queue: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=2 * lane.max_concurrency)
-                group.create_task(self._produce(lane, queue, jobs), name=f"produce:{name}")
-                for index in range(lane.max_concurrency):
-                    group.create_task(self._work(lane, queue), name=f"work:{name}:{index}")
+                group.create_task(self._produce(lane, queue, jobs, group), name=f"produce:{name}")
         return self.counters
 
-    async def _produce(self, lane: Lane, queue: asyncio.Queue[Job | None], jobs: Iterable[Job]) -> None:
+    async def _produce(self, lane: Lane, queue: asyncio.Queue[Job | None], jobs: Iterable[Job],
+                       group: asyncio.TaskGroup) -> None:
+        """Feed the lane, starting a worker only when a job waits and no worker is free: a slot
+        with no work costs nothing, and the limit is reached whenever work is waiting."""
+        idle = [0]  # workers waiting on the queue
+        workers = 0
         for job in jobs:
+            if workers < lane.max_concurrency and idle[0] == 0:
+                workers += 1
+                group.create_task(self._work(lane, queue, idle), name=f"work:{lane.name}:{workers}")
             await queue.put(job)
-        for _ in range(lane.max_concurrency):
+        for _ in range(workers):
             await queue.put(None)
 
-    async def _work(self, lane: Lane, queue: asyncio.Queue[Job | None]) -> None:
-        while (job := await queue.get()) is not None:
+    async def _work(self, lane: Lane, queue: asyncio.Queue[Job | None], idle: list[int]) -> None:
+        while True:
+            idle[0] += 1
+            job = await queue.get()
+            idle[0] -= 1
+            if job is None:
+                return
             await self._execute(lane, job)
 
     async def _execute(self, lane: Lane, job: Job) -> None:

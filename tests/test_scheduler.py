@@ -109,3 +109,18 @@ def test_cache_key_names_model_and_endpoint():
     other_model = _jobs("m2", 1, "x")[0].request
     assert cache_key("openai", "fake://a", request) != cache_key("openai", "fake://a", other_model)
     assert cache_key("openai", "fake://a", request) != cache_key("openai", "fake://b", request)
+
+
+def test_idle_slots_cost_nothing(tmp_path):
+    """3 jobs on a lane allowed 256 requests at once: at most 3 workers ever exist."""
+    seen: list[int] = []
+
+    class Counting(FakeOpenAIServer):
+        async def handle(self, request):
+            seen.append(sum(t.get_name().startswith("work:") for t in asyncio.all_tasks()))
+            return await super().handle(request)
+
+    fake = Counting(latency_s=0.05)
+    counters, results, failed, pending = _run(tmp_path, fake, {"fake": _jobs("m1", 3, "fake://a")}, concurrency=256)
+    assert len(results) == 3 and not pending
+    assert max(seen) <= 3 and fake.max_in_flight == 3
