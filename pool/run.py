@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also ask the judge for claim-level hallucination labels (unsupported rate, factual precision)")
     parser.add_argument("--rejudge-sample", type=_count(1), metavar="N",
                         help="judge N sampled rubric answers again on a perturbed prompt (dimensions reversed) for the "
-                        "report's judge agreement (Cohen's kappa, Spearman); not stored with the run, give it again on --resume/--rescore")
+                        "report's judge agreement (Cohen's kappa, Spearman); stored with the run, --rescore may change it")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
