@@ -256,8 +256,14 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
     current = asyncio.current_task()
     loop = asyncio.get_running_loop()
     sigterm: list[bool] = []
-    if current is not None:
-        loop.add_signal_handler(signal.SIGTERM, lambda: (sigterm.append(True), current.cancel()))
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        # Recorded here, synchronously: a cancel alone is lost when it lands as the last await ends.
+        sigterm.append(True)
+        if current is not None:
+            loop.call_soon_threadsafe(current.cancel)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         async with open_backends(plan.config, serve, run_dir) as endpoints:
             progress = ProgressDisplay(totals, interval_s=args.log_interval)
@@ -280,9 +286,8 @@ async def _execute(plan: Plan, run_id: str, run_dir: Path, store: RunStore, pend
             stage.write(run_dir)
             return stage.tally()
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)  # resets SIGTERM to the default action ...
-        signal.signal(signal.SIGTERM, _interrupt)  # ... so a SIGTERM during export or routing still ends as 130
-        if sigterm:  # a cancel that came as the last await finished is lost: still an interruption
+        signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM during export or routing still ends as 130
+        if sigterm:
             raise KeyboardInterrupt
         if cache is not None:
             cache.close()

@@ -229,6 +229,10 @@ def normalised_manifest(run_dir: Path) -> dict[str, Any]:
     for run in manifest.get("runs", []):
         for volatile in ("created_at", "dir"):
             run.pop(volatile, None)
+    reliability = manifest.get("judge_reliability") or {}
+    if "calibration_store" in reliability:  # where this machine keeps calibrations (each run its own cache)
+        store = reliability.pop("calibration_store")
+        reliability["notes"] = [note.replace(str(store), "<calibration store>") for note in reliability.get("notes", [])]
     for profile in (manifest.get("models") or {}).values():
         if isinstance(profile, dict):
             profile.pop("median_latency_s", None)
