@@ -4,9 +4,9 @@ One procedure decides every choice in the manifest (a bucket, a family, ``defaul
 orchestrator), given *contestants* — each with its point score, 95% interval and per-item scores:
 
 1. **Leader** = the contestant with the highest lower confidence bound (then the higher score,
-   then the tie rule). A 5-item model at 1.0 (Wilson lower bound 0.57) does not lead a 100-item
-   model at 0.85 (0.76): ranking by the point estimate would make the least-measured model the
-   reference of every test.
+   then the rest of the tie rule: :func:`tie_key`). A 5-item model at 1.0 (Wilson lower bound
+   0.57) does not lead a 100-item model at 0.85 (0.76): ranking by the point estimate would make
+   the least-measured model the reference of every test.
 2. **Paired tests** of every other contestant against the leader on the items both answered
    (:func:`routing.stats.paired_difference_test`: McNemar mid-p for pass/fail, paired
    t-test otherwise; or a paired bootstrap over the contestants' lockstep draws when the
@@ -14,11 +14,19 @@ orchestrator), given *contestants* — each with its point score, 95% interval a
    contestant sharing fewer than ``min_paired`` items with the leader is not tested and stays tied
    (it cannot be shown worse). If a contestant is significantly *better* than the leader, it
    becomes the leader and the tests are redone.
-3. ``tied_top`` = the leader and every contestant not significantly worse (Holm p ≥ alpha),
-   in **tie-rule** order: lower median latency, then more items, then a stable hash
-   (sha256 of the decision's id and the contestant's identity key) — never the name. Its first
-   entry is the pick; ``decisive`` = it is alone, i.e. the leader is significantly better than
-   every other contestant.
+3. ``tied_top`` = the leader and every contestant not significantly worse (Holm p ≥ alpha): the
+   leader first, then the others in **tie-rule** order — the leader criterion (higher lower
+   confidence bound, then higher score), then lower median latency, then more items, then a stable
+   hash (sha256 of the decision's id and the contestant's identity key); never the name. Its first
+   entry is the pick, so the pick is always the leader: the top of the tie-rule order, unless a
+   contestant shown significantly better displaced it. ``decisive`` = ``tied_top`` is alone, i.e.
+   the leader is significantly better than every other contestant.
+
+   Quality comes before speed: a tie is a failure to show a difference, not evidence of
+   equality, and the measured quality is still the best guess of which contestant is better. A
+   latency-first order sends tied buckets to faster, weaker models, and the routing then loses to
+   the best single model on held-out items (what :mod:`routing.validation` measures). Latency,
+   items and the hash only order contestants whose bound and score are equal.
 
 Pure functions: contestants in, a :class:`Decision` out.
 """
@@ -33,8 +41,9 @@ import numpy as np
 
 from routing.stats import PAIRED_BOOTSTRAP, bootstrap_p_value, holm, paired_difference_test
 
-TIE_RULE = "lower median latency, then more items, then sha256(decision id, identity key)"
 LEADER_RULE = "highest lower confidence bound, then higher score"
+TIE_RULE = f"{LEADER_RULE}, then lower median latency, then more items, then sha256(decision id, identity key)"
+TIE_RULE_KEYS = "lower_bound, score, latency, items, hash"  # the manifest's ``tie_rule``: TIE_RULE in order
 LEADER, TIED, WORSE = "leader", "tied", "worse"
 
 
@@ -63,7 +72,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Decision:
-    verdicts: tuple[Verdict, ...]  # tied_top in tie-rule order first, then the worse by score
+    verdicts: tuple[Verdict, ...]  # the leader, the rest of tied_top in tie-rule order, then the worse by score
     test: str | None  # the paired test used (None: fewer than two contestants)
     alpha: float
 
@@ -93,10 +102,15 @@ class Decision:
         return "paired_test" if self.decisive else "tie_rule"
 
 
-def tie_key(contestant: Contestant, salt: str) -> tuple[float, int, str]:
+def tie_key(contestant: Contestant, salt: str) -> tuple[float, float, float, int, str]:
+    """The tie rule as a sort key (smallest first): (−lower bound, −score, latency, −items, hash).
+
+    Also the leader criterion: its first two fields are the leader rule, the rest break its ties.
+    A missing bound or score sorts last, as does an unknown (NaN) latency.
+    """
     latency = contestant.latency if np.isfinite(contestant.latency) else float("inf")
     digest = hashlib.sha256(f"{salt}\0{contestant.key}".encode()).hexdigest()
-    return (latency, -contestant.n, digest)
+    return (-_finite(contestant.ci[0]), -_finite(contestant.score), latency, -contestant.n, digest)
 
 
 def _paired(a: Contestant, b: Contestant, bootstrap: bool) -> tuple[int, float, float, str]:
@@ -119,7 +133,7 @@ def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, sal
     """
     if not contestants:
         return Decision((), None, alpha)
-    by_bound = sorted(contestants, key=lambda c: (-_finite(c.ci[0]), -_finite(c.score), tie_key(c, salt)))
+    by_bound = sorted(contestants, key=lambda c: tie_key(c, salt))
     leader, seen = by_bound[0], set()
     while True:
         seen.add(leader.key)
@@ -130,7 +144,7 @@ def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, sal
         better = [others[i] for i in tested if adjusted[i] < alpha and tests[i][2] < 0 and others[i].key not in seen]
         if not better:
             break
-        leader = min(better, key=lambda c: (-_finite(c.ci[0]), -_finite(c.score), tie_key(c, salt)))
+        leader = min(better, key=lambda c: tie_key(c, salt))
     verdicts = [Verdict(leader, LEADER)]
     test = " + ".join(sorted({t for _, _, _, t in tests if t})) or None
     for i, (contestant, (n, p, mean, _)) in enumerate(zip(others, tests)):
@@ -141,7 +155,7 @@ def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, sal
             verdicts.append(Verdict(contestant, WORSE, n, p, float(adjusted[i]), f"significantly worse (Holm p < {alpha})"))
         else:
             verdicts.append(Verdict(contestant, TIED, n, p, float(adjusted[i]), f"not significantly worse (Holm p >= {alpha})"))
-    tied = sorted((v for v in verdicts if v.verdict != WORSE), key=lambda v: tie_key(v.contestant, salt))
+    tied = [verdicts[0], *sorted((v for v in verdicts[1:] if v.verdict != WORSE), key=lambda v: tie_key(v.contestant, salt))]
     worse = sorted((v for v in verdicts if v.verdict == WORSE), key=lambda v: (-_finite(v.contestant.score), tie_key(v.contestant, salt)))
     return Decision(tuple(tied + worse), test, alpha)
 

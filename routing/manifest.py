@@ -27,8 +27,9 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
         chosen_by: paired_test | tie_rule | only_candidate | fallback | none
         method: mcnemar_midp | paired_t | paired_bootstrap | null   # the paired test
         alpha: 0.05; correction: holm
+        tie_rule: lower_bound, score, latency, items, hash   # the order of tied_top after its leader
         leader: <model>                # highest lower confidence bound (the tests' reference)
-        tied_top: [<model>]            # leader + every eligible model not significantly worse, tie-rule order
+        tied_top: [<model>]            # leader, then every eligible model not significantly worse in tie-rule order
         candidates: [{model, judge, n, score, ci: [lo, hi], ci_method, verdict: leader|tied|worse,
                       n_paired, p_value, p_holm, reason}]   # tied_top, then the rest; at least top_k
         excluded: [{model, judge, n, score, ci, ci_method, reason}]   # n < min_n, or score < floor
@@ -36,21 +37,23 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
 A *decision* block (``default``, each of ``families``, ``orchestrator``) has ``model`` (the pick),
 ``decisive``, ``method`` (how the pick was made: ``paired_test`` when the leader is significantly
 better than every other candidate, else ``tie_rule``; ``only_candidate``; ``none`` when nobody
-qualifies, with ``reason``), ``test``, ``alpha``, ``correction``, ``leader``, ``tied_top`` and
-``candidates`` as above, and ``description``.
+qualifies, with ``reason``), ``test``, ``alpha``, ``correction``, ``tie_rule``, ``leader``,
+``tied_top`` and ``candidates`` as above, and ``description``.
 
 Every decision follows :mod:`routing.decision`: leader = highest lower 95% bound; every other
 candidate is tested against it on the items both answered (McNemar mid-p for pass/fail, paired
 t-test otherwise, paired bootstrap for macro-F1 and the composite), two-sided, Holm-adjusted
-over the comparisons in the decision; fewer than ``min_n`` shared items → tied. ``tied_top`` is in
-tie-rule order (lower median latency, then more items, then a sha256 of the decision id and the
-identity — never the name) and its first entry is ``model``. Eligible in a bucket: n ≥ min_n and,
-with ``--floor F``, score ≥ F.
+over the comparisons in the decision; fewer than ``min_n`` shared items → tied. ``tied_top`` is the
+leader, then the other tied candidates in tie-rule order (``tie_rule``: higher lower bound, then
+higher score, then lower median latency, then more items, then a sha256 of the decision id and the
+identity — quality first, never the name); its first entry, the leader, is ``model``. Eligible in a
+bucket: n ≥ min_n and, with ``--floor F``, score ≥ F.
 
 ``default`` and ``families``: every scored item of the leaf buckets counted once (specialty
 domains, not their system rollups; a model's cell with the most items when several judges scored
 it); a model needs ≥ min_n items; its score is its mean over its items. It is a winner only on
-significant evidence, otherwise ``method: tie_rule`` says no model is shown better.
+significant evidence, otherwise ``method: tie_rule`` says no model is shown better (the pick is
+then the leader, the tied model with the highest lower bound).
 
 Unroutable buckets fall back domain → system → family → default: ``served_by`` names the first
 of those with a model.
@@ -74,7 +77,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from routing.decision import LEADER_RULE, TIE_RULE, Contestant, Decision, Verdict, decide
+from routing.decision import LEADER_RULE, TIE_RULE, TIE_RULE_KEYS, Contestant, Decision, Verdict, decide
 from routing.leaderboard import Bucket, Cell
 from routing.load import RunInfo
 from routing.stats import json_number, ratio_intervals
@@ -127,7 +130,7 @@ def _decision_fields(decision: Decision) -> dict[str, Any]:
     leader = decision.leader
     return {"decisive": decision.decisive, "leader": leader.label if leader else None,
             "tied_top": list(dict.fromkeys(v.contestant.label for v in decision.tied_top)),
-            "alpha": decision.alpha, "correction": "holm"}  # fmt: skip
+            "alpha": decision.alpha, "correction": "holm", "tie_rule": TIE_RULE_KEYS}  # fmt: skip
 
 
 def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None, alpha: float = ALPHA) -> dict[str, Any]:
@@ -286,7 +289,7 @@ def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str], co
     routing, tool = cells(ROUTING_BUCKET), cells(TOOL_BUCKET)
     models = sorted(set(routing) & set(tool))
     base = {"composite": composite, "components": ["routing", "tool_decision"], "capability_tasks": [], "component_floor": component_floor,
-            "alpha": alpha, "correction": "holm", "test": None, "not_nominated": []}  # fmt: skip
+            "alpha": alpha, "correction": "holm", "tie_rule": TIE_RULE_KEYS, "test": None, "not_nominated": []}  # fmt: skip
     if not models:
         return {**base, "model": None, "method": "none", "decisive": False, "leader": None, "tied_top": [], "candidates": [],
                 "insufficient_data": True,

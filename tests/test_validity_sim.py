@@ -129,17 +129,51 @@ def test_mid_p_mcnemar_keeps_its_level_and_holm_adjusts() -> None:
     np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
 
 
-def test_ties_are_ordered_by_latency_items_and_hash_never_by_name() -> None:
+def test_ties_are_ordered_by_quality_then_latency_items_and_hash_never_by_name() -> None:
+    # equal models, equal latency: the better-measured of the two leads, and which one that is does not follow the name
     share, ties = name_tie_share(simulate([Entrant("aardvark", 0.85, 30, latency=1.0), Entrant("zebra", 0.85, 30, latency=1.0)],
                                           600, seed=8, rounds=ROUNDS))  # fmt: skip
     assert ties > 500 and 0.4 <= share <= 0.6
+    # the slower model leads a tie whenever its lower bound is higher; latency decides only between equal bounds
     slow_first = simulate([Entrant("aardvark", 0.85, 30, latency=2.0), Entrant("zebra", 0.85, 30, latency=1.0)], 200, seed=9, rounds=ROUNDS)
-    tied = [r for r in routes(slow_first) if not r["decisive"]]
-    assert tied and all(r["model"] == "zebra" == r["tied_top"][0] and r["chosen_by"] == "tie_rule" for r in tied)
-    values = np.ones(10)
-    a = Contestant("a", "key-a", 1.0, (0.7, 1.0), 10, np.arange(10), values, latency=1.0)
-    b = Contestant("b", "key-b", 1.0, (0.7, 1.0), 12, np.arange(12), np.ones(12), latency=1.0)
-    assert decide([a, b], 0.05, 5, "x").pick.label == "b"  # same latency: more items first
+    seen = set()
+    for bucket, r in zip(slow_first, routes(slow_first)):
+        if r["decisive"]:
+            continue
+        bound = {c.entrant.model_label: bucket.ci_of(c)[0] for c in bucket.cells}
+        expected = "zebra" if bound["zebra"] >= bound["aardvark"] else "aardvark"
+        assert r["model"] == expected == r["tied_top"][0] == r["leader"] and r["chosen_by"] == "tie_rule", (bound, r["tied_top"])
+        assert r["tie_rule"] == "lower_bound, score, latency, items, hash"
+        seen.add("equal" if bound["zebra"] == bound["aardvark"] else expected)
+    assert seen == {"equal", "zebra", "aardvark"}  # every branch of the rule was exercised
+
+    def tied(label: str, ci: tuple[float, float], score: float = 1.0, n: int = 10, latency: float = 1.0) -> Contestant:
+        return Contestant(label, f"key-{label}", score, ci, n, np.arange(n), np.ones(n), latency=latency)
+
+    def pick(*contestants: Contestant, salt: str = "x") -> str:
+        return decide(contestants, 0.05, 5, salt).pick.label
+
+    # identical per-item scores (p = 1): always tied, so only the tie rule orders them
+    assert pick(tied("fast", (0.6, 1.0), latency=0.5), tied("sure", (0.7, 1.0), latency=9.0)) == "sure"  # bound before latency
+    assert pick(tied("fast", (0.7, 1.0), 0.9, latency=0.5), tied("high", (0.7, 1.0), 1.0, latency=9.0)) == "high"  # then score
+    assert pick(tied("slow", (0.7, 1.0), latency=2.0), tied("fast", (0.7, 1.0), latency=1.0)) == "fast"  # then latency
+    assert pick(tied("a", (0.7, 1.0)), tied("b", (0.7, 1.0), n=12)) == "b"  # then more items
+    # everything equal: the hash of (decision id, identity key) decides, about half the time for either name
+    pair = (tied("aardvark", (0.7, 1.0)), tied("zebra", (0.7, 1.0)))
+    first = [pick(*pair, salt=f"exam/task/t{i}") == "aardvark" for i in range(2000)]
+    assert 0.45 <= np.mean(first) <= 0.55
+
+
+def test_a_leader_shown_better_is_the_pick_even_below_a_tied_higher_bound() -> None:
+    # "top" has the highest bound but loses all 12 items it shares with "better", which becomes the leader; "sure" has a
+    # higher bound than better but shares no item with either (tied: cannot be shown worse), so it comes second
+    top = Contestant("top", "k-top", 0.88, (0.80, 0.93), 100, np.arange(100), np.r_[np.zeros(12), np.ones(88)])
+    better = Contestant("better", "k-better", 1.0, (0.70, 1.0), 12, np.arange(12), np.ones(12))
+    sure = Contestant("sure", "k-sure", 0.9, (0.75, 0.97), 12, np.arange(200, 212), np.r_[np.ones(11), np.zeros(1)])
+    decision = decide([top, better, sure], 0.05, 5, "x")
+    assert decision.leader.label == decision.pick.label == "better"
+    order = [(v.contestant.label, v.verdict) for v in decision.verdicts]
+    assert order == [("better", "leader"), ("sure", "tied"), ("top", "worse")]
 
 
 def test_too_few_shared_items_is_a_tie_that_says_why() -> None:
@@ -202,8 +236,8 @@ def test_default_without_significant_evidence_is_the_tie_rules_pick(tmp_path: Pa
     for model, latency, pattern in (("gemma", 3.0, [1, 0, 0]), ("qwen", 0.5, [0, 1, 0]), ("smol", 1.0, [0, 0, 1])):
         rows += scored(model, "single_choice", "single_choice", [float(v) for v in pattern * 2], latency=latency)
     default = manifest_of(tmp_path, rows)["default"]
-    assert not default["decisive"] and default["method"] == "tie_rule" and default["model"] == "qwen"  # the fastest
-    assert sorted(default["tied_top"]) == ["gemma", "qwen", "smol"]
+    assert not default["decisive"] and default["method"] == "tie_rule" and default["model"] == "qwen"  # equal bounds: the fastest
+    assert sorted(default["tied_top"]) == ["gemma", "qwen", "smol"] and default["tie_rule"] == "lower_bound, score, latency, items, hash"
 
 
 def test_unroutable_buckets_fall_back_domain_system_family_default(tmp_path: Path) -> None:
