@@ -306,7 +306,7 @@ class ScoringStage:
             "family": family_of(item.gold_type),
             **score.to_record(),
             "answer_status": answer.status,
-            "latency_s": answer.latency_s,
+            "latency_s": answering_latency(answer),
             "completion_tokens": answer.completion_tokens,
             "model_identity": self._model_identity(model, answer.endpoint),
         }
@@ -334,6 +334,15 @@ class ScoringStage:
             unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable}
+
+
+def answering_latency(answer: Result) -> float | None:
+    """How long the attempt that answered took: failed attempts and backoff waits are the
+    endpoint's noise, not the model's speed, and must not reorder a latency tie rule."""
+    attempts = answer.extra.get("attempts") if isinstance(answer.extra, dict) else None
+    if attempts and isinstance(attempts[-1], dict) and isinstance(attempts[-1].get("latency_s"), (int, float)):
+        return float(attempts[-1]["latency_s"])
+    return answer.latency_s
 
 
 def _for_judge(answer: str) -> str:

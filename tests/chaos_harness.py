@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -123,25 +124,26 @@ def cli(args: list[str], cache_dir: Path) -> subprocess.Popen:
 
 
 def phase_of(run_dir: Path, started: float) -> str | None:
-    """Which phase a running ``pool.run`` is in, read off its store and files (None: not yet known)."""
+    """The phase this process has been seen working in (None: no sign of it yet).
+
+    Evidence must come from the process started at ``started`` itself — a row it recorded, or
+    ``scores.jsonl`` it wrote — never from the store a previous process left behind.
+    """
     scores = run_dir / "scores.jsonl"
     if scores.exists() and scores.stat().st_mtime >= started:
-        return "routing" if not (run_dir / "routing_manifest.yaml").exists() or \
-            (run_dir / "routing_manifest.yaml").stat().st_mtime < started else None
+        manifest = run_dir / "routing_manifest.yaml"
+        return "routing" if not manifest.exists() or manifest.stat().st_mtime < started else None
+    since = datetime.fromtimestamp(started, UTC).isoformat(timespec="milliseconds")
     try:
         with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
-            missing = conn.execute(
-                "SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
-                " WHERE p.stage = 'answer' AND r.status IS NULL").fetchone()[0]
-            hallu = conn.execute("SELECT COUNT(*) FROM plan WHERE stage LIKE 'judge:%:hallu%'").fetchone()[0]
-            judged = conn.execute("SELECT COUNT(*) FROM plan WHERE stage LIKE 'judge:%'").fetchone()[0]
+            row = conn.execute("SELECT stage FROM results WHERE finished_at >= ? ORDER BY finished_at DESC LIMIT 1",
+                               (since,)).fetchone()
     except sqlite3.Error:
         return None
-    if missing:
-        return "answering"
-    if hallu:
-        return "hallu"
-    return "judging" if judged else None
+    if row is None:
+        return None
+    stage = row[0]
+    return "answering" if stage == "answer" else "hallu" if ":hallu" in stage else "judging"
 
 
 def kill_in_phase(proc: subprocess.Popen, run_dir: Path, phase: str, started: float, rng: random.Random,
@@ -160,7 +162,7 @@ def kill_in_phase(proc: subprocess.Popen, run_dir: Path, phase: str, started: fl
 
 
 def run_with_kills(args: list[str], run_dir: Path, cache_dir: Path, kills_per_phase: int, seed: int,
-                   jitter_s: float = 0.3, sigterms: int = 1) -> KillReport:
+                   jitter_s: float = 0.1, sigterms: int = 1) -> KillReport:
     """Start, SIGKILL ``kills_per_phase`` times in each phase (and SIGTERM ``sigterms`` times while
     answering and while building the routing artefacts), then resume to the end."""
     rng = random.Random(seed)
@@ -239,6 +241,19 @@ def normalised_manifest(run_dir: Path) -> dict[str, Any]:
     return manifest
 
 
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two JSON-like documents differ (paths), for a failure message worth reading."""
+    if type(a) is not type(b):
+        return [f"{path or '/'}: {a!r:.80} != {b!r:.80}"]
+    if isinstance(a, dict):
+        return [d for key in sorted(set(a) | set(b), key=str) for d in differences(a.get(key), b.get(key), f"{path}/{key}")]
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} entries != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r:.80} != {b!r:.80}"]
+
+
 def compare(clean: Path, resumed: Path) -> dict[str, Any]:
     """Counts and equality of the three artefacts; ``judge_rows_by_non_judge`` must be 0."""
     rows = _jsonl(resumed / "results.jsonl")
@@ -256,4 +271,5 @@ def compare(clean: Path, resumed: Path) -> dict[str, Any]:
         "results_identical": normalised_results(clean) == normalised_results(resumed),
         "scores_identical": normalised_scores(clean) == normalised_scores(resumed),
         "manifest_identical": normalised_manifest(clean) == normalised_manifest(resumed),
+        "manifest_differences": differences(normalised_manifest(clean), normalised_manifest(resumed))[:10],
     }
