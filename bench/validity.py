@@ -43,6 +43,7 @@ import scipy
 from scipy.special import ndtr, ndtri
 
 from bench.measure import write_json_report
+from routing.hard import hard_recovery_simulation
 from routing.leaderboard import Bucket, build_buckets
 from routing.manifest import bucket_route, orchestrator
 from routing.table import ModelIdentity, ScoreTable, intern, make_entrants
@@ -247,6 +248,11 @@ def run(sims: int, seed: int, rounds: int) -> list[dict[str, Any]]:
     share, ties = name_tie_share(simulate(same, sims, seed + 6, rounds=rounds))
     add("ties", "equal models, equal latency: tie led by first name", "≈ 50%", share, f"{ties} undecided buckets")
     add("orchestrator", "lopsided (tool decision 0.2) nominated", "0%", orchestrator_sims(max(sims // 5, 20), seed + 7, rounds=rounds))
+    recovery = [hard_recovery_simulation(seed + 300 + i, n_items=400, n_models=6) for i in range(20)]
+    for kind in ("continuous", "pass_fail"):
+        values = [r[f"precision_{kind}"] for r in recovery]
+        add("hard items", f"truly hardest 25% recovered, {kind.replace('_', '/')} scores (400×6)",
+            f"chance {recovery[0]['chance']:.0%}", float(np.mean(values)), f"lowest {min(values):.1%} over 20 seeds")
     return rows
 
 
