@@ -79,7 +79,10 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     observed = float(np.mean(x == y))
     expected = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
-    return None if expected >= 1.0 else (observed - expected) / (1.0 - expected)
+    if expected >= 1.0:
+        return None
+    kappa = (observed - expected) / (1.0 - expected)
+    return 0.0 if abs(kappa) < 1e-12 else kappa  # no rounding noise such as -8e-17 in the report
 
 
 def length_controlled(values: Sequence[float], chars: Sequence[int], groups: Sequence[str]) -> dict[str, Any]:
