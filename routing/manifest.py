@@ -24,7 +24,7 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
         served_by: <id>                # this bucket, its parent (specialty/system/..), its family, or default
         model: <model> | null          # send this bucket's questions here (the served_by decision's pick)
         decisive: bool                 # the leader is significantly better than every other eligible model
-        chosen_by: paired_test | tie_rule | only_candidate | fallback | none
+        chosen_by: paired_test | tie_rule | parent_tie_break | only_candidate | fallback | none
         method: mcnemar_midp | paired_t | paired_bootstrap | null   # the paired test
         alpha: 0.05; correction: holm
         tie_rule: lower_bound, score, latency, items, hash   # the order of tied_top after its leader
@@ -260,9 +260,27 @@ def parents(bucket_id: str, entry: Mapping[str, Any]) -> list[str]:
     return [*chain, entry["family"], "default"]
 
 
+def undecided(entry: Mapping[str, Any]) -> bool:
+    """A routable bucket where no model was shown better than the others (its pick is the tie rule's)."""
+    return bool(entry["routable"]) and entry.get("chosen_by") == "tie_rule" and len(entry.get("tied_top") or []) > 1
+
+
 def serve_unroutable(routes: dict[str, dict[str, Any]], families: Mapping[str, Mapping[str, Any]], default: Mapping[str, Any]) -> None:
-    """Fill ``served_by`` / ``model`` of every unroutable bucket from its nearest parent with a model."""
+    """Fill ``served_by`` / ``model`` of every unroutable bucket from its nearest parent with a model.
+
+    An undecided bucket keeps its own ``served_by`` but takes the nearest parent's pick when that
+    model is among its tied models: the parent decided on more items, so a tie at this level is
+    broken by stronger evidence rather than by a few items' lower bounds (``chosen_by:
+    parent_tie_break``, ``tie_broken_by: <parent>``)."""
     for bucket_id, entry in routes.items():
+        if undecided(entry):
+            for parent in parents(bucket_id, entry):
+                source = routes.get(parent) if "/" in parent else (default if parent == "default" else families.get(parent))
+                model = (source or {}).get("model") if (source or {}).get("routable", True) else None
+                if model is not None and model in entry["tied_top"]:
+                    entry.update(model=model, chosen_by="parent_tie_break", tie_broken_by=parent)
+                    break
+            continue
         if entry["routable"]:
             continue
         entry["chosen_by"] = "fallback"

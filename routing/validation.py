@@ -59,6 +59,7 @@ from routing.manifest import (
     family_decisions,
     model_profiles,
     serve_unroutable,
+    undecided,
 )
 from routing.stats import (
     LEVEL,
@@ -288,7 +289,7 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
         buckets = build_buckets(slim, rows, rounds=rounds, seed=seed)
         routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
-        unserved = {entry["family"] for entry in routes.values() if not entry["routable"]}
+        unserved = {entry["family"] for entry in routes.values() if not entry["routable"] or undecided(entry)}
         families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)
         default = default_model(buckets, profiles, min_n, alpha) if unserved else {}
         serve_unroutable(routes, families, default)

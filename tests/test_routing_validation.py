@@ -181,3 +181,20 @@ def test_build_writes_the_validation_block_and_the_report_section(tmp_path: Path
     with pytest.raises(SystemExit) as info:
         main(["--run", str(run), "--cv-folds", "1"])
     assert info.value.code == 2
+
+
+def test_an_undecided_bucket_takes_its_parents_pick_when_that_model_is_tied():
+    from routing.manifest import serve_unroutable
+
+    def entry(name, model, tied, chosen="tie_rule", kind="task"):
+        return {"family": "tcm", "kind": kind, "name": name, "routable": True, "served_by": f"tcm/{kind}/{name}",
+                "model": model, "tied_top": tied, "chosen_by": chosen}
+
+    routes = {"tcm/task/a": entry("a", "fast", ["fast", "strong"]),           # undecided: parent's pick is tied
+              "tcm/task/b": entry("b", "fast", ["fast", "other"]),            # undecided: parent's pick not tied
+              "tcm/task/c": entry("c", "fast", ["fast"], chosen="paired_test")}  # decided: left alone
+    serve_unroutable(routes, {"tcm": {"model": "strong", "routable": True}}, {"model": "strong"})
+    assert routes["tcm/task/a"]["model"] == "strong" and routes["tcm/task/a"]["chosen_by"] == "parent_tie_break"
+    assert routes["tcm/task/a"]["tie_broken_by"] == "tcm" and routes["tcm/task/a"]["served_by"] == "tcm/task/a"
+    assert routes["tcm/task/b"]["model"] == "fast" and routes["tcm/task/b"]["chosen_by"] == "tie_rule"
+    assert routes["tcm/task/c"]["model"] == "fast" and routes["tcm/task/c"]["chosen_by"] == "paired_test"
