@@ -14,16 +14,21 @@ from pathlib import Path
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 
-async def serve(port_file: Path, latency_s: float) -> None:
+async def serve_until_stopped(fake: FakeOpenAIServer, port_file: Path) -> None:
+    """Start ``fake``, publish its port atomically in ``port_file``, run until SIGTERM/SIGINT."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with FakeOpenAIServer(latency_s=latency_s) as fake:
+    async with fake:
         tmp = port_file.with_suffix(".tmp")
         tmp.write_text(str(fake.port))
         tmp.replace(port_file)
         await stop.wait()
+
+
+async def serve(port_file: Path, latency_s: float) -> None:
+    await serve_until_stopped(FakeOpenAIServer(latency_s=latency_s), port_file)
 
 
 def main() -> None:
