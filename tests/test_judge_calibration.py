@@ -4,12 +4,10 @@ judge whose labels are known, so P/R/F1 are exact."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from judge.calibration_set import (
 from judge.calibration_store import drift, judge_key, record_calibration
 from judge.verdicts import Claim, HalluVerdict
 from routing.build import build
-from tests.fakes import ok
+from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,27 +175,14 @@ def load_calibration_set_from_text(text: str) -> Any:
 @pytest.fixture
 def fake_judge() -> Iterator[Callable[[dict[str, str | None]], tuple[str, FakeOpenAIServer]]]:
     """A fake judge in a background thread's loop, reachable from this process and from a subprocess."""
-    started: list[dict[str, Any]] = []
+    fakes = ThreadedFakes()
 
     def start(says: dict[str, str | None]) -> tuple[str, FakeOpenAIServer]:
-        ready, state = threading.Event(), {}
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            fake = FakeOpenAIServer(behave=judge_replies(says))
-            loop.run_until_complete(fake.start())
-            state.update(loop=loop, fake=fake)
-            ready.set()
-            loop.run_forever()
-
-        threading.Thread(target=serve, daemon=True).start()
-        assert ready.wait(10)
-        started.append(state)
-        return state["fake"].base_url, state["fake"]
+        fake = fakes.start(FakeOpenAIServer(behave=judge_replies(says)))
+        return fake.base_url, fake
 
     yield start
-    for state in started:
-        state["loop"].call_soon_threadsafe(state["loop"].stop)
+    fakes.stop_all()
 
 
 def write_pool(tmp_path: Path, base_url: str) -> Path:

@@ -4,12 +4,10 @@ and the report's judge reliability turns the pairs into Cohen's κ and Spearman'
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import pytest
 
 from judge.perturb import reversed_dimensions
 from judge.prompts import reference_judge_prompt
-from tests.fakes import ok
+from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,27 +40,9 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
 
 @pytest.fixture
 def fake_url() -> Iterator[Callable[[], str]]:
-    loops: list[Any] = []
-
-    def start() -> str:
-        ready, state = threading.Event(), {}
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            fake = FakeOpenAIServer(behave=behave)
-            loop.run_until_complete(fake.start())
-            state.update(url=fake.base_url, loop=loop)
-            ready.set()
-            loop.run_forever()
-
-        threading.Thread(target=serve, daemon=True).start()
-        assert ready.wait(10)
-        loops.append(state["loop"])
-        return state["url"]
-
-    yield start
-    for loop in loops:
-        loop.call_soon_threadsafe(loop.stop)
+    fakes = ThreadedFakes()
+    yield lambda: fakes.start(FakeOpenAIServer(behave=behave)).base_url
+    fakes.stop_all()
 
 
 def test_perturbation_only_reorders_the_rubric() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import ok
+from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,32 +81,9 @@ def scores(run_dir: Path) -> dict[str, dict]:
 @pytest.fixture
 def fake_in_thread():
     """Run the fake in a background thread's loop so a subprocess can reach it."""
-    import asyncio
-    import threading
-
-    servers = []
-
-    def start(mode: str) -> str:
-        ready = threading.Event()
-        state = {}
-
-        def main():
-            loop = asyncio.new_event_loop()
-            fake = FakeOpenAIServer(behave=judge_behaviour(mode))
-            loop.run_until_complete(fake.start())
-            state["url"], state["loop"], state["fake"] = fake.base_url, loop, fake
-            ready.set()
-            loop.run_forever()
-
-        thread = threading.Thread(target=main, daemon=True)
-        thread.start()
-        ready.wait(10)
-        servers.append(state)
-        return state["url"]
-
-    yield start
-    for state in servers:
-        state["loop"].call_soon_threadsafe(state["loop"].stop)
+    fakes = ThreadedFakes()
+    yield lambda mode: fakes.start(FakeOpenAIServer(behave=judge_behaviour(mode))).base_url
+    fakes.stop_all()
 
 
 def test_good_verdicts_are_scored_with_the_judge_identity(tmp_path, fake_in_thread):

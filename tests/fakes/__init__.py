@@ -273,3 +273,32 @@ class FakeServer:
             await resp.write(full[: len(full) // 2])
         request.transport.close()  # "drop" (and the end of "cut_body"): no more bytes
         raise asyncio.CancelledError  # nothing more can be sent on a closed connection
+
+
+class ThreadedFakes:
+    """Fakes served from background threads' event loops, so a subprocess (``python -m pool.run``)
+    can reach them while the test goes on; :meth:`stop_all` ends every loop started."""
+
+    def __init__(self) -> None:
+        self._loops: list[Any] = []
+
+    def start(self, fake: FakeServer) -> FakeServer:
+        import threading
+
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            loop.run_until_complete(fake.start())
+            self._loops.append(loop)
+            ready.set()
+            loop.run_forever()
+
+        threading.Thread(target=serve, daemon=True).start()
+        if not ready.wait(10):
+            raise RuntimeError("fake server did not start")
+        return fake
+
+    def stop_all(self) -> None:
+        for loop in self._loops:
+            loop.call_soon_threadsafe(loop.stop)
