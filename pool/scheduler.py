@@ -1,11 +1,10 @@
-"""Execute units within each backend's limits, recording every result exactly once.
+"""The driver of a run: what is sent, within which limits, and every result recorded exactly once.
 
-Limits belong to backends, not models: each backend is a *lane* with one bounded queue, at most
-``max_concurrency`` workers, started only as jobs wait for a free one (so in-flight requests never
-exceed the limit, reach it whenever work is waiting, and idle slots cost nothing) and an optional asyncio-throttle rate limiter, shared by every model on
-that backend. One producer per lane feeds its queue lazily from the pending units, so a run of
-10⁵ items holds at most ``2 × max_concurrency`` requests per lane in memory and never builds 10⁵
-coroutines. A lane that starves (dead endpoint) cannot block another lane's producer.
+Limits belong to backends, not models: each backend is a *lane* (:class:`Lane`: a runner, at most
+``max_concurrency`` requests in flight and an optional asyncio-throttle rate limiter), shared by
+every model on it. An executor (:mod:`pool.executor`) sends the jobs of each lane — from lazy
+streams, so a run of 10⁵ items never builds 10⁵ coroutines — and hands each response back;
+:class:`Scheduler` serves cache hits, records every result and watches each model's health.
 
 A model whose calls keep failing (``max_consecutive_failures`` infra errors in a row) is marked
 failed with the reason; its remaining units are recorded as ``infra_error`` / ``model_failed``
@@ -14,7 +13,6 @@ without calling it, so the rest of the pool finishes and the summary says why.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -22,6 +20,7 @@ from typing import Protocol
 from asyncio_throttle import Throttler
 
 from pool.cache_key import cache_key, canonical_json, request_payload
+from pool.executor import Executor, LocalExecutor
 from pool.outcome import Result, Unit, result_from_response
 from pool.response_cache import ResponseCache
 from pool.sqlite_db import utc_now_iso
@@ -97,88 +96,74 @@ class RunCounters:
 
 
 class Scheduler:
-    """Runs jobs through their lanes and writes each result to the store as it arrives."""
+    """The driver: decides what is sent, and writes each result to the store as it arrives.
+
+    Sending is the executor's job (:mod:`pool.executor`; by default :class:`LocalExecutor` over
+    ``lanes``). The driver alone reads and fills the response cache, settles a failed model's jobs
+    without sending them, and records every result, one store transaction each.
+    """
 
     def __init__(
         self,
         *,
         run_id: str,
         store: RunStore,
-        lanes: Mapping[str, Lane],
+        lanes: Mapping[str, Lane] | None = None,
+        executor: Executor | None = None,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
         max_consecutive_failures: int = 5,
         retry_infra_errors: bool = False,
         on_model_failed: Callable[[str, str], None] | None = None,
     ) -> None:
+        if (lanes is None) == (executor is None):
+            raise ValueError("Scheduler needs either lanes (the local executor) or an executor")
         self.run_id = run_id
         self.store = store
-        self.lanes = dict(lanes)
+        self.executor: Executor = executor if executor is not None else LocalExecutor(lanes or {})
         self.cache = cache
         self.progress = progress
         self.health = ModelHealth(max_consecutive_failures)
         self.retry_infra_errors = retry_infra_errors
         self.on_model_failed = on_model_failed
         self.counters = RunCounters()
+        self._started: dict[Unit, str] = {}
 
     async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]]) -> RunCounters:
         """Execute every job; returns when all are recorded (or raises CancelledError on Ctrl-C)."""
-        unknown = set(jobs_by_lane) - set(self.lanes)
-        if unknown:
-            raise ValueError(f"jobs for unknown backend(s): {', '.join(sorted(unknown))}")
-        async with asyncio.TaskGroup() as group:
-            for name, jobs in jobs_by_lane.items():
-                lane = self.lanes[name]
-                queue: asyncio.Queue[Job | None] = asyncio.Queue(maxsize=2 * lane.max_concurrency)
-                group.create_task(self._produce(lane, queue, jobs, group), name=f"produce:{name}")
+        await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
         return self.counters
 
-    async def _produce(self, lane: Lane, queue: asyncio.Queue[Job | None], jobs: Iterable[Job],
-                       group: asyncio.TaskGroup) -> None:
-        """Feed the lane, starting a worker only when a job waits and no worker is free: a slot
-        with no work costs nothing, and the limit is reached whenever work is waiting."""
-        idle = [0]  # workers waiting on the queue
-        workers = 0
-        for job in jobs:
-            if workers < lane.max_concurrency and idle[0] == 0:
-                workers += 1
-                group.create_task(self._work(lane, queue, idle), name=f"work:{lane.name}:{workers}")
-            await queue.put(job)
-        for _ in range(workers):
-            await queue.put(None)
-
-    async def _work(self, lane: Lane, queue: asyncio.Queue[Job | None], idle: list[int]) -> None:
-        while True:
-            idle[0] += 1
-            job = await queue.get()
-            idle[0] -= 1
-            if job is None:
-                return
-            await self._execute(lane, job)
-
-    async def _execute(self, lane: Lane, job: Job) -> None:
+    def _settle_locally(self, job: Job) -> bool:
+        """Record a failed model's job or a cache hit without sending; False: send it."""
+        self._started[job.unit] = utc_now_iso()
         model = job.caller
-        started = utc_now_iso()
-        key = cache_key(job.backend_type, job.endpoint_identity, job.request)
-        cached = False
         if model in self.health.failed:
             response = GenerationResponse(
                 text="", finish_reason=None, prompt_tokens=None, completion_tokens=None, latency_s=0.0,
                 error_class=MODEL_FAILED,
                 error_detail=f"not sent: model marked failed ({self.health.failed[model]})",
             )
-        else:
-            hit = self.cache.get(key) if self.cache is not None else None
-            if hit is not None:
-                response, cached = hit, True
-            else:
-                if lane.throttler is not None:
-                    async with lane.throttler:
-                        pass
-                response = await lane.runner.generate(job.request)
-                self.counters.calls += 1
-                if response.ok and self.cache is not None:
-                    self.cache.put(key, response)
+            self._record(job, response, cached=False)
+            return True
+        hit = self.cache.get(self._key(job)) if self.cache is not None else None
+        if hit is not None:
+            self._record(job, hit, cached=True)
+            return True
+        return False
+
+    def _on_sent_result(self, job: Job, response: GenerationResponse) -> None:
+        self.counters.calls += 1
+        if response.ok and self.cache is not None:
+            self.cache.put(self._key(job), response)
+        self._record(job, response, cached=False)
+
+    @staticmethod
+    def _key(job: Job) -> str:
+        return cache_key(job.backend_type, job.endpoint_identity, job.request)
+
+    def _record(self, job: Job, response: GenerationResponse, *, cached: bool) -> None:
+        model = job.caller
         extra = None
         if response.attempts and len(response.attempts) > 1:
             extra = {"attempts": [
@@ -188,9 +173,9 @@ class Scheduler:
             ]}
         result = result_from_response(
             self.run_id, job.unit, response,
-            request_json=canonical_json(request_payload(job.request)), cache_key=key,
-            started_at=started, finished_at=utc_now_iso(), cached=cached, extra=extra,
-            answered_by=model, endpoint=job.endpoint_identity,
+            request_json=canonical_json(request_payload(job.request)), cache_key=self._key(job),
+            started_at=self._started.pop(job.unit, None) or utc_now_iso(), finished_at=utc_now_iso(),
+            cached=cached, extra=extra, answered_by=model, endpoint=job.endpoint_identity,
         )
         self.store.record(result, retry_infra_errors=self.retry_infra_errors)
         self.counters.recorded += 1
