@@ -351,6 +351,11 @@ class ManagedLlamaServer:
             ):
                 shutil.rmtree(self._workdir, ignore_errors=True)
 
+    def kill(self) -> None:
+        """SIGKILL the server's process group now, without waiting (when there is no time to stop)."""
+        if self.process is not None and self.process.returncode is None:
+            _signal_group(self.process.pid, signal.SIGKILL)
+
     def log_offset(self) -> int:
         """Current size of the server log; pass it to :meth:`timings_since` after some requests."""
         return (
