@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -29,6 +30,7 @@ from pydantic import (
     PlainValidator,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -105,14 +107,75 @@ class OllamaBackend(_BackendBase):
     max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
 
 
+MAX_REPLICAS = 16  # per llamacpp backend: each replica holds its own copy of the weights
+
+
+def _available_cpus() -> int:
+    """Cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _positive_int(value: Any) -> int | None:
+    """``value`` if the schema will accept it as a count (bools are not counts), else None."""
+    return value if type(value) is int and value >= 1 else None
+
+
 class LlamaCppBackend(_BackendBase):
-    """The managed local llama.cpp server; its URL is assigned when it starts, so none here."""
+    """The managed local llama.cpp servers; their URLs are assigned when they start, so none here.
+
+    A llama.cpp server answers one request at a time, and one decode step of a small model does
+    not keep two cores busy, so throughput comes from ``replicas``: identical single-slot servers
+    behind one lane that sends each request to the least busy one. Left out (or null), the
+    settings are sized to the machine when the file is loaded:
+
+    * ``replicas``: cores // ``n_threads`` (1 thread each when ``n_threads`` is unset), at least
+      1, at most :data:`MAX_REPLICAS` and at most an explicit ``max_concurrency``;
+    * ``n_threads``: 1 with several replicas; with one, unset (the managed server's 2);
+    * ``max_concurrency``: ``replicas`` (one request in flight per single-slot server); fewer
+      would leave replicas idle and is an error.
+
+    ``replicas: 1`` is the single server that existed before replicas did; it is left out of
+    dumps (and so of the pool fingerprint), so runs planned before then still resume.
+    """
 
     type: Literal["llamacpp"]
-    # the server answers one request at a time
+    # declared before max_concurrency, whose check reads it
+    replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS, exclude_if=lambda count: count == 1)
     max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
     n_ctx: int = Field(default=2048, ge=128)
     n_threads: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _size_to_the_machine(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        replicas = data.get("replicas")
+        if replicas is not None and not 1 <= (_positive_int(replicas) or 0) <= MAX_REPLICAS:
+            return data  # a bad value: the field check reports it
+        if replicas is None:
+            threads = _positive_int(data.get("n_threads")) or 1
+            replicas = min(MAX_REPLICAS, max(1, _available_cpus() // threads))
+            replicas = min(replicas, _positive_int(data.get("max_concurrency")) or replicas)
+        sized = {**data, "replicas": replicas}
+        if replicas > 1 and data.get("n_threads") is None:
+            sized["n_threads"] = 1
+        if "max_concurrency" not in data:
+            sized["max_concurrency"] = replicas
+        return sized
+
+    @field_validator("max_concurrency")
+    @classmethod
+    def _a_request_for_every_replica(cls, value: int, info: ValidationInfo) -> int:
+        replicas = info.data.get("replicas")
+        if isinstance(replicas, int) and value < replicas:
+            raise ValueError(
+                f"{value} is fewer than replicas ({replicas}), so {replicas - value} replica(s) would "
+                f"never get a request; set max_concurrency to at least {replicas} or replicas to {value}"
+            )
+        return value
 
 
 Backend = Annotated[OpenAIBackend | OllamaBackend | LlamaCppBackend, Field(discriminator="type")]
@@ -203,6 +266,16 @@ class Judge(_Block):
         }
 
 
+class Execution(_Block):
+    """Where the plan runs: ``local`` (asyncio lanes in this process) or ``ray`` (one actor per
+    backend lane on a Ray cluster; ``ray_address`` as for ``ray.init``, e.g. ``auto``). The CLI's
+    ``--executor`` / ``--ray-address`` override it. Results do not depend on it, so it is not part
+    of a run's stored options: a run started locally may be resumed on a cluster."""
+
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = Field(default=None, min_length=1)
+
+
 class PoolConfig(_Block):
     """A validated pool; ``models`` already carry their defaults.
 
@@ -214,11 +287,17 @@ class PoolConfig(_Block):
     defaults: Defaults = Defaults()  # frozen, so sharing one instance is safe
     models: tuple[Model, ...] = Field(min_length=1, strict=False)
     judge: Judge | None = None
+    execution: Execution = Execution()
 
     @field_validator("defaults", mode="before")
     @classmethod
     def _empty_defaults_block(cls, value: Any) -> Any:
         return {} if value is None else value  # `defaults:` with every line commented out
+
+    @field_validator("execution", mode="before")
+    @classmethod
+    def _empty_execution_block(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @model_validator(mode="wrap")
     @classmethod
@@ -306,6 +385,7 @@ __all__ = [
     "BACKEND_CLASSES",
     "KNOWN_GGUF",
     "MAX_CONCURRENCY",
+    "MAX_REPLICAS",
     "MAX_TIMEOUT_S",
     "RESPONSE_BYTES_RANGE",
     "Backend",

@@ -42,13 +42,6 @@ logger = logging.getLogger(__name__)
 ModelSpec = ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
 
 
-def available_cpus() -> int:
-    """Cores this process may run on (its affinity mask where the OS has one, else all)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
 def replica_log_path(log_path: Path, index: int, replicas: int) -> Path:
     """``llamacpp-local.log`` for a single server; ``llamacpp-local-r<index>.log`` for several."""
     if replicas == 1:

@@ -240,6 +240,15 @@ POOL_CASES: list[Case] = [
     _pool_case("llamacpp_unknown_gguf",
                "backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: tiny\n    backend: local\n    gguf: nosuch\n",
                "gguf"),
+    *(_pool_case(f"llamacpp_replicas_{name}",
+                 f"backends:\n  local:\n    type: llamacpp\n    replicas: {value}\n"
+                 "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
+                 "backends.local.replicas")
+      for name, value in (("zero", "0"), ("negative", "-1"), ("text", '"two"'), ("too_many", "1000"))),
+    _pool_case("llamacpp_fewer_requests_than_replicas",
+               "backends:\n  local:\n    type: llamacpp\n    replicas: 2\n    max_concurrency: 1\n"
+               "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
+               "backends.local.max_concurrency"),
 ]
 
 
