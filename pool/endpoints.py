@@ -1,9 +1,10 @@
 """Bring a plan's backends up: runners for remote endpoints, the managed llama.cpp server for local ones.
 
-The managed server is started only when the run has pending work on it, and it is always stopped
-on exit, on error and on Ctrl-C (``ManagedLlamaServer`` is an async context manager). Its URL is a
-fresh loopback port every run, so answers from it are cached under the model file's sha256
-instead of the URL: ``llamacpp://<sha256>/<chat_format>``.
+The managed servers are started only when the run has pending work on them, and they are always
+stopped on exit, on error and on Ctrl-C (``ManagedLlamaReplicas`` is an async context manager). A
+llamacpp backend runs ``replicas`` identical servers behind one lane whose runner sends each request
+to the least busy one. Their URLs are fresh loopback ports every run, so answers are cached under
+the model file's sha256 instead of a URL: ``llamacpp://<sha256>/<chat_format>``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class BackendEndpoint:
     type: str
     lane: Lane
     identities: dict[str, str] = field(default_factory=dict)  # model name -> endpoint identity
-    server_log: Path | None = None
+    server_log: Path | None = None  # the managed server's log (the first replica's)
+    server_logs: list[Path] = field(default_factory=list)  # every replica's log, in replica order
 
 
 def local_model_identity(model: Model) -> str:
@@ -49,6 +51,29 @@ def _runner(config: PoolConfig, backend_name: str, base_url: str) -> Runner:
     )
 
 
+async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, models: list[Model],
+                          run_dir: Path) -> tuple[Runner, list[Path]]:
+    """Start the backend's llama.cpp replicas (stopped with ``stack``); one balanced runner over them.
+
+    One replica logs to ``llamacpp-<backend>.log``, several to ``llamacpp-<backend>-r<i>.log``.
+    """
+    from runners.balanced import BalancedRunner
+    from runners.llamacpp_replicas import ManagedLlamaReplicas
+    from runners.llamacpp_server import ServedModel
+
+    backend = config.backends[name]
+    assert isinstance(backend, LlamaCppBackend)
+    served = list({
+        m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
+        for m in models
+    }.values())
+    replicas = ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
+                                    n_ctx=backend.n_ctx, log_path=run_dir / f"llamacpp-{name}.log")
+    await stack.enter_async_context(replicas)
+    runner = BalancedRunner([_runner(config, name, url) for url in replicas.base_urls])
+    return runner, replicas.log_paths
+
+
 @asynccontextmanager
 async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Path) -> AsyncIterator[dict[str, BackendEndpoint]]:
     """Yield a live :class:`BackendEndpoint` per backend the given models use; tear all down after."""
@@ -60,24 +85,16 @@ async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Pa
         endpoints: dict[str, BackendEndpoint] = {}
         for name, backend_models in by_backend.items():
             backend = config.backends[name]
-            server_log = None
-            if isinstance(backend, LlamaCppBackend):
-                from runners.llamacpp_server import ManagedLlamaServer, ServedModel
-
-                served = list({
-                    m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
-                    for m in backend_models
-                }.values())
-                server_log = run_dir / f"llamacpp-{name}.log"
-                server = ManagedLlamaServer(served, n_ctx=backend.n_ctx, n_threads=backend.n_threads or 2, log_path=server_log)
-                await stack.enter_async_context(server)
-                base_url = server.base_url
+            server_logs: list[Path] = []
+            if isinstance(backend, LlamaCppBackend):  # same weights on every replica: one identity
+                runner, server_logs = await _serve_llamacpp(stack, config, name, backend_models, run_dir)
                 identities = {m.name: local_model_identity(m) for m in backend_models}
             else:
                 base_url = str(backend.base_url)
                 identities = {m.name: base_url for m in backend_models}
-            runner = _runner(config, name, base_url)
+                runner = _runner(config, name, base_url)
             stack.push_async_callback(runner.aclose)
             lane = Lane(name, runner, backend.max_concurrency, backend.requests_per_minute)
-            endpoints[name] = BackendEndpoint(name, backend.type, lane, identities, server_log)
+            endpoints[name] = BackendEndpoint(name, backend.type, lane, identities,
+                                              server_logs[0] if server_logs else None, server_logs)
         yield endpoints

@@ -184,3 +184,34 @@ def test_replicas_are_stopped_when_cancelled(tmp_path: Path) -> None:
 
     asyncio.run(scenario())
     _assert_all_stopped(holder[0].servers)
+
+
+@requires_llama
+def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: Path) -> None:
+    from pool.config import parse_pool
+    from pool.endpoints import local_model_identity, open_backends
+
+    config = parse_pool("backends:\n  local:\n    type: llamacpp\n    replicas: 2\n    n_ctx: 512\n"
+                        "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",
+                        "<test pool>")
+    model = config.model("smol")
+
+    async def scenario() -> list[int]:
+        async with open_backends(config, [model], tmp_path) as endpoints:
+            local = endpoints["local"]
+            assert local.lane.max_concurrency == 2 and isinstance(local.lane.runner, BalancedRunner)
+            assert local.identities == {"smol": local_model_identity(model)}
+            assert local.identities["smol"].startswith("llamacpp://")
+            assert local.server_logs == [tmp_path / "llamacpp-local-r0.log", tmp_path / "llamacpp-local-r1.log"]
+            assert local.server_log == local.server_logs[0]
+            requests = [GenerationRequest(model="smol", messages=({"role": "user", "content": f"Say {i}."},),
+                                          params=model.generation_params()) for i in range(2)]
+            answers = await asyncio.gather(*(local.lane.runner.generate(r) for r in requests))
+            assert all(a.ok for a in answers), answers
+            assert local.lane.runner.sent == (1, 1)
+            pids = [json.loads(p.with_suffix(".pid").read_text())["pid"] for p in local.server_logs]
+        return pids
+
+    pids = asyncio.run(scenario())
+    assert not any(_group_alive(pid) for pid in pids)
+    assert not list(tmp_path.glob("*.pid"))
