@@ -78,3 +78,11 @@ __all__ += [
 from eval.scorers import SCORERS, NeedsJudge, UnknownGoldTypeError, register, score_answer  # noqa: E402
 
 __all__ += ["SCORERS", "NeedsJudge", "UnknownGoldTypeError", "register", "score_answer"]
+
+# Text encoders and embedding DTR-F1 (issue 12). Decision recognition itself is imported from
+# eval.decision_recognition: importing it here would make `python -m eval.decision_recognition` warn.
+from eval.embedding_cache import EmbeddingCache, cached_encoder  # noqa: E402
+from eval.encoders import cosine_matrix, tfidf_char_ngrams  # noqa: E402
+from eval.linglan import dtr_f1_embedding  # noqa: E402
+
+__all__ += ["EmbeddingCache", "cached_encoder", "cosine_matrix", "dtr_f1_embedding", "tfidf_char_ngrams"]

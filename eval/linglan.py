@@ -12,7 +12,7 @@ import math
 import string
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from eval._checks import (
     require_str_collection,
     require_str_sequence,
 )
+from eval.encoders import Encoder, checked_vectors, cosine_matrix
 
 
 def char_f1(pred: str, gold: str) -> float:
@@ -70,17 +71,41 @@ def dtr_f1(predicted: Sequence[str], gold: Sequence[str], tau: float = 0.7) -> d
     require_str_sequence("predicted", predicted)
     require_str_sequence("gold", gold)
     threshold = require_real("tau", tau, low=0.0, high=1.0)
-    n, m = len(predicted), len(gold)
+    return _matched_scores(len(predicted), len(gold), lambda: char_f1_matrix(predicted, gold) >= threshold)
+
+
+def _matched_scores(n: int, m: int, edges: Callable[[], np.ndarray]) -> dict[str, float]:
+    """DTR counts from the (n, m) boolean edge matrix ``edges()`` (called only when n and m are > 0):
+    TP = maximum-cardinality one-to-one matching, FP = n − TP, FN = m − TP; both empty is 1.0."""
     if n == 0 and m == 0:
         return {"precision": 1.0, "recall": 1.0, "f1": 1.0, "tp": 0, "fp": 0, "fn": 0}
     tp = 0
     if n and m:
-        edges = char_f1_matrix(predicted, gold) >= threshold
-        if edges.any():
-            matched = maximum_bipartite_matching(csr_matrix(edges), perm_type="column")
+        allowed = edges()
+        if allowed.any():
+            matched = maximum_bipartite_matching(csr_matrix(allowed), perm_type="column")
             tp = int((matched >= 0).sum())
     precision, recall, f1 = f1_from_counts(tp, n, m)
     return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": n - tp, "fn": m - tp}
+
+
+def dtr_f1_embedding(predicted: Sequence[str], gold: Sequence[str], encode: Encoder, *, tau: float) -> dict[str, float]:
+    """DTR-F1 with embedding cosine ≥ tau as the edge rule instead of char_f1 ≥ tau; matching and counts
+    are ``dtr_f1``'s. For synonyms that share no characters (心悸 / 心慌: char-F1 0.5).
+
+    ``encode`` is called once with predicted + gold. ``tau`` has no default: cosines are on each
+    encoder's own scale, so calibrate it on known synonyms and near-misses for the encoder you use.
+    """
+    require_str_sequence("predicted", predicted)
+    require_str_sequence("gold", gold)
+    threshold = require_real("tau", tau, low=-1.0, high=1.0)
+
+    def edges() -> np.ndarray:
+        texts = [*predicted, *gold]
+        vectors = checked_vectors(encode(texts), len(texts), "encode")
+        return cosine_matrix(vectors[: len(predicted)], vectors[len(predicted) :]) >= threshold
+
+    return _matched_scores(len(predicted), len(gold), edges)
 
 
 def multi_choice_score(pred: Iterable[str], gold: Iterable[str]) -> dict[str, float]:
