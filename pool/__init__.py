@@ -1,1 +1,24 @@
-"""pool package."""
+"""pool: plan and execute a model-pool run (config, plan, executors, run store, CLI).
+
+The Python API (what ``python -m pool.run`` wraps)::
+
+    from pool import RunSpec, run_pool, resume, rescore
+
+Names are imported on first use, so ``import pool.config`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_API = {"RunSpec": "pool.run_spec", "RunResult": "pool.api", "RunInputError": "pool.api", "run_pool": "pool.api",
+        "resume": "pool.api", "rescore": "pool.api", "describe_plan": "pool.api"}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'pool' has no attribute {name!r}")

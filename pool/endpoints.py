@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pool.config import LlamaCppBackend, Model, PoolConfig
+from pool.executor import Executor, LocalExecutor
 from pool.scheduler import Lane
 from runners.base import Runner
 from runners.gguf_models import MODELS, verified_sha256
@@ -27,7 +28,7 @@ class BackendEndpoint:
 
     name: str
     type: str
-    lane: Lane
+    lane: Lane | None  # None when the lane lives in another process (the Ray executor)
     identities: dict[str, str] = field(default_factory=dict)  # model name -> endpoint identity
     server_log: Path | None = None  # the managed server's log (the first replica's)
     server_logs: list[Path] = field(default_factory=list)  # every replica's log, in replica order
@@ -74,27 +75,66 @@ async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, 
     return runner, replicas.log_paths
 
 
+def models_by_backend(models: Iterable[Model]) -> dict[str, list[Model]]:
+    """The given models grouped by backend, each once (the judge may also be a pool model)."""
+    by_backend: dict[str, list[Model]] = {}
+    for model in models:
+        if all(m.name != model.name for m in by_backend.get(model.backend, [])):
+            by_backend.setdefault(model.backend, []).append(model)
+    return by_backend
+
+
+def endpoint_identities(config: PoolConfig, backend_name: str, models: Iterable[Model]) -> dict[str, str]:
+    """Each model's cache identity on its backend: the URL, or the weights for llama.cpp (same
+    weights on every replica and every host: one identity)."""
+    backend = config.backends[backend_name]
+    if isinstance(backend, LlamaCppBackend):
+        return {m.name: local_model_identity(m) for m in models}
+    return {m.name: str(backend.base_url) for m in models}
+
+
 @asynccontextmanager
 async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Path) -> AsyncIterator[dict[str, BackendEndpoint]]:
     """Yield a live :class:`BackendEndpoint` per backend the given models use; tear all down after."""
-    by_backend: dict[str, list[Model]] = {}
-    for model in models:  # the judge may also be a pool model: serve and identify it once
-        if all(m.name != model.name for m in by_backend.get(model.backend, [])):
-            by_backend.setdefault(model.backend, []).append(model)
     async with AsyncExitStack() as stack:
         endpoints: dict[str, BackendEndpoint] = {}
-        for name, backend_models in by_backend.items():
+        for name, backend_models in models_by_backend(models).items():
             backend = config.backends[name]
             server_logs: list[Path] = []
-            if isinstance(backend, LlamaCppBackend):  # same weights on every replica: one identity
+            if isinstance(backend, LlamaCppBackend):
                 runner, server_logs = await _serve_llamacpp(stack, config, name, backend_models, run_dir)
-                identities = {m.name: local_model_identity(m) for m in backend_models}
             else:
-                base_url = str(backend.base_url)
-                identities = {m.name: base_url for m in backend_models}
-                runner = _runner(config, name, base_url)
+                runner = _runner(config, name, str(backend.base_url))
             stack.push_async_callback(runner.aclose)
             lane = Lane(name, runner, backend.max_concurrency, backend.requests_per_minute)
-            endpoints[name] = BackendEndpoint(name, backend.type, lane, identities,
+            endpoints[name] = BackendEndpoint(name, backend.type, lane, endpoint_identities(config, name, backend_models),
                                               server_logs[0] if server_logs else None, server_logs)
         yield endpoints
+
+
+@dataclass
+class Backends:
+    """A run's backends as the driver sees them: each one's identities, and the executor that sends to them."""
+
+    endpoints: dict[str, BackendEndpoint]
+    executor: Executor
+
+
+@asynccontextmanager
+async def open_execution(config: PoolConfig, models: Iterable[Model], run_dir: Path, *, executor: str = "local",
+                         ray_address: str | None = None) -> AsyncIterator[Backends]:
+    """Bring the backends up where the executor runs them: in this process (``local``) or in one
+    Ray actor per backend (``ray``, see :mod:`pool.ray_executor`)."""
+    if executor == "local":
+        async with open_backends(config, models, run_dir) as endpoints:
+            yield Backends(endpoints, LocalExecutor({name: e.lane for name, e in endpoints.items()}))
+        return
+    if executor != "ray":
+        raise ValueError(f"unknown executor {executor!r}; expected local or ray")
+    from pool.ray_executor import RayExecutor
+
+    grouped = models_by_backend(models)
+    endpoints = {name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))
+                 for name, ms in grouped.items()}
+    async with RayExecutor(config, grouped, run_dir, ray_address) as ray_executor:
+        yield Backends(endpoints, ray_executor)

@@ -1,0 +1,328 @@
+"""The Python API the ``python -m pool.run`` CLI wraps: :func:`run_pool`, :func:`resume`, :func:`rescore`.
+
+Each call takes a :class:`~pool.run_spec.RunSpec` and returns a :class:`RunResult` (the run folder,
+every artefact's path, counts, the exit code the CLI would give). Bad input — a pool file, data or
+option that cannot be used — raises :class:`RunInputError` naming the file, line or field, before
+any request is sent. A run interrupted by Ctrl-C or SIGTERM returns exit code 130 with everything
+finished kept; :func:`resume` completes it.
+
+    from pool import RunSpec, run_pool
+    result = run_pool(RunSpec(pool="model_pool.yaml", orchestration=True, out="runs/tonight"))
+    print(result.exit_code, result.paths["routing_manifest.yaml"])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pool.config import Model, PoolConfigError, load_pool
+from pool.dispatch import Dispatcher
+from pool.endpoints import open_execution
+from pool.export import export_results_jsonl, write_summary
+from pool.items_source import DataError, load_run_items, select_items
+from pool.outcome import Unit
+from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
+from pool.progress import ProgressDisplay
+from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
+from pool.run_lock import RunLock, RunLockedError
+from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
+from pool.scheduler import Scheduler
+from pool.scoring import ScoringStage
+from pool.store import RunMismatchError, RunStore, StoreFormatError
+
+log = logging.getLogger("pool.run")
+
+EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+INLINE_POOL_FILENAME = "model_pool.yaml"
+ARTEFACTS = ("results.jsonl", "scores.jsonl", "summary.json", "leaderboard.json", "leaderboard.md", "pairwise.json",
+             "hard.yaml", "routing_manifest.yaml", "report.html", "compare.json", "compare.md")
+
+
+class RunInputError(ValueError):
+    """The run cannot start: the message names the file, line or field and what to do (CLI exit 2)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced. ``exit_code``: 0 every unit answered, 1 some infra errors, 130 interrupted."""
+
+    run_dir: Path
+    run_id: str
+    exit_code: int
+    summary: dict[str, Any] = field(default_factory=dict)
+    scoring: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """Every artefact the run folder holds, by file name."""
+        return {name: self.run_dir / name for name in ARTEFACTS if (self.run_dir / name).is_file()}
+
+    @property
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per model: results by status (ok / error / infra_error) from summary.json."""
+        return {model: dict(entry.get("status", {})) for model, entry in self.summary.get("models", {}).items()}
+
+
+def run_pool(spec: RunSpec) -> RunResult:
+    """Start a new run in ``spec.out`` (default ``runs/<UTC timestamp>``) and finish it."""
+    options, run_dir = spec.new_run_options()
+    check_new_out(run_dir)
+    if isinstance(spec.pool, Mapping):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        pool_file = run_dir / INLINE_POOL_FILENAME
+        pool_file.write_text(yaml.safe_dump(dict(spec.pool), allow_unicode=True, sort_keys=False), encoding="utf-8")
+        options["pool"] = str(pool_file.resolve())
+    return _start(spec, options, run_dir, mode="new")
+
+
+def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """Finish an interrupted run with its stored options; ``spec`` may only repeat them (or pick
+    the executor and log interval)."""
+    run_dir = Path(run_dir)
+    spec = spec or RunSpec()
+    options = _checked(lambda: stored_options(run_dir))
+    _checked(lambda: check_resume(spec, options))
+    return _start(spec, options, run_dir, mode="resume")
+
+
+def rescore(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """Score a run's stored answers again (e.g. with another ``judge:``) without asking the models;
+    ``spec`` may change ``pool``, ``no_judge``, ``hallu``, ``no_routing`` and ``rejudge_sample``."""
+    run_dir = Path(run_dir)
+    spec = spec or RunSpec()
+    options = _checked(lambda: rescore_options(spec, stored_options(run_dir)))
+    return _start(spec, options, run_dir, mode="rescore")
+
+
+def describe_plan(spec: RunSpec) -> dict[str, Any]:
+    """The plan a run of ``spec`` would execute (models × items × stages, request counts), without running it."""
+    options, _ = spec.new_run_options()
+    if isinstance(spec.pool, Mapping):
+        raise RunInputError("pool: describe_plan takes a pool file; write the inline pool to a file first")
+    plan, loaded_skipped = _plan(options)
+    judge = run_judge(plan, options)
+    return {**plan.describe(judge, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped}
+
+
+def run_judge(plan: Plan, options: Mapping[str, Any]) -> Model | None:
+    """The run's judge model, or None when judging is off or no selected item needs one."""
+    judge = None if options.get("no_judge") else plan.config.judge_model()
+    if judge is not None and not any(i.gold_type in JUDGED_GOLD_TYPES for i in plan.items):
+        return None
+    return judge
+
+
+def _checked(step: Any) -> Any:
+    try:
+        return step()
+    except (PoolConfigError, DataError, StoreFormatError, ValueError, FileNotFoundError, sqlite3.DatabaseError) as exc:
+        raise RunInputError(str(exc)) from None
+
+
+def _check_cache_dir(options: Mapping[str, Any]) -> None:
+    """The response cache folder must be (or become) a folder before any request is sent."""
+    if options.get("no_cache"):
+        return
+    where = "--cache-dir" if options.get("cache_dir") else f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "cache"
+    path = Path(options["cache_dir"]) if options.get("cache_dir") else default_cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"{where} {path}: cannot be used as the response cache folder ({exc.strerror}); "
+                        "pass a writable folder with --cache-dir, or --no-cache") from None
+
+
+def _plan(options: Mapping[str, Any]) -> tuple[Plan, int]:
+    def build() -> tuple[Plan, int]:
+        _check_cache_dir(options)
+        config = load_pool(options["pool"])
+        loaded = load_run_items(options["data"])
+        items = select_items(loaded, options)
+        models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
+        if not models:
+            raise DataError(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
+        return Plan(config, models, tuple(items)), len(loaded.skipped)
+
+    return _checked(build)
+
+
+def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
+    plan, _ = _plan(options)
+    executor = _checked(lambda: _executor_choice(spec, plan))
+    try:
+        with RunLock(run_dir):
+            return _Run(spec, plan, options, run_dir, mode, executor).go()
+    except RunLockedError as exc:
+        raise RunInputError(str(exc)) from None
+
+
+def _executor_choice(spec: RunSpec, plan: Plan) -> tuple[str, str | None]:
+    """(executor, ray address): the spec's, else the pool file's ``execution:`` block, else local."""
+    execution = plan.config.execution
+    name = spec.executor or execution.executor
+    address = spec.ray_address if spec.ray_address is not None else execution.ray_address
+    if name != "ray" and spec.ray_address is not None:
+        raise DataError("--ray-address without --executor ray: the local executor has no cluster; add --executor ray")
+    return name, address
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM outside the event loop (loading, exporting, routing) ends like Ctrl-C
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+class _Run:
+    """One execution of a plan into a run folder: answer, score, export, build routing."""
+
+    def __init__(self, spec: RunSpec, plan: Plan, options: dict[str, Any], run_dir: Path, mode: str,
+                 executor: tuple[str, str | None]) -> None:
+        self.spec, self.plan, self.options, self.run_dir, self.mode = spec, plan, options, run_dir, mode
+        self.executor_name, self.ray_address = executor
+        self.run_id = run_dir.name
+
+    def go(self) -> RunResult:
+        previous = signal.signal(signal.SIGTERM, _interrupt) if _on_main_thread() else None
+        try:
+            return self._go()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _go(self) -> RunResult:
+        pool_fp, data_fp = self.plan.fingerprints()
+        started = time.monotonic()
+        scoring: dict[str, Any] | None = None
+        status = EXIT_OK
+        resuming = self.mode == "resume"
+        with RunStore(self.run_dir) as store:
+            try:
+                if self.mode == "rescore":
+                    pending: list[Unit] = []  # answers are kept; only the scoring stage runs again
+                else:
+                    try:
+                        store.begin_run(self.run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp,
+                                        options=self.options)
+                    except RunMismatchError as exc:
+                        raise RunInputError(str(exc)) from None
+                    store.save_plan(self.run_id, self.plan.units())
+                    # Judge stages are never sent from here: the scoring stage derives them from the answers.
+                    pending = [u for u in store.pending_units(self.run_id, retry_infra_errors=resuming)
+                               if u.stage == ANSWER_STAGE]
+                    print(f"run {self.run_id}: {self.plan.unit_count} units, {len(pending)} to do "
+                          f"({len(self.plan.models)} models × {len(self.plan.items)} items)", file=sys.stderr)
+                scoring = asyncio.run(self._execute(store, pending, resuming))
+            except (KeyboardInterrupt, asyncio.CancelledError):
+                status = EXIT_INTERRUPTED
+            except RunInputError:
+                raise
+            except Exception as exc:  # a backend that never came up, a server that crashed at start
+                print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+                status = EXIT_INFRA
+            if self.mode != "rescore" and store.get_run(self.run_id) is not None:
+                store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
+        summary: dict[str, Any] = {}
+        try:
+            export_results_jsonl(self.run_dir, self.run_id)
+            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id,
+                                    extra={"scoring": scoring} if scoring is not None else None)
+            if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
+                status = EXIT_INFRA
+        except KeyboardInterrupt:
+            status = EXIT_INTERRUPTED
+        infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
+        if status == EXIT_OK and infra:
+            status = EXIT_INFRA
+        return RunResult(self.run_dir, self.run_id, status, summary, scoring)
+
+    async def _execute(self, store: RunStore, pending: list[Unit], resuming: bool) -> dict[str, Any] | None:
+        """Answer the pending answer units, then score every answer; returns the scoring tally."""
+        totals: dict[str, int] = {}
+        for unit in pending:
+            totals[unit.model] = totals.get(unit.model, 0) + 1
+        plan, options = self.plan, self.options
+        judge = run_judge(plan, options)
+        serve = [m for m in plan.models if m.name in totals] + ([judge] if judge is not None else [])
+        cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"))
+        sigterm = self._cancel_on_sigterm()
+        try:
+            async with open_execution(plan.config, serve, self.run_dir, executor=self.executor_name,
+                                     ray_address=self.ray_address) as backends:
+                progress = ProgressDisplay(totals, interval_s=self.spec.log_interval)
+                scheduler = Scheduler(
+                    run_id=self.run_id, store=store, executor=backends.executor, cache=cache, progress=progress,
+                    max_consecutive_failures=options["max_consecutive_failures"], retry_infra_errors=resuming,
+                    on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
+                )
+                try:
+                    if pending:
+                        dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
+                        await scheduler.run(dispatcher.lanes(pending))
+                finally:
+                    progress.close()
+                stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
+                                     judge=judge, endpoints=backends.endpoints, scheduler=scheduler,
+                                     log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
+                                     rejudge_sample=options.get("rejudge_sample") or 0)
+                await stage.run()
+                stage.write(self.run_dir)
+                return stage.tally()
+        finally:
+            if _on_main_thread():
+                signal.signal(signal.SIGTERM, _interrupt)  # a SIGTERM during export or routing still ends as 130
+            if sigterm:
+                raise KeyboardInterrupt
+            if cache is not None:
+                cache.close()
+
+    @staticmethod
+    def _cancel_on_sigterm() -> list[bool]:
+        """Cancel the run's task on SIGTERM; the flag is recorded synchronously because a cancel
+        alone is lost when it lands as the last await ends."""
+        sigterm: list[bool] = []
+        if not _on_main_thread():
+            return sigterm
+        current = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            sigterm.append(True)
+            if current is not None:
+                loop.call_soon_threadsafe(current.cancel)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        return sigterm
+
+
+def build_routing(run_dir: Path) -> bool:
+    """Leaderboards, pairwise ratings, hard subset, manifest and report (routing.build)."""
+    try:
+        from routing.build import main as build_main
+    except ImportError as exc:  # routing is part of this project; a broken install is worth a line
+        print(f"warning: routing.build unavailable ({exc}); run python -m routing.build --run {run_dir}", file=sys.stderr)
+        return False
+    return build_main(["--run", str(run_dir)]) == 0
+
+
+def plan_json(spec: RunSpec) -> str:
+    return json.dumps(describe_plan(spec), ensure_ascii=False, indent=2)

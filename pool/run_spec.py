@@ -1,0 +1,191 @@
+"""What a run is asked to do: :class:`RunSpec`, and the options stored with a run for ``resume``.
+
+A spec's fields carry the CLI's names (``--no-judge`` is ``no_judge``), so a user who knows one
+knows the other. The result-shaping fields (:data:`PLAN_OPTIONS`) are stored with the run's plan;
+a resume reuses them, and asking a resume for a different value is an error rather than a silent
+merge, so a run's numbers always come from one set of options.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pool.items_source import DataError
+from pool.store import RUN_DB_FILENAME, RunStore
+
+DEFAULT_POOL = "model_pool.yaml"
+EXECUTORS = ("local", "ray")
+# Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
+PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
+                "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
+                "rejudge_sample")
+# What a rescore may change: how answers are scored, never what was asked.
+RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample")
+
+# The type each stored option must have (a damaged or foreign store is refused, not half-used).
+_OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "pool": (str,), "data": (list, type(None)), "models": (str, type(None)), "all": (bool,),
+    "limit": (int, type(None)), "track": (str, type(None)), "task": (str, type(None)), "domain": (str, type(None)),
+    "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
+    "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
+    "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run, as the CLI's flags describe it (see ``python -m pool.run --help``).
+
+    ``pool`` is a pool file, or a mapping with a pool file's content (written to the run folder as
+    ``model_pool.yaml`` so that a resume finds it). ``models`` and ``id`` take a list or the CLI's
+    comma-separated / repeated form. ``executor`` is ``"local"`` (asyncio lanes in this process) or
+    ``"ray"`` (one actor per backend lane; ``ray_address`` as for ``ray.init``, e.g. ``"auto"``).
+    """
+
+    pool: str | Path | Mapping[str, Any] | None = None
+    data: Sequence[str | Path] | None = None
+    models: str | Sequence[str] | None = None
+    all: bool = False
+    limit: int | None = None
+    track: str | None = None
+    task: str | None = None
+    domain: str | None = None
+    id: Sequence[str] | None = None
+    sample: int | None = None
+    subset: str | None = None
+    orchestration: bool = False
+    no_judge: bool = False
+    hallu: bool = False
+    rejudge_sample: int | None = None
+    no_routing: bool = False
+    no_cache: bool = False
+    cache_dir: str | Path | None = None
+    max_consecutive_failures: int = 5
+    out: str | Path | None = None
+    executor: str | None = None
+    ray_address: str | None = None
+    log_interval: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+                raise DataError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+        value = self.max_consecutive_failures
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DataError(f"max_consecutive_failures: must be an integer >= 0, got {value!r}")
+        if not isinstance(self.log_interval, (int, float)) or not math.isfinite(self.log_interval) or self.log_interval <= 0:
+            raise DataError(f"log_interval: must be a finite number of seconds > 0, got {self.log_interval!r}")
+        if self.executor is not None and self.executor not in EXECUTORS:
+            raise DataError(f"executor: must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        if isinstance(self.pool, str) and not self.pool.strip():
+            raise DataError("--pool is empty (an unset shell variable?); name a pool file, or drop --pool for "
+                            "./model_pool.yaml")
+        for name in ("data", "id"):
+            value = getattr(self, name)
+            if isinstance(value, (str, Path)):
+                raise DataError(f"{name}: expected a list, got the single value {str(value)!r}; pass [{str(value)!r}]")
+
+    def explicit(self) -> dict[str, Any]:
+        """The result-shaping options given (values that differ from the defaults), in stored form."""
+        defaults = RunSpec()
+        return {name: _stored_form(name, getattr(self, name)) for name in PLAN_OPTIONS
+                if getattr(self, name) not in (None, False) and getattr(self, name) != getattr(defaults, name)}
+
+    def new_run_options(self) -> tuple[dict[str, Any], Path]:
+        """(options to store, run folder) for a new run; the pool path is resolved later when inline."""
+        options = {name: _stored_form(name, getattr(self, name)) for name in PLAN_OPTIONS}
+        if not isinstance(self.pool, Mapping):
+            options["pool"] = str(Path(self.pool or DEFAULT_POOL).resolve())
+        options["data"] = [str(Path(p).resolve()) for p in self.data] if self.data else None
+        if self.cache_dir is not None:
+            options["cache_dir"] = str(Path(self.cache_dir).expanduser().resolve())
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return options, Path(self.out) if self.out else Path("runs") / stamp
+
+
+def _stored_form(name: str, value: Any) -> Any:
+    """Lists as lists, ``models`` as the CLI's comma-separated string, paths as strings."""
+    if name == "models" and value is not None and not isinstance(value, str):
+        return ",".join(value)
+    if name in ("data", "id") and value is not None:
+        return [str(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if name == "pool" and isinstance(value, Mapping):
+        return None
+    return value
+
+
+def stored_options(run_dir: Path) -> dict[str, Any]:
+    """The options a run was started with, checked by type (a damaged store is refused)."""
+    if not run_dir.is_dir() or not (run_dir / RUN_DB_FILENAME).is_file():
+        raise DataError(f"{run_dir}: no {RUN_DB_FILENAME} there; pass the directory of an earlier run")
+    with RunStore(run_dir, create=False) as store:
+        runs = store.runs()
+    where = run_dir / RUN_DB_FILENAME
+    if len(runs) != 1:
+        raise DataError(f"{where}: expected one run, found {len(runs)}; pass the folder of one run")
+    options = dict(runs[0].options)
+    defaults = RunSpec()
+    for name in PLAN_OPTIONS:
+        options.setdefault(name, _stored_form(name, getattr(defaults, name)))  # runs stored before an option existed
+        value, wanted = options[name], _OPTION_TYPES[name]
+        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted) \
+                or (isinstance(value, int) and not isinstance(value, bool) and value < 0):
+            raise DataError(f"{where}: stored option {name!r} is {value!r}, not a valid value; the run store is "
+                            "damaged — start a new run with --out")
+    return options
+
+
+def check_resume(spec: RunSpec, stored: Mapping[str, Any]) -> None:
+    """A resume keeps the run's options; a flag that would change them is an error, not a silent merge."""
+    if spec.out:
+        raise DataError("--out with --resume: a resumed run stays in its own folder; drop --out")
+    for name, value in spec.explicit().items():
+        flag = "--" + name.replace("_", "-")
+        if name in ("pool", "data"):
+            raise DataError(f"{flag} with --resume: the run's own {name} is used (stored with its plan); "
+                            "start a new run with --out to use another")
+        if stored.get(name) != value:
+            raise DataError(f"{flag} {value!r} with --resume: this run was started with {stored.get(name)!r}, and a "
+                            "resume keeps the run's own options so its results stay comparable; "
+                            "drop the flag, or start a new run with --out")
+
+
+def rescore_options(spec: RunSpec, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored options with what a rescore may change applied (pool, judging, routing)."""
+    explicit = spec.explicit()
+    fixed = sorted(set(explicit) - set(RESCORE_OPTIONS))
+    if fixed or spec.out:
+        flag = "--" + (fixed[0].replace("_", "-") if fixed else "out")
+        raise DataError(f"{flag} with --rescore: a rescore scores the run's stored answers as they are "
+                        "(its items, models and folder); only --pool, --hallu, --no-judge and --no-routing "
+                        "may change. Start a new run with --out for other items or models")
+    options = dict(stored)
+    if spec.pool is not None:
+        if isinstance(spec.pool, Mapping):
+            raise DataError("pool: a rescore takes a pool file, not an inline pool; write it to a file")
+        options["pool"] = str(Path(spec.pool).resolve())  # e.g. the same pool with another judge:
+    options.update({k: v for k, v in explicit.items() if k in RESCORE_OPTIONS and k != "pool"})
+    return options
+
+
+def check_new_out(run_dir: Path) -> None:
+    """Never write a run into a file, another run's folder or a folder of the user's files."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise DataError(f"--out {run_dir}: that is a file, not a folder; pass a new folder")
+    if (run_dir / RUN_DB_FILENAME).exists():
+        raise DataError(f"--out {run_dir}: already holds a run; finish it with --resume {run_dir}, or pass a new folder")
+    if run_dir.is_dir() and any(p.name != ".lock" for p in run_dir.iterdir()):
+        raise DataError(f"--out {run_dir}: folder exists and is not empty; medpool will not overwrite its files, "
+                        "pass a new or empty folder")
+
+
+def spec_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RunSpec))
