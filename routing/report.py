@@ -9,11 +9,18 @@ run or judge text passes through :func:`esc` (``html.escape`` with quotes), so a
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from eval.files import atomic_write_text
 from eval.scores import FAMILIES
 from routing.markdown import fmt
+
+# Sections filled after the build (a run's comparison with the night before, the trends), in page
+# order; each sits between ``<!-- medpool:NAME -->`` and ``<!-- /medpool:NAME -->``. Model text
+# inside is escaped, so it can never contain a marker.
+SPLICED_SECTIONS = ("since-last-night", "trends")
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans",sans-serif;margin:24px auto;max-width:1200px;color:#1d232a;padding:0 16px}
@@ -307,8 +314,13 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
 
 
 def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any],
-                  infra: dict[str, dict[str, int]]) -> str:  # fmt: skip
-    """The whole page as a string (pure: dicts in, HTML out)."""
+                  infra: dict[str, dict[str, int]], sections: Mapping[str, str] | None = None) -> str:  # fmt: skip
+    """The whole page as a string (pure: dicts in, HTML out).
+
+    ``sections``: already-rendered HTML per name in :data:`SPLICED_SECTIONS` (see
+    :mod:`routing.report_history`), placed after the navigation; absent ones leave an empty marked
+    block that :func:`splice_section` can fill later.
+    """
     families = leaderboard["families"]
     all_buckets = [b for f in FAMILIES for b in families.get(f, [])]
     nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
@@ -320,6 +332,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         (f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. Families are reported side by side and never '
          "blended. Every value carries its n and a 95% percentile-bootstrap confidence interval (bar: CI, tick: value).</p>"),
         f"<p>{nav}</p>",
+        *[marked(name, (sections or {}).get(name, "")) for name in SPLICED_SECTIONS],
         runs_section(leaderboard, infra),
         routing_section(manifest),
         validation_section(manifest),
@@ -332,3 +345,38 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>medpool report</title><style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")  # fmt: skip
+
+
+def marked(name: str, section_html: str) -> str:
+    """``section_html`` between the start and end markers of section ``name``."""
+    return f"<!-- medpool:{name} -->{section_html}<!-- /medpool:{name} -->"
+
+
+def splice_section(page: str, name: str, section_html: str) -> str:
+    """``page`` with section ``name`` replaced by ``section_html`` (pure).
+
+    A page without the section's markers (written before they existed) gets it before the runs
+    section, or else before ``</body>``; spliced sections keep :data:`SPLICED_SECTIONS` order.
+    """
+    start, end = f"<!-- medpool:{name} -->", f"<!-- /medpool:{name} -->"
+    i = page.find(start)
+    j = page.find(end, i + len(start)) if i >= 0 else -1
+    if i >= 0 and j >= 0:
+        return page[:i] + marked(name, section_html) + page[j + len(end):]
+    later = [f"<!-- medpool:{n} -->" for n in SPLICED_SECTIONS[SPLICED_SECTIONS.index(name) + 1:]] if name in SPLICED_SECTIONS else []
+    anchors = [*later, '<h2 id="runs">', "</body>"]
+    at = min((k for k in (page.find(a) for a in anchors) if k >= 0), default=len(page))
+    return page[:at] + marked(name, section_html) + "\n" + page[at:]
+
+
+def update_report_file(path: Path, sections: Mapping[str, str]) -> bool:
+    """Splice ``sections`` (name -> HTML) into the report at ``path`` atomically; False when there is no report."""
+    path = Path(path)
+    try:
+        page = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    for name, section_html in sections.items():
+        page = splice_section(page, name, section_html)
+    atomic_write_text(path, page)
+    return True

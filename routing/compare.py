@@ -1,0 +1,390 @@
+"""``python -m routing.compare BASE NEW``: what changed between two runs, and whether it is significant.
+
+Per family and bucket (the leaderboard's ``family/kind/name`` ids, plus ``family/all`` over the
+family's items, each once) and per model, the paired difference NEW − BASE of the item scores
+(``value``; classification items by their per-item accuracy) on the items both runs *scored* with
+the same model identity and the same judge identity:
+
+- Δ = mean of dᵢ = newᵢ − baseᵢ; 95% CI Δ ± t₀.₉₇₅,ₙ₋₁·s_d/√n (``t``); differences without spread
+  get Δ ± u, u = the Wilson upper bound for 0 of n items seen to differ (``wilson (no spread)``),
+  so no interval is zero-width because every item moved alike;
+- the test is :func:`routing.stats.paired_difference_test` (McNemar mid-p for pass/fail, paired t
+  otherwise), two-sided; p-values are Holm-adjusted over every comparison made, so the alert's
+  "any significant regression" holds its family-wise error at ``alpha``;
+- fewer than ``min_n`` paired items: not tested (listed in ``untested``).
+
+A family scored by a judge is *not comparable* when the set of judge identities that scored it
+differs between the runs, or when a common judge's calibration (``judge_reliability`` in
+``leaderboard.json``: calibration set and its headline metrics) changed: its rows are not compared
+and the reason is given. Judge-free families still compare. Models are listed as added, removed or
+changed identity (with the fields that differ); a changed model is never paired. Routing decisions
+that changed between the runs' ``routing_manifest.yaml`` are listed with their reason
+(:mod:`routing.decision_changes`). Answers from the response cache are counted per run and over
+the paired items, since a comparison of cached answers measures the judge and scorer, not the model.
+
+Exit codes: 0 compared; 2 bad input (a folder, summary or scores file missing or broken);
+3 (``EXIT_REGRESSION``) with ``--fail-on-regression [T]``: some significant regression has Δ < −T.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from eval.files import atomic_write_text
+from routing.compare_md import render_compare_md
+from routing.decision_changes import decision_changes
+from routing.history import HistoryError, answer_cache_flags, cached_share, read_summary_json
+from routing.leaderboard import BUCKET_KINDS
+from routing.load import LoadError, load_runs
+from routing.manifest import p_number
+from routing.report import update_report_file
+from routing.report_history import since_last_night_section
+from routing.stats import CI_T, holm, json_number, paired_difference_test, t_interval, wilson_interval
+from routing.table import SCORED, ScoreTable
+
+EXIT_OK, EXIT_INPUT, EXIT_REGRESSION = 0, 2, 3
+COMPARE_JSON, COMPARE_MD = "compare.json", "compare.md"
+CI_NO_SPREAD = "wilson (no spread)"
+MIN_N = 5
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One model in one bucket: the paired difference NEW − BASE and its test."""
+
+    bucket: str
+    family: str
+    model: str
+    identity: str  # model identity key
+    judge: str | None  # judge key (None: judge-free)
+    n: int
+    base: float
+    new: float
+    diff: float
+    ci: tuple[float, float]
+    ci_method: str
+    test: str
+    p_value: float
+    p_holm: float
+    alpha: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p_holm < self.alpha and self.diff != 0
+
+    def regression_beyond(self, threshold: float) -> bool:
+        """Significantly worse, by more than ``threshold`` score points (Δ < −threshold)."""
+        return self.significant and self.diff < -threshold
+
+    def to_json(self, threshold: float) -> dict[str, Any]:
+        direction = "none" if not self.significant else "regression" if self.diff < 0 else "improvement"
+        return {"bucket": self.bucket, "family": self.family, "model": self.model, "identity": self.identity, "judge": self.judge,
+                "n": self.n, "base": json_number(self.base), "new": json_number(self.new), "diff": json_number(self.diff),
+                "ci": [json_number(self.ci[0]), json_number(self.ci[1])], "ci_method": self.ci_method, "test": self.test,
+                "p_value": p_number(self.p_value), "p_holm": p_number(self.p_holm), "significant": self.significant,
+                "direction": direction, "beyond_threshold": self.regression_beyond(threshold)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: Mapping[str, Any]  # {run_id, dir, created_at, pool_fingerprint, data_fingerprint, cached}
+    new: Mapping[str, Any]
+    alpha: float
+    threshold: float
+    min_n: int
+    families: Mapping[str, Any]  # family -> {comparable, reason, judges: {base, new}}
+    models: Mapping[str, Any]  # {added, removed, changed}
+    deltas: tuple[Delta, ...]
+    untested: tuple[Mapping[str, Any], ...] = ()
+    decisions: Mapping[str, Any] = field(default_factory=dict)  # {compared, reason?, changes}
+    cache: Mapping[str, Any] = field(default_factory=dict)  # over the paired answers
+    notes: tuple[str, ...] = ()
+    generated_at: str = ""
+
+    def regressions(self, threshold: float | None = None) -> list[Delta]:
+        limit = self.threshold if threshold is None else threshold
+        return [d for d in self.deltas if d.regression_beyond(limit)]
+
+    def regressed(self, threshold: float) -> bool:
+        """Whether any significant regression is larger than ``threshold`` (score points in [0, 1])."""
+        return bool(self.regressions(threshold))
+
+    def to_json(self) -> dict[str, Any]:
+        deltas = sorted(self.deltas, key=lambda d: (not d.significant, d.diff if d.significant else 0.0, d.bucket, d.model))
+        return {
+            "schema_version": 1, "kind": "medpool-compare", "generated_at": self.generated_at,
+            "alpha": self.alpha, "correction": "holm", "threshold": self.threshold, "min_n": self.min_n,
+            "base": dict(self.base), "new": dict(self.new),
+            "same_data": self.base.get("data_fingerprint") == self.new.get("data_fingerprint"),
+            "same_pool": self.base.get("pool_fingerprint") == self.new.get("pool_fingerprint"),
+            "regressions": len(self.regressions()), "significant": sum(d.significant for d in self.deltas),
+            "tested": len(self.deltas), "families": dict(self.families), "models": dict(self.models),
+            "deltas": [d.to_json(self.threshold) for d in deltas], "untested": list(self.untested),
+            "decisions": dict(self.decisions), "cache": dict(self.cache), "notes": list(self.notes),
+        }  # fmt: skip
+
+
+# --- reading a run -----------------------------------------------------------------------------
+
+Key = tuple[str, str, str]  # (model identity key, judge key or "", item id)
+
+
+@dataclass(frozen=True)
+class _Side:
+    info: dict[str, Any]
+    rows: dict[Key, tuple[float, str, tuple[str, ...], str]]  # key -> (value, family, bucket ids, model name)
+    identities: dict[str, dict[str, dict[str, Any]]]  # model name -> identity key -> identity
+    judges: dict[str, set[str]]  # family -> judge keys that scored it
+    calibration: dict[str, Any] | None  # judge key -> calibration fingerprint; None: no leaderboard.json
+    manifest: dict[str, Any] | None
+    cache_flags: dict[tuple[str, str], bool] | None
+
+
+def scored_rows(table: ScoreTable) -> dict[Key, tuple[float, str, tuple[str, ...], str]]:
+    """Every scored row by (identity key, judge key, item): its value, family, bucket ids and model name."""
+    families = table.names("family")
+    columns = {c: (getattr(table, c), table.names(c)) for kinds in BUCKET_KINDS.values() for _, c in kinds}
+    model_keys = [e.model.key for e in table.entrants]
+    judge_keys = [e.judge_key or "" for e in table.entrants]
+    out = {}
+    for r in np.flatnonzero(table.status == SCORED).tolist():
+        entrant, family = int(table.entrant[r]), families[table.family[r]]
+        buckets = tuple(f"{family}/{kind}/{columns[c][1][columns[c][0][r]]}" for kind, c in BUCKET_KINDS[family])
+        out[(model_keys[entrant], judge_keys[entrant], table.items[table.item[r]])] = (
+            float(table.value[r]), family, (*buckets, f"{family}/all"), table.entrants[entrant].model.name)
+    return out
+
+
+def _calibration(run_dir: Path) -> dict[str, Any] | None:
+    """Judge key -> (set sha256, headline metrics) of its latest calibration, from leaderboard.json (None if absent)."""
+    try:
+        board = json.loads((run_dir / "leaderboard.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    out: dict[str, Any] = {}
+    for judge in ((board.get("judge_reliability") or {}).get("judges") or {}).values():
+        for c in judge.get("calibration") or []:
+            if c.get("judge_key"):
+                out[c["judge_key"]] = {"set": (c.get("set") or {}).get("sha256"), "overall": c.get("overall"),
+                                       "calibrated_at": c.get("calibrated_at")}  # fmt: skip
+    return out
+
+
+def _manifest(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        manifest = yaml.safe_load((run_dir / "routing_manifest.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def read_side(run_dir: Path) -> _Side:
+    """What the comparison needs from one run folder (raises HistoryError / LoadError on bad input)."""
+    if not run_dir.is_dir():
+        raise HistoryError(f"{run_dir}: not a directory; pass a run directory pool.run wrote")
+    summary = read_summary_json(run_dir)
+    table = load_runs([run_dir]).table
+    identities: dict[str, dict[str, dict[str, Any]]] = {}
+    judges: dict[str, set[str]] = {}
+    for entrant in table.entrants:
+        identities.setdefault(entrant.model.name, {})[entrant.model.key] = entrant.model.as_dict()
+    families = table.names("family")
+    for code, family in enumerate(families):
+        keys = {table.entrants[e].judge_key for e in np.unique(table.entrant[table.family == code]).tolist()}
+        judges[family] = {k for k in keys if k}
+    flags = answer_cache_flags(run_dir)
+    info = {"run_id": summary["run_id"], "dir": str(run_dir), "created_at": summary["created_at"],
+            "pool_fingerprint": summary.get("pool_fingerprint"), "data_fingerprint": summary.get("data_fingerprint"),
+            "cached": cached_share(flags)}  # fmt: skip
+    return _Side(info, scored_rows(table), identities, judges, _calibration(run_dir), _manifest(run_dir), flags)
+
+
+# --- comparing ---------------------------------------------------------------------------------
+
+
+def difference_interval(diff: np.ndarray) -> tuple[tuple[float, float], str]:
+    """95% interval of the mean paired difference (module docstring), clipped to [−1, 1]."""
+    n, mean = len(diff), float(diff.mean())
+    if n >= 2 and np.ptp(diff) > 1e-12:
+        lo, hi = t_interval(mean, float(diff.std(ddof=1)), n)
+        return (max(-1.0, float(lo)), min(1.0, float(hi))), CI_T
+    half = float(wilson_interval(0, n)[1])
+    return (max(-1.0, mean - half), min(1.0, mean + half)), CI_NO_SPREAD
+
+
+def family_comparability(base: _Side, new: _Side) -> dict[str, dict[str, Any]]:
+    """Per family: comparable or not, and why (judge set changed, or a common judge's calibration changed)."""
+    out = {}
+    for family in sorted(base.judges.keys() | new.judges.keys()):
+        b, n = base.judges.get(family, set()), new.judges.get(family, set())
+        entry: dict[str, Any] = {"comparable": True, "reason": None, "judges": {"base": sorted(b), "new": sorted(n)}}
+        if family not in base.judges or family not in new.judges:
+            entry.update(comparable=False, reason=f"scored in the {'new' if family in new.judges else 'base'} run only")
+        elif b != n:
+            entry.update(comparable=False, reason=f"judge changed: {', '.join(sorted(b)) or 'none'} → {', '.join(sorted(n)) or 'none'}; "
+                                                  "scores are not comparable")  # fmt: skip
+        elif b and base.calibration is not None and new.calibration is not None:
+            moved = [k for k in sorted(b) if k in base.calibration and k in new.calibration
+                     and (base.calibration[k]["set"], base.calibration[k]["overall"]) != (new.calibration[k]["set"], new.calibration[k]["overall"])]  # fmt: skip
+            if moved:
+                entry.update(comparable=False, reason=f"judge calibration changed ({', '.join(moved)}); scores are not comparable")
+        out[family] = entry
+    return out
+
+
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in a.keys() | b.keys() if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True))
+
+
+def model_changes(base: _Side, new: _Side) -> dict[str, Any]:
+    """Models (pool names) added, removed, or run under another identity (with the fields that differ)."""
+    added = [{"name": m, "identities": sorted(new.identities[m])} for m in sorted(new.identities.keys() - base.identities.keys())]
+    removed = [{"name": m, "identities": sorted(base.identities[m])} for m in sorted(base.identities.keys() - new.identities.keys())]
+    changed = []
+    for name in sorted(base.identities.keys() & new.identities.keys()):
+        b, n = base.identities[name], new.identities[name]
+        if set(b) != set(n):
+            fields = sorted({f for kb in b.keys() - n.keys() for kn in n.keys() - b.keys() for f in _differing(b[kb], n[kn])})
+            changed.append({"name": name, "base": sorted(b), "new": sorted(n), "fields": fields})
+    return {"added": added, "removed": removed, "changed": changed}
+
+
+def _label(name: str, key: str, judge: str, base: _Side, new: _Side, family_judges: int) -> str:
+    """The pool name; with the identity key when the name stands for several identities, the judge when several judged."""
+    several = len(base.identities.get(name, {})) > 1 or len(new.identities.get(name, {})) > 1
+    label = f"{name} #{key}" if several else name
+    return f"{label} | judge {judge}" if judge and family_judges > 1 else label
+
+
+def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float = 0.05, min_n: int = MIN_N) -> Comparison:
+    """Compare two run folders (module docstring); raises :class:`HistoryError` / :class:`LoadError` on bad input."""
+    b, n = read_side(Path(base)), read_side(Path(new))
+    families = family_comparability(b, n)
+    groups: dict[tuple[str, str, str], tuple[list[float], list[float], str]] = {}
+    cached_new = cached_both = paired_answers = 0
+    seen_answers: set[tuple[str, str]] = set()
+    for key in sorted(b.rows.keys() & n.rows.keys()):
+        base_value, family, _, name = b.rows[key]
+        new_value, _, buckets, _ = n.rows[key]
+        if not families.get(family, {}).get("comparable"):
+            continue
+        answer = (name, key[2])
+        if answer not in seen_answers:
+            seen_answers.add(answer)
+            paired_answers += 1
+            in_new = bool((n.cache_flags or {}).get(answer))
+            cached_new += in_new
+            cached_both += in_new and bool((b.cache_flags or {}).get(answer))
+        for bucket in buckets:
+            xs, ys, _ = groups.setdefault((bucket, key[0], key[1]), ([], [], name))
+            xs.append(base_value)
+            ys.append(new_value)
+    tested, untested = [], []
+    for (bucket, identity, judge), (xs, ys, name) in sorted(groups.items()):
+        family = bucket.split("/", 1)[0]
+        label = _label(name, identity, judge, b, n, len(families[family]["judges"]["new"]))
+        if len(xs) < min_n:
+            untested.append({"bucket": bucket, "model": label, "n": len(xs), "reason": f"only {len(xs)} paired items (< min_n {min_n})"})
+            continue
+        before, after = np.asarray(xs), np.asarray(ys)
+        p, mean, test = paired_difference_test(after, before)
+        ci, method = difference_interval(after - before)
+        tested.append((bucket, family, label, identity, judge or None, len(xs), float(before.mean()), float(after.mean()), mean, ci, method, test, p))
+    adjusted = holm([t[-1] for t in tested])
+    deltas = tuple(Delta(*t, p_holm=float(q), alpha=alpha) for t, q in zip(tested, adjusted))
+    notes = []
+    if b.info["data_fingerprint"] != n.info["data_fingerprint"]:
+        notes.append("data fingerprints differ: compared on the items both runs scored")
+    if b.info["pool_fingerprint"] != n.info["pool_fingerprint"]:
+        notes.append("pool fingerprints differ (models or judge settings changed)")
+    if b.manifest is None or n.manifest is None:
+        missing = ", ".join(s.info["dir"] for s in (b, n) if s.manifest is None)
+        decisions: dict[str, Any] = {"compared": False, "reason": f"no readable routing_manifest.yaml in {missing}", "changes": []}
+    else:
+        decisions = {"compared": True, "changes": decision_changes(b.manifest, n.manifest)}
+    cache = {"paired_answers": paired_answers, "cached_in_new": cached_new, "cached_in_both": cached_both,
+             "share_cached_in_new": round(cached_new / paired_answers, 4) if paired_answers and n.cache_flags is not None else None}  # fmt: skip
+    return Comparison(
+        base=b.info, new=n.info, alpha=alpha, threshold=threshold, min_n=min_n, families=families,
+        models=model_changes(b, n), deltas=deltas, untested=tuple(untested), decisions=decisions, cache=cache,
+        notes=tuple(notes), generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )  # fmt: skip
+
+
+def write_comparison(out_dir: Path, comparison: Comparison) -> tuple[Path, Path]:
+    """Write ``compare.json`` and ``compare.md`` into ``out_dir`` (created), each atomically."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document = comparison.to_json()
+    json_path, md_path = out_dir / COMPARE_JSON, out_dir / COMPARE_MD
+    atomic_write_text(json_path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(md_path, render_compare_md(document))
+    return json_path, md_path
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+
+
+def parse_threshold(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a score difference in [0, 1] expected (e.g. 0.05), got {value}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.compare",
+        description="Compare two runs: paired differences per family, bucket and model (Holm-adjusted), models added / "
+                    "removed / changed, judge changes, routing decisions changed. Writes compare.json and compare.md.",
+        epilog=f"Exit codes: {EXIT_OK} compared; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with --fail-on-regression: a "
+               "significant regression larger than the threshold.")  # fmt: skip
+    parser.add_argument("base", metavar="BASE", help="the earlier run directory")
+    parser.add_argument("new", metavar="NEW", help="the later run directory")
+    parser.add_argument("--out", metavar="DIR", help="where compare.json / compare.md go (default: NEW); a report.html there gets "
+                                                     "a 'Since last night' section")  # fmt: skip
+    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=parse_threshold, metavar="THRESHOLD",
+                        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
+                             "(default when given without a value: 0, i.e. any significant regression)")  # fmt: skip
+    parser.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise level of the Holm-adjusted tests (default %(default)s)")
+    parser.add_argument("--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    threshold = 0.0 if args.fail_on_regression is None else args.fail_on_regression
+    try:
+        comparison = compare_runs(Path(args.base), Path(args.new), threshold=threshold, alpha=args.alpha, min_n=max(1, args.min_n))
+    except (HistoryError, LoadError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    out = Path(args.out) if args.out else Path(args.new)
+    json_path, md_path = write_comparison(out, comparison)
+    update_report_file(out / "report.html", {"since-last-night": since_last_night_section(comparison.to_json())})
+    sys.stdout.write(md_path.read_text(encoding="utf-8"))
+    print(f"wrote {json_path} and {md_path}")
+    if args.fail_on_regression is not None and comparison.regressed(threshold):
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
