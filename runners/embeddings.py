@@ -43,6 +43,9 @@ def parse_embeddings(obj: Any, expected: int) -> list[list[float]]:
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < expected or index in by_index:
             raise BadResponse(f"data[{position}].index {index!r} is not a distinct index below {expected}")
         vector = entry["embedding"]
+        if vector and all(isinstance(x, list) for x in vector):
+            raise BadResponse(f"data[{position}].embedding is {len(vector)} per-token vectors, not one pooled vector: "
+                              "the server does no pooling for this model (llama.cpp: serve it with a pooling type)")
         if not vector or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
             raise BadResponse(f"data[{position}].embedding is empty or holds a non-finite or non-numeric value")
         by_index[index] = [float(x) for x in vector]

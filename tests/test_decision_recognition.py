@@ -528,3 +528,12 @@ def test_dr_items_from_the_tcm_sd_sample(tcm_sd_sample: Path, tmp_path: Path, ca
         assert len(dr.options) == 4 and all(0.1 <= d["similarity"] <= 0.95 for d in dr.meta["distractors"])
         assert dr.question.endswith(DR_INSTRUCTION) and source.question.startswith(dr.question[: -len(DR_INSTRUCTION)])
     assert LETTERS.startswith("".join(label for label, _ in items[0].options))
+
+
+def test_client_names_per_token_vectors_from_an_unpooled_server() -> None:
+    from tests.fakes import raw_json
+
+    unpooled = {"data": [{"index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}]}  # llama_cpp.server without pooling
+    fake = FakeEmbeddingsServer(script=[raw_json(unpooled)] * 2)
+    with pytest.raises(EmbeddingsError, match="2 per-token vectors, not one pooled vector"):
+        _embed(fake, ["心悸"])
