@@ -118,7 +118,9 @@ def _reference_param(key: str, ref: Any, got_args: dict[str, Any], signature: Ap
     if is_placeholder(ref):
         if key not in got_args or is_placeholder(got_args[key]):
             return ParamVerdict(key, "ok", ref, got_args.get(key), "placeholder")
-        return ParamVerdict(key, "wrong_value", ref, got_args[key], "the reference leaves this open; the answer invents a value")
+        return ParamVerdict(
+            key, "wrong_value", ref, got_args[key], "the reference leaves this open; the answer invents a value"
+        )
     if key not in got_args:
         if param is not None and param.has_default and values_match(param.default, ref, param):
             return ParamVerdict(key, "ok", ref, None, "omitted_default")
@@ -152,9 +154,13 @@ def compare_api_calls(reference: FoundCall, answer: FoundCall, signature: ApiSig
             notes.append(f"the reference passes undeclared parameter(s) {undeclared}; compared as given")
         open_required = [p.name for p in signature.params if p.required and p.name not in reference.args]
         if open_required:
-            notes.append(f"required parameter(s) {open_required} absent from the reference too; not held against the answer")
+            notes.append(
+                f"required parameter(s) {open_required} absent from the reference too; not held against the answer"
+            )
         if signature.name and reference.name and signature.name != reference.name:
-            notes.append(f"the reference calls {reference.name!r}, the question declares {signature.name!r}; the reference's name is used")
+            notes.append(
+                f"the reference calls {reference.name!r}, the question declares {signature.name!r}; the reference's name is used"
+            )
     if answer.name_source == "implied":
         notes.append("the answer gives a bare arguments object without naming the API; the declared name is assumed")
     name_verdict = _name_verdict(reference.name, answer.name)
@@ -165,7 +171,8 @@ def compare_api_calls(reference: FoundCall, answer: FoundCall, signature: ApiSig
         name_verdict=name_verdict,
         reference_name=reference.name,
         answer_name=answer.name,
-        case_insensitive_match=reference.name is not None and answer.name is not None
+        case_insensitive_match=reference.name is not None
+        and answer.name is not None
         and reference.name.strip().casefold() == answer.name.strip().casefold(),
         params=tuple(verdicts),
         reference_call=reference,
@@ -189,7 +196,9 @@ def check_api_call(question: str, reference_answer: str, model_answer: str) -> A
             "no function call found in the reference answer (looked for Name(...), a tool_calls/name+arguments "
             "object or a JSON arguments object whose keys are mostly declared parameters); fix the item's answer"
         )
-        return ApiCallCheck("reference_unparseable", None, None, CallDetails("unchecked", signature=signature, notes=(note,)))
+        return ApiCallCheck(
+            "reference_unparseable", None, None, CallDetails("unchecked", signature=signature, notes=(note,))
+        )
     answer = find_api_call(model_answer, signature)
     if answer is None:
         details = CallDetails("missing", reference.name, None, reference_call=reference, signature=signature,

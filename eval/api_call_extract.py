@@ -26,6 +26,7 @@ rewrites could change a correct string value.
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
 import unicodedata
@@ -42,6 +43,7 @@ CallForm = str  # "python" | "tool_calls" | "wrapper" | "keyed" | "json"
 
 MAX_CALL_STARTS = 64  # ``Name(`` occurrences tried per stretch of text
 PARSE_BUDGET_PER_CHAR = 16  # characters handed to ast.parse, per character of the stretch
+MAX_MENTION_SKIPS = 64  # mentions passed over (an argument's own key or value) when naming a bare object
 _FENCE = re.compile(r"[ \t>]*(?:```|~~~)")
 _CALL_START = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)[ \t]*\(")
 _NAME_KEYS = ("name", "api", "function", "action", "operation", "api_name", "function_name", "tool", "tool_name")
@@ -56,7 +58,9 @@ _MENTION = re.compile(
     rf"|(?P<before>{_IDENT})[`*]*\s*(?:接口|调用)",
     re.IGNORECASE,
 )
-_STOPWORDS = frozenset({"api", "json", "http", "https", "post", "get", "put", "patch", "delete", "url", "true", "false", "null", "none"})
+_STOPWORDS = frozenset(
+    {"api", "json", "http", "https", "post", "get", "put", "patch", "delete", "url", "true", "false", "null", "none"}
+)
 _LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
 
@@ -79,8 +83,10 @@ class _NotLiteral(Exception):
 
 def _literal(node: ast.AST) -> Any:
     """A JSON-like value from an ast node: constants, true/false/null names, ±numbers, lists, dicts."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)) or (
-        isinstance(node, ast.Constant) and node.value is None
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (str, int, float, bool))
+        or (isinstance(node, ast.Constant) and node.value is None)
     ):
         return node.value
     if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
@@ -192,36 +198,52 @@ def _unwrap(obj: dict[str, Any], signature: ApiSignature | None) -> list[tuple[s
             return [(obj[name_key], rest, "wrapper")]
     if len(obj) == 1:
         ((key, value),) = obj.items()
-        if isinstance(value, dict) and re.fullmatch(_IDENT, key) and key not in params:
-            if signature is None or _same_name(key, signature.name) or set(value) & params:
-                return [(key, value, "keyed")]
+        keyed = (
+            _same_name(key, signature.name) or bool(set(value) & params)
+            if signature
+            else any(c.isupper() for c in key[1:])  # CamelCase, not a nested snake_case field
+        )
+        if isinstance(value, dict) and re.fullmatch(_IDENT, key) and key not in params and keyed:
+            return [(key, value, "keyed")]
     return [(None, obj, "json")]
 
 
 def _looks_like_function(name: str) -> bool:
     """CamelCase, snake_case or dotted: a lowercase letter and an inner capital, "_" or "."."""
-    return len(name) >= 3 and any(c.islower() for c in name) and (
-        any(c.isupper() for c in name[1:]) or "_" in name or "." in name
+    return (
+        len(name) >= 3
+        and any(c.islower() for c in name)
+        and (any(c.isupper() for c in name[1:]) or "_" in name or "." in name)
     )
 
 
-def _mentioned_name(before: str, args: dict[str, Any], signature: ApiSignature | None) -> str | None:
-    """The last function name mentioned in ``before`` (see the module docstring), else None."""
-    excluded = {v.casefold() for v in args.values() if isinstance(v, str)} | {k.casefold() for k in args}
+def _mentions(text: str, signature: ApiSignature | None) -> list[tuple[int, str]]:
+    """(position, name) of every function name mentioned in ``text`` (see the module docstring),
+    in order; names the signature uses for parameters or enum values are left out."""
+    excluded = set(_STOPWORDS)
     if signature:
         excluded |= {n.casefold() for n in signature.param_names} | {v.casefold() for v in signature.enum_values}
-    best: tuple[int, str] | None = None
-    for match in _MENTION.finditer(before):
+    found: list[tuple[int, str]] = []
+    for match in _MENTION.finditer(text):
         group = next(g for g in ("tick", "bold", "verb", "http", "before") if match.group(g) is not None)
         name = match.group(group)
-        if name.casefold() in excluded or name.casefold() in _STOPWORDS or not _looks_like_function(name):
-            continue
-        best = max(best or (-1, ""), (match.start(group), name))
+        if name.casefold() not in excluded and _looks_like_function(name):
+            found.append((match.start(group), name))
     if signature and signature.name:
         pattern = rf"(?<![A-Za-z0-9_]){re.escape(signature.name)}(?![A-Za-z0-9_])"
-        for match in re.finditer(pattern, before, re.IGNORECASE):
-            best = max(best or (-1, ""), (match.start(), match.group()))
-    return best[1] if best else None
+        found += [(m.start(), m.group()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    return sorted(found)
+
+
+def _mentioned_name(mentions: list[tuple[int, str]], before: int, args: dict[str, Any]) -> str | None:
+    """The last mention before offset ``before`` that is not one of ``args``' keys or string values;
+    at most MAX_MENTION_SKIPS such mentions are skipped."""
+    excluded = {v.casefold() for v in args.values() if isinstance(v, str)} | {k.casefold() for k in args}
+    index = bisect.bisect_left(mentions, (before, ""))
+    for _, name in reversed(mentions[max(0, index - MAX_MENTION_SKIPS) : index]):
+        if name.casefold() not in excluded:
+            return name
+    return None
 
 
 def _python_dict(stretch: str) -> dict[str, Any] | None:
@@ -237,6 +259,7 @@ def _python_dict(stretch: str) -> dict[str, Any] | None:
 
 
 def _candidates(text: str, signature: ApiSignature | None) -> Iterator[FoundCall]:
+    mentions = _mentions(text, signature)
     for offset, stretch, is_code in _segments(text):
         seen: list[dict[str, Any]] = []
         for at, name, args in _python_calls(stretch):
@@ -252,7 +275,7 @@ def _candidates(text: str, signature: ApiSignature | None) -> Iterator[FoundCall
             if form != "json":
                 yield FoundCall(name, args, form, "call", at)
                 continue
-            mentioned = _mentioned_name(text[:at], args, signature)
+            mentioned = _mentioned_name(mentions, at, args)
             if mentioned is not None:
                 yield FoundCall(mentioned, args, form, "text", at)
             elif signature and signature.name:
@@ -286,7 +309,8 @@ def _choose(candidates: list[FoundCall], signature: ApiSignature | None) -> Foun
 
 
 def normalise_punctuation(text: str) -> str:
-    """NFKC (full-width ，：（）｛｝ and digits to ASCII), “”‘’「」 and 、 to ASCII, trailing commas dropped."""
+    """NFKC (full-width ，：（）｛｝ and digits to ASCII), “”‘’「」 and 、 to ASCII, trailing commas
+    dropped."""
     text = unicodedata.normalize("NFKC", text).translate(PUNCTUATION_TABLE)
     return re.sub(r",(\s*[}\])])", r"\1", text)
 

@@ -40,7 +40,9 @@ _NAME = re.compile(
 )
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)(?![\w.])")
 _PARAMS_START = re.compile(r"输入参数|请求参数|参数列表|参数说明|Parameters|Arguments|Args", re.IGNORECASE)
-_PARAMS_END = re.compile(r"输出\s*[：:]|返回(?:值|结果)?\s*[：:]|Output\s*:|Returns?\s*:|用户问题|用户提问", re.IGNORECASE)
+_PARAMS_END = re.compile(
+    r"输出\s*[：:]|返回(?:值|结果)?\s*[：:]|Output\s*:|Returns?\s*:|用户问题|用户提问", re.IGNORECASE
+)
 _ENTRY = re.compile(
     r"(?P<lead>[ \t\-*•]*)(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*[（(](?P<spec>[^（()）\n]{1,120})[）)]\s*[：:]"
 )
@@ -69,9 +71,6 @@ class ApiParam:
     default: Any = None
     enum: tuple[str, ...] = ()
     properties: tuple[ApiParam, ...] = ()
-
-    def property(self, name: str) -> ApiParam | None:
-        return next((p for p in self.properties if p.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,9 @@ def _param(entry: _Entry, region: str, properties: tuple[ApiParam, ...] = ()) ->
     if not has_default:
         has_default, default = _default(description)
     enum = tuple(dict.fromkeys(_QUOTED_CODE.findall(description)))
-    return ApiParam(entry.name, _types(tokens), _requirement(entry.spec), description, has_default, default, enum, properties)
+    return ApiParam(
+        entry.name, _types(tokens), _requirement(entry.spec), description, has_default, default, enum, properties
+    )
 
 
 def parse_api_signature(question: str) -> ApiSignature | None:

@@ -78,7 +78,7 @@ def _date_form(text: str) -> tuple[str, str] | None:
     return ("datetime", stamp + offset)
 
 
-def _number_form(value: int | float | str) -> tuple[str, Any] | None:
+def _number_form(value: float | str) -> tuple[str, Any] | None:
     if isinstance(value, float) and not math.isfinite(value):
         return ("nonfinite", repr(value))
     text = normalise_text(value) if isinstance(value, str) else repr(value)
@@ -104,7 +104,9 @@ def _item_param(param: ApiParam | None) -> ApiParam | None:
     """What each item of a list parameter is: its declared object properties and enum, untyped otherwise."""
     if param is None:
         return None
-    return ApiParam(f"{param.name}[]", ("object",) if param.properties else (), enum=param.enum, properties=param.properties)
+    return ApiParam(
+        f"{param.name}[]", ("object",) if param.properties else (), enum=param.enum, properties=param.properties
+    )
 
 
 def canonical(value: Any, param: ApiParam | None = None) -> tuple[Any, ...]:
@@ -133,7 +135,10 @@ def canonical(value: Any, param: ApiParam | None = None) -> tuple[Any, ...]:
         return ("list", tuple(sorted((canonical(v, item) for v in value), key=repr)))
     if isinstance(value, dict):
         props = {p.name: p for p in param.properties} if param else {}
-        return ("object", tuple(sorted(((str(k), canonical(v, props.get(str(k)))) for k, v in value.items()), key=repr)))
+        return (
+            "object",
+            tuple(sorted(((str(k), canonical(v, props.get(str(k)))) for k, v in value.items()), key=repr)),
+        )
     return ("other", repr(value))
 
 
@@ -152,4 +157,6 @@ def json_kind(value: Any) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    return "array" if isinstance(value, (list, tuple)) else "object" if isinstance(value, dict) else type(value).__name__
+    return (
+        "array" if isinstance(value, (list, tuple)) else "object" if isinstance(value, dict) else type(value).__name__
+    )
