@@ -1,0 +1,387 @@
+"""Execution-checked SQL: run the reference's and the model's SQL on the same synthetic database and
+compare what they return (a query) or leave behind (an UPDATE/INSERT/DELETE).
+
+Why execution: two SQL texts that differ in aliases, join order or NVL-vs-COALESCE mean the same, and a
+judge model cannot be trusted to see that; the rows can. The suite writes Oracle; the database is
+SQLite, built in memory from the schema the question describes (`eval.sql_schema`) with seeded rows
+that the reference's filters select (`eval.sql_data`). Dialect translation is a library's job, so
+sqlglot (a dependency for this reason alone; >= 30 because the rewrites name its Oracle tree nodes)
+transpiles Oracle to SQLite (`eval.sql_dialect`), and SQLite user functions supply what SQLite lacks
+(`eval.sql_functions`).
+
+Which SQL counts (`eval.sql_extract` finds the blocks): the first block of the answer that runs --
+fenced blocks in order, else bare statements. A block holding UPDATE/INSERT/DELETE/MERGE is a data
+change: its changes run in order (its SELECTs, e.g. before/after checks, are skipped) and the result
+is every table's contents afterwards. Otherwise the block's first SELECT/WITH that runs is the
+query. PL/SQL is never run, and a block holding PL/SQL does not run (its SELECTs are checks of
+what the PL/SQL did, not the answer). A broken first attempt is skipped in favour of a later block that
+runs, but the first that runs is final: a model cannot offer several and have the best one taken.
+
+Comparison: result rows as multisets of normalised values (numbers rounded to 1e-6, text stripped,
+a midnight time dropped from a date, NULL kept), column names ignored and column order free (some
+permutation of the model's columns must give the reference's rows). When the reference's outermost
+query has ORDER BY, order matters too, up to ties: rows with equal sort keys may come in any order.
+
+Outcomes: match / mismatch (passed True / False), model_sql_invalid and no_sql_found (passed False:
+the model gave no usable SQL), reference_not_executable (passed None: the item cannot be checked).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlglot import exp
+
+from eval._checks import require_str
+from eval.sql_data import SyntheticDatabase, build_database, literal_hints
+from eval.sql_dialect import SqlDialectError, parse_oracle, to_sqlite
+from eval.sql_extract import SqlBlock, find_sql_blocks
+from eval.sql_functions import register_oracle_functions
+from eval.sql_schema import Schema, SchemaError, schema_for_question
+
+Outcome = Literal["match", "mismatch", "model_sql_invalid", "no_sql_found", "reference_not_executable"]
+OUTCOMES: tuple[Outcome, ...] = ("match", "mismatch", "model_sql_invalid", "no_sql_found", "reference_not_executable")
+TIME_LIMIT_S = 2.0  # per statement; a runaway cross join is stopped, not waited for
+ROW_CAP = 10_000  # a result longer than this is an error, not a comparison
+ERROR_CHARS = 300
+PERMUTATION_BUDGET = 2_000  # column orders tried when several columns hold the same values
+DIALECT = "oracle->sqlite"
+
+
+@dataclass(frozen=True)
+class SqlCheck:
+    outcome: Outcome
+    passed: bool | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What one block did: a query's rows (with tie runs when ordered) or the tables after a change."""
+
+    mode: Literal["query", "state"]
+    block: int
+    sql: str  # the SQLite text run (statements joined by ';\n')
+    rows: tuple[tuple[Any, ...], ...] = ()
+    width: int = 0
+    ordered: bool = False
+    ties: tuple[int, ...] | None = None  # lengths of runs of equal sort keys; None = compare in strict order
+    state: Mapping[str, Counter] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PreparedItem:
+    """Everything a check needs that does not depend on the model: built once per item and cached."""
+
+    database: SyntheticDatabase | None
+    temporal: frozenset[str]
+    reference: Execution | None
+    initial_state: Mapping[str, Counter]
+    problem: str | None  # why the reference cannot be run
+
+
+class StatementFailed(Exception):
+    """A statement could not be transpiled or run; the message says which and why."""
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def normalise(value: Any) -> Any:
+    """Numbers -> float rounded to 1e-6 (so 3 == 3.0), text stripped with 'YYYY-MM-DD 00:00:00' -> the date."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        rounded = round(float(value), 6)
+        return 0.0 if rounded == 0 else rounded
+    if isinstance(value, bytes):
+        return value.hex()
+    text = str(value).strip()
+    if len(text) == 19 and text.endswith(" 00:00:00") and text[4] == "-" and text[7] == "-":
+        return text[:10]
+    return text
+
+
+def _open(database: SyntheticDatabase) -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.deserialize(database.image)
+    register_oracle_functions(connection)
+    return connection
+
+
+def _run(connection: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]], int]:
+    """(rows, number of columns) of one statement, stopped after TIME_LIMIT_S (progress handler) or
+    past ROW_CAP rows."""
+    deadline = time.monotonic() + TIME_LIMIT_S
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 2_000)
+    try:
+        cursor = connection.execute(sql)
+        rows, width = cursor.fetchmany(ROW_CAP + 1), len(cursor.description or ())
+    except sqlite3.OperationalError as error:
+        if str(error) == "interrupted":
+            raise StatementFailed(f"stopped after the {TIME_LIMIT_S:g} s time limit") from error
+        raise StatementFailed(f"SQLite: {error}") from error
+    except sqlite3.Error as error:
+        raise StatementFailed(f"SQLite: {error}") from error
+    finally:
+        connection.set_progress_handler(None, 0)
+    if len(rows) > ROW_CAP:
+        raise StatementFailed(f"more than {ROW_CAP} rows")
+    return rows, width
+
+
+def _transpile(text: str, temporal: frozenset[str], now: str) -> tuple[exp.Expression, str]:
+    try:
+        tree = parse_oracle(text)
+        return tree, to_sqlite(tree, temporal, now)
+    except SqlDialectError as error:
+        raise StatementFailed(str(error)) from error
+
+
+def _snapshot(connection: sqlite3.Connection, schema_tables: tuple[str, ...]) -> dict[str, Counter]:
+    return {name: Counter(tuple(map(normalise, row)) for row in _run(connection, f'SELECT * FROM "{name}"')[0])
+            for name in schema_tables}  # fmt: skip
+
+
+def _order_keys(tree: exp.Expression) -> list[exp.Expression] | None:
+    """The outermost ORDER BY's keys as expressions over the FROM clause (aliases and positions
+    resolved to their projections), or None when the query is unordered or not a plain SELECT."""
+    order = tree.args.get("order")
+    if not isinstance(tree, exp.Select) or order is None:
+        return None
+    projections = tree.expressions
+    aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+    keys = []
+    for ordered in order.expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit() and 0 < int(key.this) <= len(projections):
+            key = projections[int(key.this) - 1]
+            key = key.this if isinstance(key, exp.Alias) else key
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
+            key = aliases[key.name.lower()]
+        keys.append(key.copy())
+    return keys
+
+
+def _ties(connection: sqlite3.Connection, tree: exp.Expression, width: int, temporal: frozenset[str],
+          now: str) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] | None:  # fmt: skip
+    """Rerun an ordered query with its sort keys as extra columns: (rows, lengths of equal-key runs)."""
+    keys = _order_keys(tree)
+    if not keys or tree.args.get("distinct"):
+        return None
+    widened = tree.copy()
+    for index, key in enumerate(keys):
+        widened.select(exp.alias_(key, f"__order_key_{index}"), copy=False)
+    try:
+        rows = _run(connection, to_sqlite(widened, temporal, now))[0]
+    except (StatementFailed, SqlDialectError):
+        return None
+    runs: list[int] = []
+    previous = object()
+    for row in rows:
+        key = tuple(map(normalise, row[width:]))
+        if runs and key == previous:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        previous = key
+    return tuple(tuple(map(normalise, row[:width])) for row in rows), tuple(runs)
+
+
+def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset[str],
+               tables: tuple[str, ...]) -> tuple[Execution | None, list[str]]:  # fmt: skip
+    """Execute one block by the rule in the module docstring: (execution or None, errors met)."""
+    errors: list[str] = []
+    changes = [s for s in block.statements if s.kind == "dml"]
+    if any(s.kind == "plsql" for s in block.statements):
+        return None, [f"block {block.index}: PL/SQL is not executed (only SQL statements are)"]
+    connection = _open(database)
+    try:
+        if changes:
+            texts = []
+            for statement in changes:
+                try:
+                    _, sql = _transpile(statement.text, temporal, database.now)
+                    _run(connection, sql)
+                    texts.append(sql)
+                except StatementFailed as error:
+                    return None, [f"block {block.index}: {_truncate(str(error))}"]
+            return Execution("state", block.index, ";\n".join(texts), state=_snapshot(connection, tables)), errors
+        for statement in (s for s in block.statements if s.kind == "query"):
+            try:
+                tree, sql = _transpile(statement.text, temporal, database.now)
+                raw, width = _run(connection, sql)
+            except StatementFailed as error:
+                errors.append(f"block {block.index}: {_truncate(str(error))}")
+                continue
+            rows = tuple(tuple(map(normalise, row)) for row in raw)
+            ordered = tree.args.get("order") is not None
+            tied = _ties(connection, tree, width, temporal, database.now) if ordered else None
+            if tied is not None and Counter(tied[0]) == Counter(rows):
+                rows, ties = tied
+            else:
+                ties = None
+            return Execution("query", block.index, sql, rows, width, ordered, ties), errors
+        return None, errors
+    finally:
+        connection.close()
+
+
+def first_execution(blocks: list[SqlBlock], database: SyntheticDatabase, temporal: frozenset[str],
+                    tables: tuple[str, ...]) -> tuple[Execution | None, list[str]]:  # fmt: skip
+    """The first block that runs, and the errors of the blocks before it."""
+    errors: list[str] = []
+    for block in blocks:
+        # Model SQL is untrusted input: whatever fails while running it is that answer's invalid SQL.
+        try:
+            execution, block_errors = _run_block(block, database, temporal, tables)
+        except Exception as error:  # noqa: BLE001 -- recorded with its type, never swallowed silently
+            execution, block_errors = None, [f"block {block.index}: {type(error).__name__}: {_truncate(str(error))}"]
+        errors.extend(block_errors)
+        if execution is not None:
+            return execution, errors
+    return None, errors
+
+
+def _fixture_key(fixture: Mapping[str, Any] | str | None) -> str | None:
+    if fixture is None or isinstance(fixture, str):
+        return fixture
+    return json.dumps(fixture, ensure_ascii=False, default=str)  # key order kept: it is the column order
+
+
+@functools.lru_cache(maxsize=256)
+def _prepare(question: str, reference_answer: str, fixture_key: str | None, fixture_is_ddl: bool, seed: int) -> PreparedItem:
+    fixture = fixture_key if fixture_is_ddl or fixture_key is None else json.loads(fixture_key)
+    empty: dict[str, Counter] = {}
+    try:
+        schema: Schema = schema_for_question(question, fixture)
+    except SchemaError as error:
+        return PreparedItem(None, frozenset(), None, empty, f"schema: {error}")
+    temporal = schema.temporal_columns()
+    blocks = find_sql_blocks(reference_answer)
+    if not blocks:
+        return PreparedItem(None, temporal, None, empty, "no SQL found in the reference answer")
+    trees = []
+    for statement in (s for block in blocks for s in block.statements if s.kind in ("query", "dml")):
+        try:
+            trees.append(parse_oracle(statement.text))
+        except SqlDialectError:
+            continue
+    database = build_database(schema, literal_hints(trees), question + "\x00" + reference_answer, seed)
+    tables = tuple(t.name for t in schema.tables)
+    reference, errors = first_execution(blocks, database, temporal, tables)
+    connection = _open(database)
+    try:
+        initial = _snapshot(connection, tables)
+    finally:
+        connection.close()
+    problem = None if reference else "no reference block runs: " + "; ".join(errors or ["no SQL statement in it"])
+    return PreparedItem(database, temporal, reference, initial, problem)
+
+
+def _column_orders(reference: Execution, rows: tuple[tuple[Any, ...], ...]) -> list[tuple[int, ...]]:
+    """Orders of the model's columns under which each column holds the same values as the
+    reference's column at that position (identity first), at most PERMUTATION_BUDGET of them."""
+    width = reference.width
+    ref_columns = [Counter(row[j] for row in reference.rows) for j in range(width)]
+    model_columns = [Counter(row[j] for row in rows) for j in range(width)]
+    options = [[k for k in range(width) if model_columns[k] == ref_columns[j]] for j in range(width)]
+    found: list[tuple[int, ...]] = []
+
+    def extend(prefix: list[int]) -> None:
+        if len(found) >= PERMUTATION_BUDGET:
+            return
+        if len(prefix) == width:
+            found.append(tuple(prefix))
+            return
+        for k in sorted(options[len(prefix)], key=lambda k: k != len(prefix)):
+            if k not in prefix:
+                extend(prefix + [k])
+
+    extend([])
+    return found
+
+
+def _same_rows(reference: Execution, rows: list[tuple[Any, ...]]) -> bool:
+    if not reference.ordered:
+        return Counter(rows) == Counter(reference.rows)
+    if reference.ties is None:
+        return rows == list(reference.rows)
+    start = 0
+    for length in reference.ties:
+        if Counter(rows[start : start + length]) != Counter(reference.rows[start : start + length]):
+            return False
+        start += length
+    return True
+
+
+def compare(reference: Execution, model: Execution, initial: Mapping[str, Counter]) -> tuple[bool, dict[str, Any]]:
+    """(equal?, details) for two executions of the same item by the rule in the module docstring."""
+    if reference.mode != model.mode:
+        what = {"query": "returns rows", "state": "changes data"}
+        return False, {"reason": f"the reference {what[reference.mode]} but the model's SQL {what[model.mode]}"}
+    if reference.mode == "state":
+        differ = sorted(name for name in reference.state if reference.state[name] != model.state.get(name))
+        changed = sum(sum((reference.state[n] - initial.get(n, Counter())).values()) for n in reference.state)
+        return not differ, {"tables_differing": differ, "reference_rows_changed": changed}
+    details: dict[str, Any] = {"reference_rows": len(reference.rows), "model_rows": len(model.rows),
+                               "reference_columns": reference.width, "model_columns": model.width,
+                               "ordered": reference.ordered, "order_ties": reference.ties is not None}  # fmt: skip
+    if model.width != reference.width or len(model.rows) != len(reference.rows):
+        details["reason"] = "different number of columns or rows"
+        return False, details
+    for order in _column_orders(reference, model.rows):
+        if _same_rows(reference, [tuple(row[k] for k in order) for row in model.rows]):
+            details["column_order"] = list(order)
+            return True, details
+    details["reason"] = "different values" if reference.rows else "different columns"
+    return False, details
+
+
+def _informative(reference: Execution, initial: Mapping[str, Counter]) -> bool:
+    """False when the reference returns no row or changes nothing: then any query of the same shape
+    matches it, and a match says little (the synthetic data missed the reference's filters)."""
+    if reference.mode == "query":
+        return bool(reference.rows)
+    return any(reference.state[name] != initial.get(name) for name in reference.state)
+
+
+def check_sql(question: str, reference_answer: str, model_answer: str, *,
+              fixture: Mapping[str, Any] | str | None = None, seed: int = 0) -> SqlCheck:  # fmt: skip
+    """Run the reference's and the model's SQL on the item's synthetic database and compare them.
+
+    ``fixture`` replaces the schema in the question (DDL text or {"tables": {...}}, see
+    `eval.sql_schema.schema_from_fixture`); ``seed`` changes the synthetic rows. The database and
+    the reference's result are cached per (question, reference, fixture, seed).
+    """
+    for name, value in (("question", question), ("reference_answer", reference_answer), ("model_answer", model_answer)):
+        require_str(name, value)
+    prepared = _prepare(question, reference_answer, _fixture_key(fixture), isinstance(fixture, str), seed)
+    details: dict[str, Any] = {"dialect": DIALECT, "seed": seed}
+    if prepared.reference is None or prepared.database is None:
+        return SqlCheck("reference_not_executable", None, {**details, "reason": prepared.problem})
+    reference = prepared.reference
+    details.update(reference_mode=reference.mode, reference_block=reference.block, reference_sql=_truncate(reference.sql),
+                   tables=dict(prepared.database.row_counts))  # fmt: skip
+    blocks = find_sql_blocks(model_answer)
+    if not blocks:
+        return SqlCheck("no_sql_found", False, {**details, "reason": "no SQL block or statement in the answer"})
+    tables = tuple(prepared.database.row_counts)
+    model, errors = first_execution(blocks, prepared.database, prepared.temporal, tables)
+    if errors:
+        details["model_errors"] = errors[:5]
+    if model is None:
+        return SqlCheck("model_sql_invalid", False, {**details, "reason": "none of the answer's SQL blocks runs"})
+    details.update(model_mode=model.mode, model_block=model.block, model_sql=_truncate(model.sql))
+    equal, comparison = compare(reference, model, prepared.initial_state)
+    details.update(comparison)
+    details["reference_informative"] = _informative(reference, prepared.initial_state)
+    return SqlCheck("match" if equal else "mismatch", equal, details)
