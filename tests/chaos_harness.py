@@ -254,15 +254,15 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r:.80} != {b!r:.80}"]
 
 
-def compare(clean: Path, resumed: Path) -> dict[str, Any]:
-    """Counts and equality of the three artefacts; ``judge_rows_by_non_judge`` must be 0."""
+def compare(clean: Path, resumed: Path, with_manifest: bool = True) -> dict[str, Any]:
+    """Counts and equality of the three artefacts (two without the manifest); ``judge_rows_by_non_judge`` must be 0."""
     rows = _jsonl(resumed / "results.jsonl")
     keys = [(r["model"], r["item_id"], r["stage"]) for r in rows]
     with sqlite3.connect(resumed / "run.sqlite") as conn:
         planned = conn.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
         lost = conn.execute("SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
                             " WHERE r.status IS NULL").fetchone()[0]
-    return {
+    report = {
         "units_planned": planned,
         "units_recorded": len(rows),
         "units_lost": lost,
@@ -270,6 +270,8 @@ def compare(clean: Path, resumed: Path) -> dict[str, Any]:
         "judge_rows_by_non_judge": sum(r["stage"].startswith("judge:") and r["answered_by"] != "judge" for r in rows),
         "results_identical": normalised_results(clean) == normalised_results(resumed),
         "scores_identical": normalised_scores(clean) == normalised_scores(resumed),
-        "manifest_identical": normalised_manifest(clean) == normalised_manifest(resumed),
-        "manifest_differences": differences(normalised_manifest(clean), normalised_manifest(resumed))[:10],
     }
+    if with_manifest:
+        report["manifest_identical"] = normalised_manifest(clean) == normalised_manifest(resumed)
+        report["manifest_differences"] = differences(normalised_manifest(clean), normalised_manifest(resumed))[:10]
+    return report
