@@ -11,7 +11,9 @@ the same model identity and the same judge identity:
 - the test is :func:`routing.stats.paired_difference_test` (McNemar mid-p for pass/fail, paired t
   otherwise), two-sided; p-values are Holm-adjusted over every comparison made, so the alert's
   "any significant regression" holds its family-wise error at ``alpha``;
-- fewer than ``min_n`` paired items: not tested (listed in ``untested``).
+- fewer than ``min_n`` paired items: not tested (listed in ``untested``); a bucket holding exactly
+  the paired items of a more specific one (a specialty system with one domain, a family with one
+  task) is not tested again.
 
 A family scored by a judge is *not comparable* when the set of judge identities that scored it
 differs between the runs, or when a common judge's calibration (``judge_reliability`` in
@@ -46,7 +48,7 @@ from routing.decision_changes import decision_changes
 from routing.history import HistoryError, answer_cache_flags, cached_share, read_summary_json
 from routing.leaderboard import BUCKET_KINDS
 from routing.load import LoadError, load_runs
-from routing.manifest import p_number
+from routing.manifest import ROLLUP_KINDS, p_number
 from routing.report import update_report_file
 from routing.report_history import since_last_night_section
 from routing.stats import CI_T, holm, json_number, paired_difference_test, t_interval, wilson_interval
@@ -266,11 +268,26 @@ def _label(name: str, key: str, judge: str, base: _Side, new: _Side, family_judg
     return f"{label} | judge {judge}" if judge and family_judges > 1 else label
 
 
+def _specificity(bucket: str) -> int:
+    """0 for a leaf bucket (task, domain, skill), 1 for a rollup (specialty system), 2 for ``family/all``."""
+    parts = bucket.split("/")
+    return 2 if len(parts) == 2 else 1 if parts[1] in ROLLUP_KINDS else 0
+
+
+def distinct_groups(groups: Mapping[tuple[str, str, str], Any]) -> dict[tuple[str, str, str], Any]:
+    """The groups ``(bucket, identity, judge) -> (..., items)`` without those holding exactly the paired items of a more
+    specific bucket (a system with one domain, a family with one task): the same evidence is tested once."""
+    kept: dict[tuple[str, str, tuple[str, ...]], tuple[tuple[str, str, str], Any]] = {}
+    for key, group in sorted(groups.items(), key=lambda kv: (_specificity(kv[0][0]), kv[0])):
+        kept.setdefault((key[1], key[2], tuple(group[-1])), (key, group))
+    return dict(kept.values())
+
+
 def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float = 0.05, min_n: int = MIN_N) -> Comparison:
     """Compare two run folders (module docstring); raises :class:`HistoryError` / :class:`LoadError` on bad input."""
     b, n = read_side(Path(base)), read_side(Path(new))
     families = family_comparability(b, n)
-    groups: dict[tuple[str, str, str], tuple[list[float], list[float], str]] = {}
+    groups: dict[tuple[str, str, str], tuple[list[float], list[float], str, list[str]]] = {}
     cached_new = cached_both = paired_answers = 0
     seen_answers: set[tuple[str, str]] = set()
     for key in sorted(b.rows.keys() & n.rows.keys()):
@@ -286,11 +303,12 @@ def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float 
             cached_new += in_new
             cached_both += in_new and bool((b.cache_flags or {}).get(answer))
         for bucket in buckets:
-            xs, ys, _ = groups.setdefault((bucket, key[0], key[1]), ([], [], name))
+            xs, ys, _, items = groups.setdefault((bucket, key[0], key[1]), ([], [], name, []))
             xs.append(base_value)
             ys.append(new_value)
+            items.append(key[2])
     tested, untested = [], []
-    for (bucket, identity, judge), (xs, ys, name) in sorted(groups.items()):
+    for (bucket, identity, judge), (xs, ys, name, _) in sorted(distinct_groups(groups).items()):
         family = bucket.split("/", 1)[0]
         label = _label(name, identity, judge, b, n, len(families[family]["judges"]["new"]))
         if len(xs) < min_n:

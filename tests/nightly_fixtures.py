@@ -17,7 +17,7 @@ from typing import Any
 from routing.build import BuildOptions, build
 from tests.test_routing_fixtures import JUDGE, OTHER_JUDGE, synthetic_rows, write_run
 
-HOSTILE = '<script>alert("g")</script>'
+HOSTILE = "<script>document.title='PWNED'</script>"
 STRENGTHS = {"alpha": 0.85, "beta": 0.6, "gamma": 0.3}
 NIGHTS = ("night-1", "night-2", "night-3")
 FAST = BuildOptions(bootstrap=100, bt_rounds=10, elo_rounds=5, cv_folds=0)

@@ -19,6 +19,7 @@ from routing.nightly import after_run
 from routing.report import splice_section
 from routing.trends import build_trends, sparkline_svg, trend_data
 from tests.nightly_fixtures import HOSTILE, make_night, make_nights
+from tests.test_routing_browser import chromium_or_skip, dump_dom
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,8 +39,9 @@ def test_a_regression_in_one_bucket_is_found_and_nothing_else(nights: list[Path]
     worse = delta(doc, "exam/task/single_choice", "alpha")
     assert worse["direction"] == "regression" and worse["significant"] and worse["test"] == "mcnemar_midp"
     assert worse["n"] == 30 and worse["diff"] < -0.5 and worse["ci"][1] < 0 and worse["p_holm"] < 0.05
-    assert {(d["bucket"], d["model"]) for d in doc["deltas"] if d["significant"]} == {
-        ("exam/task/single_choice", "alpha"), ("exam/all", "alpha")}
+    assert [(d["bucket"], d["model"]) for d in doc["deltas"] if d["significant"]] == [("exam/task/single_choice", "alpha")]
+    assert not [d for d in doc["deltas"] if d["bucket"] in ("exam/all", "specialty/system/endocrine")]  # same items as a leaf
+    assert delta(doc, "specialty/all", "beta")["n"] == 30 and delta(doc, "specialty/system/cardiology", "beta")["n"] == 20
     unchanged = delta(doc, "capability/task/MedCOT", "beta")
     assert unchanged["diff"] == 0 and unchanged["p_value"] == 1 and unchanged["ci"][0] < 0 < unchanged["ci"][1]  # never zero-width
     assert all(e["comparable"] for e in doc["families"].values())
@@ -165,6 +167,19 @@ def test_nightly_after_run_fills_the_report_and_survives_a_deleted_folder(tmp_pa
     assert trends is not None and trends["runs"][0] == {"run_id": "night-1", "created_at": "2026-11-01T02:00:00Z", "missing": True}
     third = after_run(root, make_night(root, 3))
     assert third.base == root / "night-2"
+
+
+def test_the_sections_render_in_a_browser_and_run_no_script(nights: list[Path], tmp_path: Path) -> None:
+    browser = chromium_or_skip()
+    root = tmp_path / "index"
+    for night in nights:
+        after_run(root, night)
+    dom = dump_dom(browser, nights[2] / "report.html", tmp_path / "profile")
+    assert "<title>medpool report</title>" in dom and "PWNED</title>" not in dom, "a script ran"
+    assert "<script" not in dom.lower()
+    assert 'id="since-last-night"' in dom and 'id="trends"' in dom
+    assert dom.count("<svg") == 3 * 6 and dom.count("<circle") >= 3 * 6 * 2
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom  # shown as text
 
 
 def test_splice_section_into_a_page_without_markers() -> None:
