@@ -46,7 +46,7 @@ from pool.store import RunMismatchError, RunStore, StoreFormatError
 
 log = logging.getLogger("pool.run")
 
-EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_REGRESSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 INLINE_POOL_FILENAME = "model_pool.yaml"
 ARTEFACTS = ("results.jsonl", "scores.jsonl", "summary.json", "leaderboard.json", "leaderboard.md", "pairwise.json",
              "hard.yaml", "routing_manifest.yaml", "report.html", "compare.json", "compare.md")
@@ -58,13 +58,16 @@ class RunInputError(ValueError):
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run produced. ``exit_code``: 0 every unit answered, 1 some infra errors, 130 interrupted."""
+    """What a run produced. ``exit_code``: 0 every unit answered, 1 some infra errors, 3 a significant
+    regression against the last comparable night (with ``fail_on_regression``), 130 interrupted."""
 
     run_dir: Path
     run_id: str
     exit_code: int
     summary: dict[str, Any] = field(default_factory=dict)
     scoring: dict[str, Any] | None = None
+    compared_with: Path | None = None  # the earlier night compare.md compares against
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -253,7 +256,27 @@ class _Run:
         infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
         if status == EXIT_OK and infra:
             status = EXIT_INFRA
-        return RunResult(self.run_dir, self.run_id, status, summary, scoring)
+        base, warnings = None, []
+        if status in (EXIT_OK, EXIT_INFRA):
+            try:
+                base, regressed, warnings = self._nightly()
+            except KeyboardInterrupt:
+                status = EXIT_INTERRUPTED
+            else:
+                status = EXIT_REGRESSION if regressed and status == EXIT_OK else status
+        return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings))
+
+    def _nightly(self) -> tuple[Path | None, bool, list[str]]:
+        """Index the run, compare it with the last comparable night, add both to the report (routing.nightly)."""
+        from routing.history import HistoryError
+        from routing.nightly import after_run
+
+        root = Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
+        try:
+            outcome = after_run(root, self.run_dir, fail_on_regression=self.spec.fail_on_regression)
+        except (HistoryError, OSError, ValueError) as exc:  # the night's results stand; say why history is missing
+            return None, False, [f"run not indexed in {root}: {exc}"]
+        return outcome.base, outcome.exit_code == EXIT_REGRESSION, list(outcome.problems)
 
     async def _execute(self, store: RunStore, pending: list[Unit], resuming: bool) -> dict[str, Any] | None:
         """Answer the pending answer units, then score every answer; returns the scoring tally."""

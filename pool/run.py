@@ -1,7 +1,8 @@
 """``python -m pool.run``: send the selected items to every enabled model of the pool, resumably.
 
 Exit codes: 0 every unit has a result and none is an infra error; 1 some units have infra errors
-(see summary.json); 2 bad input (pool file, data, arguments); 130 interrupted (resume with
+(see summary.json); 2 bad input (pool file, data, arguments); 3 a significant regression against
+the last comparable night (only with ``--fail-on-regression``); 130 interrupted (resume with
 ``--resume RUN_DIR``).
 """
 
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pool.api import EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, RunInputError, RunResult, plan_json, \
+from pool.api import EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunInputError, RunResult, plan_json, \
     rescore, resume, run_pool
 from pool.items_source import DataError
 from pool.run_spec import DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pool.run",
         description="Send every selected item to every enabled model of a pool; store, export and summarise the answers.",
-        epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 130 interrupted (use --resume).",
+        epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 3 significant regression (with "
+               "--fail-on-regression); 130 interrupted (use --resume).",
     )
     parser.add_argument("--pool", help=f"pool file (default: ./{DEFAULT_POOL}; with --rescore, the run's own pool)")
     parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
@@ -71,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-consecutive-failures", type=_count(0), default=5,
                         help="give up on a model after this many infra errors in a row (default 5; 0 never)")
     parser.add_argument("--log-interval", type=_seconds, default=30.0, help="seconds between progress lines when not on a terminal")
+    parser.add_argument("--history-root", metavar="DIR",
+                        help="runs root whose index.jsonl records this run and holds the nights it is compared with "
+                        "(default: the run folder's parent, e.g. runs/)")
+    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, type=_threshold, metavar="THRESHOLD",
+                        help=f"exit {EXIT_REGRESSION} when the comparison with the last comparable night shows a significant "
+                        "regression larger than THRESHOLD score points (scores in [0, 1]; default 0: any)")
     parser.add_argument("--executor", choices=EXECUTORS,
                         help="where requests are sent from: local (asyncio lanes in this process, the default) or ray "
                         "(one actor per backend lane on a Ray cluster); overrides the pool file's execution: block")
@@ -128,6 +136,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _threshold(text: str) -> float:
+    """argparse type: a score difference in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a score difference in [0, 1], got {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1] (scores are fractions), got {text}")
+    return value
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_INPUT
@@ -141,7 +160,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         orchestration=args.orchestration, no_judge=args.no_judge, hallu=args.hallu, rejudge_sample=args.rejudge_sample,
         no_routing=args.no_routing, no_cache=args.no_cache, cache_dir=args.cache_dir,
         max_consecutive_failures=args.max_consecutive_failures, out=args.out, executor=args.executor,
-        ray_address=args.ray_address, log_interval=args.log_interval,
+        ray_address=args.ray_address, log_interval=args.log_interval, history_root=args.history_root,
+        fail_on_regression=args.fail_on_regression,
     )
 
 
@@ -193,6 +213,14 @@ def _main(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if result.summary:
         _print_summary(result)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    compare_md = result.run_dir / "compare.md"
+    if result.compared_with is not None and compare_md.is_file():
+        print(f"compared with {result.compared_with}: {compare_md}")
+    if result.exit_code == EXIT_REGRESSION:
+        print(f"significant regression against {result.compared_with} (see {compare_md}); exit {EXIT_REGRESSION}",
+              file=sys.stderr)
     if result.exit_code == EXIT_INTERRUPTED:
         print(f"interrupted; finished results are saved. Resume with: python -m pool.run --resume {result.run_dir}",
               file=sys.stderr)

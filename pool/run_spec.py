@@ -70,6 +70,8 @@ class RunSpec:
     executor: str | None = None
     ray_address: str | None = None
     log_interval: float = 30.0
+    history_root: str | Path | None = None
+    fail_on_regression: float | None = None
 
     def __post_init__(self) -> None:
         for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1)):
@@ -81,6 +83,10 @@ class RunSpec:
             raise DataError(f"max_consecutive_failures: must be an integer >= 0, got {value!r}")
         if not isinstance(self.log_interval, (int, float)) or not math.isfinite(self.log_interval) or self.log_interval <= 0:
             raise DataError(f"log_interval: must be a finite number of seconds > 0, got {self.log_interval!r}")
+        threshold = self.fail_on_regression
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not math.isfinite(threshold) or not 0 <= threshold <= 1):
+            raise DataError(f"fail_on_regression: must be a score difference in [0, 1], got {threshold!r}")
         if self.executor is not None and self.executor not in EXECUTORS:
             raise DataError(f"executor: must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         if isinstance(self.pool, str) and not self.pool.strip():
