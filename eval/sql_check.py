@@ -22,6 +22,11 @@ a midnight time dropped from a date, NULL kept), column names ignored and column
 permutation of the model's columns must give the reference's rows). When the reference's outermost
 query has ORDER BY, order matters too, up to ties: rows with equal sort keys may come in any order.
 
+The data: when the reference selects no row (or changes none) on the first database, up to
+DATA_ATTEMPTS databases are built from successive seeds and the first where it does is kept; an
+empty reference result would let every query of the same shape match. ``details`` says whether the
+kept one is informative (``reference_informative``).
+
 Outcomes: match / mismatch (passed True / False), model_sql_invalid and no_sql_found (passed False:
 the model gave no usable SQL), reference_not_executable (passed None: the item cannot be checked).
 """
@@ -52,6 +57,7 @@ TIME_LIMIT_S = 2.0  # per statement; a runaway cross join is stopped, not waited
 ROW_CAP = 10_000  # a result longer than this is an error, not a comparison
 ERROR_CHARS = 300
 PERMUTATION_BUDGET = 2_000  # column orders tried when several columns hold the same values
+DATA_ATTEMPTS = 3  # databases (seeded in turn) built until the reference selects or changes rows
 DIALECT = "oracle->sqlite"
 
 
@@ -85,6 +91,7 @@ class PreparedItem:
     reference: Execution | None
     initial_state: Mapping[str, Counter]
     problem: str | None  # why the reference cannot be run
+    data_attempts: int = 1  # databases built until the reference returned rows or changed data
 
 
 class StatementFailed(Exception):
@@ -138,10 +145,12 @@ def _run(connection: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]
     return rows, width
 
 
-def _transpile(text: str, temporal: frozenset[str], now: str) -> tuple[exp.Expression, str]:
+def _transpile(text: str, temporal: frozenset[str], now: str, keep_tree: bool) -> tuple[exp.Expression | None, bool, str]:
+    """(the Oracle tree if ``keep_tree``, whether the outermost query has ORDER BY, the SQLite text)."""
     try:
         tree = parse_oracle(text)
-        return tree, to_sqlite(tree, temporal, now)
+        ordered = tree.args.get("order") is not None
+        return (tree if keep_tree else None), ordered, to_sqlite(tree, temporal, now, copy=keep_tree)
     except SqlDialectError as error:
         raise StatementFailed(str(error)) from error
 
@@ -196,9 +205,10 @@ def _ties(connection: sqlite3.Connection, tree: exp.Expression, width: int, temp
     return tuple(tuple(map(normalise, row[:width])) for row in rows), tuple(runs)
 
 
-def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset[str],
-               tables: tuple[str, ...]) -> tuple[Execution | None, list[str]]:  # fmt: skip
-    """Execute one block by the rule in the module docstring: (execution or None, errors met)."""
+def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset[str], tables: tuple[str, ...],
+               with_ties: bool) -> tuple[Execution | None, list[str]]:  # fmt: skip
+    """Execute one block by the rule in the module docstring: (execution or None, errors met).
+    Tie runs are the reference's business only (``with_ties``): a model's rows are compared to them."""
     errors: list[str] = []
     changes = [s for s in block.statements if s.kind == "dml"]
     if any(s.kind == "plsql" for s in block.statements):
@@ -209,7 +219,7 @@ def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset
             texts = []
             for statement in changes:
                 try:
-                    _, sql = _transpile(statement.text, temporal, database.now)
+                    _, _, sql = _transpile(statement.text, temporal, database.now, keep_tree=False)
                     _run(connection, sql)
                     texts.append(sql)
                 except StatementFailed as error:
@@ -217,14 +227,13 @@ def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset
             return Execution("state", block.index, ";\n".join(texts), state=_snapshot(connection, tables)), errors
         for statement in (s for s in block.statements if s.kind == "query"):
             try:
-                tree, sql = _transpile(statement.text, temporal, database.now)
+                tree, ordered, sql = _transpile(statement.text, temporal, database.now, keep_tree=with_ties)
                 raw, width = _run(connection, sql)
             except StatementFailed as error:
                 errors.append(f"block {block.index}: {_truncate(str(error))}")
                 continue
             rows = tuple(tuple(map(normalise, row)) for row in raw)
-            ordered = tree.args.get("order") is not None
-            tied = _ties(connection, tree, width, temporal, database.now) if ordered else None
+            tied = _ties(connection, tree, width, temporal, database.now) if ordered and tree is not None else None
             if tied is not None and Counter(tied[0]) == Counter(rows):
                 rows, ties = tied
             else:
@@ -236,13 +245,13 @@ def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset
 
 
 def first_execution(blocks: list[SqlBlock], database: SyntheticDatabase, temporal: frozenset[str],
-                    tables: tuple[str, ...]) -> tuple[Execution | None, list[str]]:  # fmt: skip
+                    tables: tuple[str, ...], with_ties: bool = False) -> tuple[Execution | None, list[str]]:  # fmt: skip
     """The first block that runs, and the errors of the blocks before it."""
     errors: list[str] = []
     for block in blocks:
         # Model SQL is untrusted input: whatever fails while running it is that answer's invalid SQL.
         try:
-            execution, block_errors = _run_block(block, database, temporal, tables)
+            execution, block_errors = _run_block(block, database, temporal, tables, with_ties)
         except Exception as error:  # noqa: BLE001 -- recorded with its type, never swallowed silently
             execution, block_errors = None, [f"block {block.index}: {type(error).__name__}: {_truncate(str(error))}"]
         errors.extend(block_errors)
@@ -275,16 +284,20 @@ def _prepare(question: str, reference_answer: str, fixture_key: str | None, fixt
             trees.append(parse_oracle(statement.text))
         except SqlDialectError:
             continue
-    database = build_database(schema, literal_hints(trees), question + "\x00" + reference_answer, seed)
-    tables = tuple(t.name for t in schema.tables)
-    reference, errors = first_execution(blocks, database, temporal, tables)
-    connection = _open(database)
-    try:
-        initial = _snapshot(connection, tables)
-    finally:
-        connection.close()
+    hints, tables = literal_hints(trees), tuple(t.name for t in schema.tables)
+    for attempt in range(DATA_ATTEMPTS):
+        seed_text = question + "\x00" + reference_answer + (f"\x00{attempt}" if attempt else "")
+        database = build_database(schema, hints, seed_text, seed)
+        reference, errors = first_execution(blocks, database, temporal, tables, with_ties=True)
+        connection = _open(database)
+        try:
+            initial = _snapshot(connection, tables)
+        finally:
+            connection.close()
+        if reference is None or _informative(reference, initial):
+            break
     problem = None if reference else "no reference block runs: " + "; ".join(errors or ["no SQL statement in it"])
-    return PreparedItem(database, temporal, reference, initial, problem)
+    return PreparedItem(database, temporal, reference, initial, problem, attempt + 1)
 
 
 def _column_orders(reference: Execution, rows: tuple[tuple[Any, ...], ...]) -> list[tuple[int, ...]]:
@@ -370,7 +383,7 @@ def check_sql(question: str, reference_answer: str, model_answer: str, *,
         return SqlCheck("reference_not_executable", None, {**details, "reason": prepared.problem})
     reference = prepared.reference
     details.update(reference_mode=reference.mode, reference_block=reference.block, reference_sql=_truncate(reference.sql),
-                   tables=dict(prepared.database.row_counts))  # fmt: skip
+                   tables=dict(prepared.database.row_counts), data_attempts=prepared.data_attempts)  # fmt: skip
     blocks = find_sql_blocks(model_answer)
     if not blocks:
         return SqlCheck("no_sql_found", False, {**details, "reason": "no SQL block or statement in the answer"})

@@ -10,7 +10,8 @@ A check is only as sharp as its data: on empty or uniform tables every query "ma
   ``>= DATE '2024-01-01'``, ``> 10.0``) are planted in about a third of the rows, so WHERE clauses
   select something and their boundaries (``<`` vs ``<=``) are exercised; example values quoted in a
   column's description ('草稿', '已完成') join the column's vocabulary;
-- dates spread over 2023-2024 widened by the planted dates; dates are canonical text (`eval.sql_functions`).
+- dates spread over 2023-2024 widened by the planted dates, canonical text (`eval.sql_functions`);
+  start/end and admission/discharge pairs are in order in 90% of rows.
 
 The seed is sha256(schema text + reference text + seed), so the same item always builds the same rows.
 """
@@ -39,6 +40,7 @@ _KEY_NAME = re.compile(r"(^id$|_id$|id$|_no$|_code$|^code$|_key$)", re.IGNORECAS
 _QUOTED = re.compile(r"['‘’“”\"]([^'‘’“”\"]{1,40})['‘’“”\"]")
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)
 _WRAPPERS = (exp.Trim, exp.Upper, exp.Lower, exp.Paren, exp.Cast, exp.Coalesce, exp.Anonymous)
+_ORDERED_PAIRS = (("start", "end"), ("begin", "end"), ("admi", "discharge"), ("order_time", "exec_time"))
 _PLAIN_ALTERNATIVES = re.compile(r"[^\\^$.*+?()\[\]{}|]+(\|[^\\^$.*+?()\[\]{}|]+)*")
 
 
@@ -231,6 +233,7 @@ class _Generator:
             planted = str(key_value) in key_hints or self.rng.random() < PLANTED_SHARE
             row = [key_value if c is key else self.value(table, c, planted) for c in table.columns]
             self._inherit(table, row, done)
+            self._order_dates(table, row)
             out.append(tuple(row))
         return out
 
@@ -247,6 +250,17 @@ class _Generator:
                 shared = sibling.key in parent_keys and (table.name, sibling.key) in self.parents
                 if other != position and shared and row[other] not in self.hints.get(sibling.key, []) and self.rng.random() < 0.8:
                     row[other] = parent_row[parent_keys[sibling.key]]
+
+    def _order_dates(self, table: Table, row: list[Any]) -> None:
+        """start <= end, admission <= discharge in 90% of rows: real records mostly are, and a
+        check for the anomalies then selects the few that are not."""
+        temporal = [(i, c.key) for i, c in enumerate(table.columns) if c.family in ("date", "timestamp")]
+        for early_word, late_word in _ORDERED_PAIRS:
+            early = [i for i, name in temporal if early_word in name]
+            late = [i for i, name in temporal if late_word in name]
+            for i, j in zip(early, late):
+                if row[i] is not None and row[j] is not None and row[j] < row[i] and self.rng.random() < 0.9:
+                    row[i], row[j] = row[j], row[i]
 
     def _index(self, table: Table, done: Mapping[str, list[tuple[Any, ...]]]) -> dict[Any, tuple[Any, ...]]:
         if table.name not in self.indexes:

@@ -83,24 +83,37 @@ def is_temporal(node: exp.Expression, temporal_names: frozenset[str]) -> bool:
     return False
 
 
-def _temporal_aliases(tree: exp.Expression, temporal_names: frozenset[str]) -> frozenset[str]:
+def _by_type(tree: exp.Expression) -> dict[type, list[exp.Expression]]:
+    """Every node of the tree grouped by class, in one walk (the rewrites below share it; a rewrite
+    moves the children of the node it replaces, so the groups stay valid)."""
+    groups: dict[type, list[exp.Expression]] = {}
+    for node in tree.walk():
+        groups.setdefault(type(node), []).append(node)
+    return groups
+
+
+def _nodes(groups: dict[type, list[exp.Expression]], *types: type) -> list[exp.Expression]:
+    return [node for kind in types for node in groups.get(kind, ())]
+
+
+def _temporal_aliases(groups: dict[type, list[exp.Expression]], temporal_names: frozenset[str]) -> frozenset[str]:
     """Add the names of aliases and CTE/subquery columns that hold a date (two passes reach aliases of aliases)."""
     names = set(temporal_names)
     for _ in range(2):
-        for alias in tree.find_all(exp.Alias):
+        for alias in _nodes(groups, exp.Alias):
             if is_temporal(alias.this, frozenset(names)):
                 names.add(alias.alias.lower())
     return frozenset(names)
 
 
-def _rewrite_arithmetic(tree: exp.Expression, names: frozenset[str]) -> None:
+def _rewrite_arithmetic(groups: dict[type, list[exp.Expression]], names: frozenset[str]) -> None:
     """Date ± number, number + date, date - date -> ORA_* calls, deepest first so nesting composes."""
-    nodes = sorted(tree.find_all(exp.Add, exp.Sub), key=lambda node: -node.depth)
+    nodes = sorted(_nodes(groups, exp.Add, exp.Sub), key=lambda node: -node.depth)
     for node in nodes:
         left, right = node.this, node.expression
         left_date, right_date = is_temporal(left, names), is_temporal(right, names)
-        if not (left_date or right_date):
-            continue
+        if not (left_date or right_date) or (isinstance(node, exp.Sub) and right_date and not left_date):
+            continue  # number - date is an error in Oracle too: left for SQLite to compute as numbers
         if isinstance(node, exp.Sub) and left_date and right_date:
             node.replace(_call("ORA_DAYS_BETWEEN", left, right))
             continue
@@ -133,40 +146,46 @@ def _rewrite_rownum(select: exp.Select) -> None:
         return
 
 
-def _rewrite_calls(tree: exp.Expression, now: str) -> None:
-    for node in list(tree.find_all(exp.CurrentDate, exp.CurrentTimestamp, exp.Systimestamp, exp.Anonymous)):
-        if not isinstance(node, exp.Anonymous) or node.name.upper() in _NOW_FUNCTIONS:
-            node.replace(exp.Literal.string(now))
-    for node in list(tree.find_all(exp.Column)):
+def _rewrite_calls(groups: dict[type, list[exp.Expression]], now: str) -> None:
+    def clock() -> exp.Expression:  # a call, not a bare literal, so that date arithmetic sees a date
+        return _call("ORA_CANON_TS", exp.Literal.string(now))
+
+    for node in _nodes(groups, exp.CurrentDate, exp.CurrentTimestamp, exp.Systimestamp):
+        node.replace(clock())
+    for node in _nodes(groups, exp.Anonymous):
+        if node.name.upper() in _NOW_FUNCTIONS:
+            node.replace(clock())
+    for node in _nodes(groups, exp.Column):
         if node.name.upper() in ("SYSDATE", "SYSTIMESTAMP", "LOCALTIMESTAMP") and not node.table:
-            node.replace(exp.Literal.string(now))
-    for node in list(tree.find_all(exp.DateStrToDate)):
+            node.replace(clock())
+    for node in _nodes(groups, exp.DateStrToDate):
         node.replace(_call("ORA_CANON_TS", node.this))
-    for node in list(tree.find_all(exp.Cast)):
+    for node in _nodes(groups, exp.Cast):
         if node.to.this in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME):
             node.replace(_call("ORA_CANON_TS", node.this))
-    for node in list(tree.find_all(exp.ToChar)):
+    for node in _nodes(groups, exp.ToChar):
         node.replace(_call("ORA_TO_CHAR", node.this, node.args.get("format") or exp.Null()))
-    for node in list(tree.find_all(exp.Extract)):
+    for node in _nodes(groups, exp.Extract):
         node.replace(_call("ORA_EXTRACT", exp.Literal.string(node.this.name), node.expression))
-    for node in list(tree.find_all(exp.RegexpLike)):
+    for node in _nodes(groups, exp.RegexpLike):
         node.replace(_call("REGEXP_LIKE", node.this, node.expression, *([node.args["flag"]] if node.args.get("flag") else [])))
-    for node in list(tree.find_all(exp.Dot)):
+    for node in _nodes(groups, exp.Dot):
         call = node.expression
         if isinstance(node.this, exp.Identifier) and node.this.name.upper() == "DBMS_LOB" and isinstance(call, exp.Anonymous):
             node.replace(_call(_LOB_FUNCTIONS.get(call.name.upper(), call.name), *call.expressions))
     empty = exp.Literal.string("")
-    for node in list(tree.find_all(exp.DPipe)):  # Oracle: NULL || 'a' = 'a', and '' is NULL
+    for node in _nodes(groups, exp.DPipe):  # Oracle: NULL || 'a' = 'a', and '' is NULL
         joined = exp.DPipe(this=exp.Coalesce(this=node.this, expressions=[empty.copy()]),
                            expression=exp.Coalesce(this=node.expression, expressions=[empty.copy()]))  # fmt: skip
         node.replace(exp.Nullif(this=joined, expression=empty.copy()))
-    for node in list(tree.find_all(exp.Trim)):
-        if not isinstance(node.parent, exp.Nullif):
-            node.replace(exp.Nullif(this=node.copy(), expression=empty.copy()))
+    for node in _nodes(groups, exp.Trim):
+        wrapper = exp.Nullif(expression=empty.copy())
+        node.replace(wrapper)
+        wrapper.set("this", node)
 
 
-def _rewrite_listagg(tree: exp.Expression) -> None:
-    for node in list(tree.find_all(exp.GroupConcat)):
+def _rewrite_listagg(groups: dict[type, list[exp.Expression]]) -> None:
+    for node in _nodes(groups, exp.GroupConcat):
         inner, keys = node.this, []
         if isinstance(inner, exp.Order):
             keys = [arg for ordered in inner.expressions for arg in (ordered.this, exp.Literal.number(int(bool(ordered.args.get("desc")))))]
@@ -185,18 +204,21 @@ def _unqualify_update_targets(tree: exp.Expression) -> None:
                 assignment.set("this", exp.column(assignment.this.name, quoted=assignment.this.this.quoted))
 
 
-def to_sqlite(tree: exp.Expression, temporal_names: Iterable[str], now: str) -> str:
-    """The SQLite text of one parsed Oracle statement (the tree is copied, not changed)."""
-    tree = tree.copy()
+def to_sqlite(tree: exp.Expression, temporal_names: Iterable[str], now: str, *, copy: bool = True) -> str:
+    """The SQLite text of one parsed Oracle statement; ``copy=False`` rewrites ``tree`` in place
+    (cheaper, for a tree the caller will not read again)."""
+    if copy:
+        tree = tree.copy()
     _unqualify_update_targets(tree)
-    names = _temporal_aliases(tree, frozenset(name.lower() for name in temporal_names))
-    _rewrite_calls(tree, now)
-    _rewrite_arithmetic(tree, names)
-    _rewrite_listagg(tree)
-    for select in list(tree.find_all(exp.Select)):
+    groups = _by_type(tree)
+    names = _temporal_aliases(groups, frozenset(name.lower() for name in temporal_names))
+    _rewrite_calls(groups, now)
+    _rewrite_arithmetic(groups, names)
+    _rewrite_listagg(groups)
+    for select in _nodes(groups, exp.Select):
         _rewrite_rownum(select)
-    for node in list(tree.find_all(exp.Column)):
-        if node.name.upper() == "ROWNUM" and not node.table:
+    for node in _nodes(groups, exp.Column):
+        if node.name.upper() == "ROWNUM" and not node.table and node.parent is not None:
             node.replace(exp.Window(this=exp.RowNumber(), over="OVER"))
     try:
         return tree.sql(dialect="sqlite", unsupported_level=ErrorLevel.IGNORE)

@@ -150,6 +150,14 @@ def test_nvl_matters_because_some_values_are_null() -> None:
     assert check("SELECT visit_id, fee FROM OUTPATIENT_VISIT", reference).outcome == "mismatch"
 
 
+def test_an_empty_reference_result_is_retried_then_flagged() -> None:
+    reference = fenced("SELECT name FROM PATIENT WHERE age > 5 AND age < 3")  # no data can satisfy it
+    result = check("SELECT name FROM PATIENT WHERE 1 = 0", reference)
+    assert result.outcome == "match" and result.details["data_attempts"] == sql_check.DATA_ATTEMPTS
+    assert result.details["reference_informative"] is False
+    assert check_sql(QUESTION, REFERENCE, REFERENCE).details["data_attempts"] == 1
+
+
 def test_invalid_model_sql_is_reported_with_the_error() -> None:
     result = check("SELECT name FROM NO_SUCH_TABLE")
     assert result.outcome == "model_sql_invalid" and result.passed is False
@@ -293,9 +301,22 @@ def test_sql_extraction() -> None:
 def test_rewrites_on_the_tree() -> None:
     sql = to_sqlite(parse_oracle("SELECT d + 1, d - e, d - 1.5, TRUNC(SYSDATE) - 30, a || NULL FROM t WHERE ROWNUM < 4"),
                     {"d", "e"}, "2024-12-31 12:00:00")  # fmt: skip
-    assert sql == ("SELECT ORA_DATE_ADD(d, 1), ORA_DAYS_BETWEEN(d, e), ORA_DATE_ADD(d, -(1.5)), "
-                   "ORA_DATE_ADD(DATE_TRUNC('DD', '2024-12-31 12:00:00'), -(30)), NULLIF(COALESCE(a, '') || COALESCE(NULL, ''), '') "
+    now = "ORA_CANON_TS('2024-12-31 12:00:00')"
+    assert sql == (f"SELECT ORA_DATE_ADD(d, 1), ORA_DAYS_BETWEEN(d, e), ORA_DATE_ADD(d, -(1.5)), "
+                   f"ORA_DATE_ADD(DATE_TRUNC('DD', {now}), -(30)), NULLIF(COALESCE(a, '') || COALESCE(NULL, ''), '') "
                    "FROM t LIMIT 3")  # fmt: skip
+
+
+def test_the_pinned_clock_is_a_date_in_arithmetic() -> None:
+    fixture = "CREATE TABLE T (d DATE);"
+    query = fenced("SELECT SYSDATE - DATE '2024-12-01', SYSDATE + 1, TO_CHAR(SYSTIMESTAMP, 'YYYY') FROM DUAL")
+    result = check_sql("", query, query, fixture=fixture)
+    assert result.outcome == "match" and result.details["reference_informative"]
+    connection = sqlite3.connect(":memory:")
+    register_oracle_functions(connection)
+    now = build_database(schema_for_question("", fixture), {}, "").now
+    sql = to_sqlite(parse_oracle("SELECT SYSDATE - DATE '2024-12-01', SYSDATE + 1"), set(), now)
+    assert now == "2024-12-31 12:00:00" and connection.execute(sql).fetchone() == (30.5, "2025-01-01 12:00:00")
 
 
 def test_oracle_date_functions_by_hand() -> None:
