@@ -117,10 +117,16 @@ def normalise(value: Any) -> Any:
     return text
 
 
+def _deny_attach(action: int, *_: Any) -> int:
+    """Model SQL never reaches outside its in-memory database (ATTACH would open a file)."""
+    return sqlite3.SQLITE_DENY if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH) else sqlite3.SQLITE_OK
+
+
 def _open(database: SyntheticDatabase) -> sqlite3.Connection:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     connection.deserialize(database.image)
     register_oracle_functions(connection)
+    connection.set_authorizer(_deny_attach)
     return connection
 
 

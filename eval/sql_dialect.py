@@ -12,7 +12,7 @@ user functions in `eval.sql_functions`, never by string surgery:
   depend on the day it runs); ``DATE 'x'`` and ``CAST(x AS DATE)``: canonical date text;
 - ``TO_CHAR(x, mask)`` (sqlglot drops the mask for SQLite), ``EXTRACT``, ``REGEXP_LIKE`` with flags,
   ``LISTAGG ... WITHIN GROUP (ORDER BY ...)`` (SQLite 3.40 has no ordered aggregates),
-  ``DBMS_LOB.INSTR/SUBSTR/GETLENGTH``; ``a || b`` and ``TRIM`` follow Oracle's rule that '' is NULL;
+  ``DBMS_LOB.INSTR/SUBSTR/GETLENGTH``, ``VALIDATE_CONVERSION(x AS type, mask)``; ``a || b`` and ``TRIM`` follow Oracle's rule that '' is NULL;
 - ``UPDATE t v SET v.col = ...``: the target column loses its qualifier, which SQLite rejects;
 - ``WHERE ROWNUM <= n`` (also ``<``, ``=`` 1) becomes ``LIMIT n``; another ROWNUM is ROW_NUMBER().
   Oracle numbers rows before ORDER BY, LIMIT after it: the same rows when the query's order is
@@ -155,6 +155,10 @@ def _rewrite_calls(groups: dict[type, list[exp.Expression]], now: str) -> None:
     for node in _nodes(groups, exp.Anonymous):
         if node.name.upper() in _NOW_FUNCTIONS:
             node.replace(clock())
+        elif node.name.upper() == "VALIDATE_CONVERSION" and node.expressions and isinstance(node.expressions[0], exp.Alias):
+            target = node.expressions[0]  # VALIDATE_CONVERSION(expr AS type[, mask]) parses as an alias
+            node.replace(_call("ORA_VALIDATE_CONVERSION", target.this, exp.Literal.string(target.alias.upper()),
+                               *(node.expressions[1:2] or [exp.Null()])))  # fmt: skip
     for node in _nodes(groups, exp.Column):
         if node.name.upper() in ("SYSDATE", "SYSTIMESTAMP", "LOCALTIMESTAMP") and not node.table:
             node.replace(clock())

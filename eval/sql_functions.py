@@ -198,6 +198,29 @@ def to_char(value: Any, mask: Any = None) -> str | None:
     return str(value)
 
 
+def validate_conversion(value: Any, type_name: str, mask: Any = None) -> int:
+    """VALIDATE_CONVERSION(x AS type, mask): 1 when x converts (NULL does), else 0. Dates must fit
+    the mask exactly (strptime); numbers must parse; any other type converts."""
+    if value is None:
+        return 1
+    text = str(value).strip()
+    if type_name.startswith(("DATE", "TIMESTAMP")):
+        try:
+            if mask is not None:
+                dt.datetime.strptime(text, oracle_mask_to_strftime(str(mask)))
+            elif parse_temporal(text) is None:
+                return 0
+        except ValueError:
+            return 0
+        return 1
+    if type_name.startswith(("NUMBER", "INT", "FLOAT", "DEC", "BINARY")):
+        try:
+            float(text)
+        except ValueError:
+            return 0
+    return 1
+
+
 def extract(unit: str, value: Any) -> int | float | None:
     """EXTRACT(unit FROM date)."""
     if value is None:
@@ -353,6 +376,7 @@ SCALARS: dict[str, tuple[int, Callable[..., Any]]] = {
     "ORA_TO_CHAR": (2, to_char),
     "ORA_EXTRACT": (2, lambda unit, value: extract(unit, value)),
     "ORA_CANON_TS": (1, to_canonical),
+    "ORA_VALIDATE_CONVERSION": (3, validate_conversion),
     "ADD_MONTHS": (2, _nullsafe(add_months)),
     "MONTHS_BETWEEN": (2, _nullsafe(months_between)),
     "LAST_DAY": (1, _nullsafe(last_day)),

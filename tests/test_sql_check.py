@@ -333,6 +333,10 @@ def test_oracle_date_functions_by_hand() -> None:
     row = connection.execute("SELECT REGEXP_LIKE('abc123', '^[a-z]+[[:digit:]]+$'), 'x' REGEXP 'y', "
                              "ORA_LISTAGG(0, v, ',', k, 1) FROM (SELECT 'a' v, 1 k UNION ALL SELECT 'b', 2)").fetchone()  # fmt: skip
     assert row == (1, 0, "b,a")  # LISTAGG ... WITHIN GROUP (ORDER BY k DESC)
+    checks = to_sqlite(parse_oracle("SELECT VALIDATE_CONVERSION(a AS DATE, 'YYYY-MM-DD HH24:MI:SS'), "
+                                    "VALIDATE_CONVERSION(b AS NUMBER) FROM (SELECT '2024-02-30 10:00:00' a, '1e3' b "
+                                    "UNION ALL SELECT '2024-02-29 10:00:00', 'x')"), set(), "2024-12-31 12:00:00")  # fmt: skip
+    assert connection.execute(checks).fetchall() == [(0, 1), (1, 0)]
 
 
 def test_normalise_by_hand() -> None:
