@@ -17,10 +17,9 @@ query. PL/SQL is never run, and a block holding PL/SQL does not run (its SELECTs
 what the PL/SQL did, not the answer). A broken first attempt is skipped in favour of a later block that
 runs, but the first that runs is final: a model cannot offer several and have the best one taken.
 
-Comparison: result rows as multisets of normalised values (numbers rounded to 1e-6, text stripped,
-a midnight time dropped from a date, NULL kept), column names ignored and column order free (some
-permutation of the model's columns must give the reference's rows). When the reference's outermost
-query has ORDER BY, order matters too, up to ties: rows with equal sort keys may come in any order.
+Comparison (`eval.sql_compare`): rows as multisets of normalised values, column names ignored and
+column order free; in order, up to ties of the sort keys, when the reference's outermost query has
+ORDER BY (the reference is run a second time with its sort keys as extra columns to find the ties).
 
 The data: when the reference selects no row (or changes none) on the first database, up to
 DATA_ATTEMPTS databases are built from successive seeds and the first where it does is kept; an
@@ -45,6 +44,7 @@ from typing import Any, Literal
 from sqlglot import exp
 
 from eval._checks import require_str
+from eval.sql_compare import Execution, compare, informative, normalise
 from eval.sql_data import SyntheticDatabase, build_database, literal_hints
 from eval.sql_dialect import SqlDialectError, parse_oracle, to_sqlite
 from eval.sql_extract import SqlBlock, find_sql_blocks
@@ -56,7 +56,6 @@ OUTCOMES: tuple[Outcome, ...] = ("match", "mismatch", "model_sql_invalid", "no_s
 TIME_LIMIT_S = 2.0  # per statement; a runaway cross join is stopped, not waited for
 ROW_CAP = 10_000  # a result longer than this is an error, not a comparison
 ERROR_CHARS = 300
-PERMUTATION_BUDGET = 2_000  # column orders tried when several columns hold the same values
 DATA_ATTEMPTS = 3  # databases (seeded in turn) built until the reference selects or changes rows
 DIALECT = "oracle->sqlite"
 
@@ -66,20 +65,6 @@ class SqlCheck:
     outcome: Outcome
     passed: bool | None
     details: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """What one block did: a query's rows (with tie runs when ordered) or the tables after a change."""
-
-    mode: Literal["query", "state"]
-    block: int
-    sql: str  # the SQLite text run (statements joined by ';\n')
-    rows: tuple[tuple[Any, ...], ...] = ()
-    width: int = 0
-    ordered: bool = False
-    ties: tuple[int, ...] | None = None  # lengths of runs of equal sort keys; None = compare in strict order
-    state: Mapping[str, Counter] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,21 +85,6 @@ class StatementFailed(Exception):
 
 def _truncate(text: str) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
-
-
-def normalise(value: Any) -> Any:
-    """Numbers -> float rounded to 1e-6 (so 3 == 3.0), text stripped with 'YYYY-MM-DD 00:00:00' -> the date."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        rounded = round(float(value), 6)
-        return 0.0 if rounded == 0 else rounded
-    if isinstance(value, bytes):
-        return value.hex()
-    text = str(value).strip()
-    if len(text) == 19 and text.endswith(" 00:00:00") and text[4] == "-" and text[7] == "-":
-        return text[:10]
-    return text
 
 
 def _deny_attach(action: int, *_: Any) -> int:
@@ -300,77 +270,10 @@ def _prepare(question: str, reference_answer: str, fixture_key: str | None, fixt
             initial = _snapshot(connection, tables)
         finally:
             connection.close()
-        if reference is None or _informative(reference, initial):
+        if reference is None or informative(reference, initial):
             break
     problem = None if reference else "no reference block runs: " + "; ".join(errors or ["no SQL statement in it"])
     return PreparedItem(database, temporal, reference, initial, problem, attempt + 1)
-
-
-def _column_orders(reference: Execution, rows: tuple[tuple[Any, ...], ...]) -> list[tuple[int, ...]]:
-    """Orders of the model's columns under which each column holds the same values as the
-    reference's column at that position (identity first), at most PERMUTATION_BUDGET of them."""
-    width = reference.width
-    ref_columns = [Counter(row[j] for row in reference.rows) for j in range(width)]
-    model_columns = [Counter(row[j] for row in rows) for j in range(width)]
-    options = [[k for k in range(width) if model_columns[k] == ref_columns[j]] for j in range(width)]
-    found: list[tuple[int, ...]] = []
-
-    def extend(prefix: list[int]) -> None:
-        if len(found) >= PERMUTATION_BUDGET:
-            return
-        if len(prefix) == width:
-            found.append(tuple(prefix))
-            return
-        for k in sorted(options[len(prefix)], key=lambda k: k != len(prefix)):
-            if k not in prefix:
-                extend(prefix + [k])
-
-    extend([])
-    return found
-
-
-def _same_rows(reference: Execution, rows: list[tuple[Any, ...]]) -> bool:
-    if not reference.ordered:
-        return Counter(rows) == Counter(reference.rows)
-    if reference.ties is None:
-        return rows == list(reference.rows)
-    start = 0
-    for length in reference.ties:
-        if Counter(rows[start : start + length]) != Counter(reference.rows[start : start + length]):
-            return False
-        start += length
-    return True
-
-
-def compare(reference: Execution, model: Execution, initial: Mapping[str, Counter]) -> tuple[bool, dict[str, Any]]:
-    """(equal?, details) for two executions of the same item by the rule in the module docstring."""
-    if reference.mode != model.mode:
-        what = {"query": "returns rows", "state": "changes data"}
-        return False, {"reason": f"the reference {what[reference.mode]} but the model's SQL {what[model.mode]}"}
-    if reference.mode == "state":
-        differ = sorted(name for name in reference.state if reference.state[name] != model.state.get(name))
-        changed = sum(sum((reference.state[n] - initial.get(n, Counter())).values()) for n in reference.state)
-        return not differ, {"tables_differing": differ, "reference_rows_changed": changed}
-    details: dict[str, Any] = {"reference_rows": len(reference.rows), "model_rows": len(model.rows),
-                               "reference_columns": reference.width, "model_columns": model.width,
-                               "ordered": reference.ordered, "order_ties": reference.ties is not None}  # fmt: skip
-    if model.width != reference.width or len(model.rows) != len(reference.rows):
-        details["reason"] = "different number of columns or rows"
-        return False, details
-    for order in _column_orders(reference, model.rows):
-        if _same_rows(reference, [tuple(row[k] for k in order) for row in model.rows]):
-            details["column_order"] = list(order)
-            return True, details
-    details["reason"] = "different values" if reference.rows else "different columns"
-    return False, details
-
-
-def _informative(reference: Execution, initial: Mapping[str, Counter]) -> bool:
-    """False when the reference returns no row or changes nothing: then any query of the same shape
-    matches it, and a match says little (the synthetic data missed the reference's filters)."""
-    if reference.mode == "query":
-        return bool(reference.rows)
-    return any(reference.state[name] != initial.get(name) for name in reference.state)
 
 
 def check_sql(question: str, reference_answer: str, model_answer: str, *,
@@ -402,5 +305,5 @@ def check_sql(question: str, reference_answer: str, model_answer: str, *,
     details.update(model_mode=model.mode, model_block=model.block, model_sql=_truncate(model.sql))
     equal, comparison = compare(reference, model, prepared.initial_state)
     details.update(comparison)
-    details["reference_informative"] = _informative(reference, prepared.initial_state)
+    details["reference_informative"] = informative(reference, prepared.initial_state)
     return SqlCheck("match" if equal else "mismatch", equal, details)

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from eval.sql_functions import canonical, parse_temporal, str_to_datetime
+from eval.sql_dates import canonical, parse_temporal, str_to_datetime
 from eval.sql_schema import Column, Schema, Table
 
 ROWS_MIN, ROWS_MAX = 60, 120

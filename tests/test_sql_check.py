@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval import sql_check
-from eval.sql_check import SqlCheck, check_sql, normalise
+from eval.sql_check import SqlCheck, check_sql
+from eval.sql_compare import normalise
 from eval.sql_data import build_database, literal_hints
+from eval.sql_dates import add_months, days_between, months_between, to_char
 from eval.sql_dialect import parse_oracle, to_sqlite
 from eval.sql_extract import find_sql_blocks, split_statements
-from eval.sql_functions import add_months, days_between, months_between, register_oracle_functions, to_char
+from eval.sql_functions import register_oracle_functions
 from eval.sql_schema import SchemaError, parse_schema_text, schema_for_question
 
 DBOPS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medbench-agent-95" / "MedDBOps.jsonl"
@@ -333,6 +335,8 @@ def test_oracle_date_functions_by_hand() -> None:
     row = connection.execute("SELECT REGEXP_LIKE('abc123', '^[a-z]+[[:digit:]]+$'), 'x' REGEXP 'y', "
                              "ORA_LISTAGG(0, v, ',', k, 1) FROM (SELECT 'a' v, 1 k UNION ALL SELECT 'b', 2)").fetchone()  # fmt: skip
     assert row == (1, 0, "b,a")  # LISTAGG ... WITHIN GROUP (ORDER BY k DESC)
+    letters = "SELECT REGEXP_LIKE('心内科', '^[[:alpha:]]+$'), REGEXP_LIKE('x_1', '^[[:alpha:]_[:digit:]]+$')"
+    assert connection.execute(letters).fetchone() == (1, 1)
     checks = to_sqlite(parse_oracle("SELECT VALIDATE_CONVERSION(a AS DATE, 'YYYY-MM-DD HH24:MI:SS'), "
                                     "VALIDATE_CONVERSION(b AS NUMBER) FROM (SELECT '2024-02-30 10:00:00' a, '1e3' b "
                                     "UNION ALL SELECT '2024-02-29 10:00:00', 'x')"), set(), "2024-12-31 12:00:00")  # fmt: skip
