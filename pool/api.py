@@ -29,7 +29,9 @@ from typing import Any
 
 import yaml
 
+from pool.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError, load_pool
+from pool.costs import cost_summary
 from pool.dispatch import Dispatcher
 from pool.endpoints import open_execution
 from pool.export import export_results_jsonl, write_summary
@@ -46,7 +48,7 @@ from pool.store import RunMismatchError, RunStore, StoreFormatError
 
 log = logging.getLogger("pool.run")
 
-EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_REGRESSION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_REGRESSION, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 INLINE_POOL_FILENAME = "model_pool.yaml"
 ARTEFACTS = ("results.jsonl", "scores.jsonl", "summary.json", "leaderboard.json", "leaderboard.md", "pairwise.json",
              "hard.yaml", "routing_manifest.yaml", "report.html", "compare.json", "compare.md")
@@ -59,7 +61,8 @@ class RunInputError(ValueError):
 @dataclass(frozen=True)
 class RunResult:
     """What a run produced. ``exit_code``: 0 every unit answered, 1 some infra errors, 3 a significant
-    regression against the last comparable night (with ``fail_on_regression``), 130 interrupted."""
+    regression against the last comparable night (with ``fail_on_regression``), 4 the cost or token cap
+    was reached (the rest of the plan is left for :func:`resume`), 130 interrupted."""
 
     run_dir: Path
     run_id: str
@@ -218,6 +221,7 @@ class _Run:
         scoring: dict[str, Any] | None = None
         status = EXIT_OK
         resuming = self.mode == "resume"
+        self.budget = self._budget()
         with RunStore(self.run_dir) as store:
             try:
                 if self.mode == "rescore":
@@ -237,6 +241,9 @@ class _Run:
                 scoring = asyncio.run(self._execute(store, pending, resuming))
             except (KeyboardInterrupt, asyncio.CancelledError):
                 status = EXIT_INTERRUPTED
+            except BudgetExhausted as exc:
+                print(f"stopped: {exc}", file=sys.stderr)
+                status = EXIT_BUDGET
             except RunInputError:
                 raise
             except Exception as exc:  # a backend that never came up, a server that crashed at start
@@ -244,11 +251,18 @@ class _Run:
                 status = EXIT_INFRA
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
                 store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
+            extra: dict[str, Any] = {"costs": cost_summary(self.plan.config, store.results(self.run_id))}
+        if scoring is not None:
+            extra["scoring"] = scoring
+        if self.budget is not None:
+            extra["budget"] = {"max_cost": self.budget.max_cost, "max_tokens_total": self.budget.max_tokens_total,
+                               "spent_cost": round(self.budget.cost, 6), "spent_tokens": self.budget.tokens,
+                               "calls_without_usage": self.budget.calls_without_usage, "not_run": self.budget.not_run,
+                               "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
         try:
             export_results_jsonl(self.run_dir, self.run_id)
-            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id,
-                                    extra={"scoring": scoring} if scoring is not None else None)
+            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra)
             if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
                 status = EXIT_INFRA
         except KeyboardInterrupt:
@@ -265,6 +279,20 @@ class _Run:
             else:
                 status = EXIT_REGRESSION if regressed and status == EXIT_OK else status
         return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings))
+
+    def _budget(self) -> Budget | None:
+        if self.spec.max_cost is None and self.spec.max_tokens_total is None:
+            return None
+        config = self.plan.config
+        priced = {m.name: config.price_of(m) for m in self.plan.models}
+        judge = config.judge_model()
+        if judge is not None:
+            priced[judge.name] = config.price_of(judge)
+        if self.spec.max_cost is not None and not any(priced.values()):
+            raise RunInputError(f"--max-cost: no model of {self.options['pool']} has a price; add `price: "
+                                "{input_per_million: X, output_per_million: Y}` to a backend or model, or use "
+                                "--max-tokens-total")
+        return Budget(priced, self.spec.max_cost, self.spec.max_tokens_total)
 
     def _nightly(self) -> tuple[Path | None, bool, list[str]]:
         """Index the run, compare it with the last comparable night, add both to the report (routing.nightly)."""
@@ -296,6 +324,7 @@ class _Run:
                     run_id=self.run_id, store=store, executor=backends.executor, cache=cache, progress=progress,
                     max_consecutive_failures=options["max_consecutive_failures"], retry_infra_errors=resuming,
                     on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
+                    budget=self.budget, answer_max_age_s=options.get("cache_max_age"),
                 )
                 try:
                     if pending:

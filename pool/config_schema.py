@@ -72,6 +72,21 @@ RESPONSE_BYTES_RANGE = (1024, 1024**3)  # 1 KiB .. 1 GiB
 ANSWER_CHARS_RANGE = (1_000, 10_000_000)
 
 
+class Price(_Block):
+    """What a model's tokens cost, in any one currency per million tokens (USD by convention).
+
+    Prices change what a run costs, never what it answers: they are left out of the pool
+    fingerprint and of model identities, so a price change neither blocks a resume nor breaks a
+    trend line."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
+# Fields that shape no answer, left out of fingerprints and identities.
+NOT_RESULT_SHAPING = frozenset({"price"})
+
+
 class _BackendBase(_Block):
     """Settings every backend type has: limits, retries and caps on what comes back.
 
@@ -89,6 +104,7 @@ class _BackendBase(_Block):
     max_answer_chars: int = Field(
         default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1]
     )
+    price: Price | None = None  # every model on this backend, unless the model sets its own
 
 
 class OpenAIBackend(_BackendBase):
@@ -214,6 +230,7 @@ class Model(GenerationFields):
     notes: str = ""
     gguf: str | None = None  # llamacpp only: a known key or a path to a .gguf file
     chat_format: str | None = None  # llamacpp only: llama-cpp-python chat format name
+    price: Price | None = None  # overrides the backend's price
 
     @model_validator(mode="before")
     @classmethod
@@ -335,6 +352,10 @@ class PoolConfig(_Block):
     def backend_of(self, model: Model) -> OpenAIBackend | OllamaBackend | LlamaCppBackend:
         return self.backends[model.backend]
 
+    def price_of(self, model: Model) -> Price | None:
+        """The model's own price, else its backend's, else None (unpriced: its cost is unknown, not 0)."""
+        return model.price or self.backends[model.backend].price
+
     def judge_model(self) -> Model | None:
         """The judge as a complete :class:`Model` (see :class:`Judge` for the precedence)."""
         judge = self.judge
@@ -367,14 +388,14 @@ class PoolConfig(_Block):
         payload = {
             "schema": 1,
             "backends": {
-                name: backend.model_dump(mode="json", exclude={"api_key_env"})
+                name: backend.model_dump(mode="json", exclude={"api_key_env", *NOT_RESULT_SHAPING})
                 for name, backend in sorted(self.backends.items())
             },
             "models": sorted(
-                (m.model_dump(mode="json", exclude={"notes"}) for m in self.models),
+                (m.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) for m in self.models),
                 key=lambda entry: entry["name"],
             ),
-            "judge": judge.model_dump(mode="json", exclude={"notes"}) if judge else None,
+            "judge": judge.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) if judge else None,
         }
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -8,11 +8,16 @@ the model's answer to that exact request and is cached like any other.
 Location: ``cache_dir`` argument, else ``$MEDPOOL_CACHE_DIR``, else ``~/.cache/medpool``; the
 file is ``responses.sqlite`` in that directory. Several runs may share it at once (WAL + busy
 timeout, see :mod:`pool.sqlite_db`). The first answer stored under a key wins.
+
+Max age: a hosted model can change behind the same id, so a nightly run asks again for answers
+older than its ``--cache-max-age`` (:meth:`ResponseCache.lookup`), and the fresh answer replaces
+the stale one. Judge verdicts are not aged (judge drift is measured by ``--anchor-sample``).
 """
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
@@ -43,6 +48,14 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "medpool"
 
 
+def age_seconds(created_at: str) -> float:
+    """Seconds since an ISO-8601 UTC timestamp written by :func:`utc_now_iso`."""
+    stamp = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - stamp).total_seconds()
+
+
 class ResponseCache(SqliteHandle):
     """get/put of successful responses. Use from one thread (the event loop); see RunStore."""
 
@@ -55,9 +68,16 @@ class ResponseCache(SqliteHandle):
 
     def get(self, key: str) -> GenerationResponse | None:
         """The stored answer, with no attempts (nothing was sent), or None on a miss."""
+        return self.lookup(key)[0]
+
+    def lookup(self, key: str, max_age_s: float | None = None) -> tuple[GenerationResponse | None, bool]:
+        """(stored answer or None, stale?): an entry older than ``max_age_s`` is a miss marked stale,
+        so the fresh answer replaces it (``put(..., replace=True)``)."""
         row = self._conn.execute("SELECT * FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
-            return None
+            return None, False
+        if max_age_s is not None and age_seconds(row["created_at"]) > max_age_s:
+            return None, True
         return GenerationResponse(
             text=row["text"],
             finish_reason=row["finish_reason"],
@@ -66,17 +86,22 @@ class ResponseCache(SqliteHandle):
             latency_s=row["latency_s"],
             attempts=(),
             server_timing_s=row["server_timing_s"],
-        )
+        ), False
 
-    def put(self, key: str, response: GenerationResponse) -> bool:
-        """Store a successful response; returns whether a new entry was written."""
+    def put(self, key: str, response: GenerationResponse, replace: bool = False) -> bool:
+        """Store a successful response; returns whether an entry was written. The first answer
+        under a key wins, unless ``replace`` (a stale entry asked again)."""
         if not response.ok:
             return False
+        conflict = ("DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, prompt_tokens ="
+                    " excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, latency_s ="
+                    " excluded.latency_s, server_timing_s = excluded.server_timing_s, created_at = excluded.created_at"
+                    if replace else "DO NOTHING")
         with transaction(self._conn):
             cur = self._conn.execute(
                 "INSERT INTO responses (key, text, finish_reason, prompt_tokens,"
                 " completion_tokens, latency_s, server_timing_s, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
                 (
                     key,
                     response.text,

@@ -2,7 +2,8 @@
 
 Exit codes: 0 every unit has a result and none is an infra error; 1 some units have infra errors
 (see summary.json); 2 bad input (pool file, data, arguments); 3 a significant regression against
-the last comparable night (only with ``--fail-on-regression``); 130 interrupted (resume with
+the last comparable night (only with ``--fail-on-regression``); 4 the ``--max-cost`` /
+``--max-tokens-total`` cap was reached (resume to complete the plan); 130 interrupted (resume with
 ``--resume RUN_DIR``).
 """
 
@@ -27,10 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pool.api import EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunInputError, RunResult, plan_json, \
+from pool.api import EXIT_BUDGET, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunInputError, RunResult, plan_json, \
     rescore, resume, run_pool
 from pool.items_source import DataError
-from pool.run_spec import DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
+from pool.run_spec import DEFAULT_CACHE_MAX_AGE_S, DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
 
 __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTIONS", "build_parser", "main"]
 
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m pool.run",
         description="Send every selected item to every enabled model of a pool; store, export and summarise the answers.",
         epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 3 significant regression (with "
-               "--fail-on-regression); 130 interrupted (use --resume).",
+               "--fail-on-regression); 4 budget reached (use --resume); 130 interrupted (use --resume).",
     )
     parser.add_argument("--pool", help=f"pool file (default: ./{DEFAULT_POOL}; with --rescore, the run's own pool)")
     parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
@@ -73,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-consecutive-failures", type=_count(0), default=5,
                         help="give up on a model after this many infra errors in a row (default 5; 0 never)")
     parser.add_argument("--log-interval", type=_seconds, default=30.0, help="seconds between progress lines when not on a terminal")
+    parser.add_argument("--cache-max-age", type=_duration, default=DEFAULT_CACHE_MAX_AGE_S, metavar="DURATION",
+                        help="ask again for cached answers older than this (e.g. 12h, 90m, 3600, never; default 12h): "
+                        "a hosted model can change behind the same id. Judge verdicts are not aged")
+    parser.add_argument("--max-cost", type=_non_negative_number, metavar="AMOUNT",
+                        help=f"stop issuing requests once tonight's calls cost this much at the pool file's prices; "
+                        f"calls in flight finish, the rest stay pending for --resume (exit {EXIT_BUDGET})")
+    parser.add_argument("--max-tokens-total", type=_count(1), metavar="N",
+                        help=f"the same cap in prompt + completion tokens (exit {EXIT_BUDGET})")
     parser.add_argument("--history-root", metavar="DIR",
                         help="runs root whose index.jsonl records this run and holds the nights it is compared with "
                         "(default: the run folder's parent, e.g. runs/)")
@@ -136,6 +145,35 @@ def _seconds(text: str) -> float:
     return value
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float | None:
+    """argparse type: seconds, or a number with s/m/h/d, or ``never`` (None: cached answers never age)."""
+    cleaned = text.strip().lower()
+    if cleaned == "never":
+        return None
+    scale = _UNITS.get(cleaned[-1:], None)
+    number = cleaned[:-1] if scale else cleaned
+    try:
+        value = float(number) * (scale or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 12h, 90m, 3600 or never, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite duration >= 0, got {text}")
+    return value
+
+
+def _non_negative_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _threshold(text: str) -> float:
     """argparse type: a score difference in [0, 1]."""
     try:
@@ -161,7 +199,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         no_routing=args.no_routing, no_cache=args.no_cache, cache_dir=args.cache_dir,
         max_consecutive_failures=args.max_consecutive_failures, out=args.out, executor=args.executor,
         ray_address=args.ray_address, log_interval=args.log_interval, history_root=args.history_root,
-        fail_on_regression=args.fail_on_regression,
+        fail_on_regression=args.fail_on_regression, cache_max_age=args.cache_max_age, max_cost=args.max_cost,
+        max_tokens_total=args.max_tokens_total,
     )
 
 
@@ -221,6 +260,9 @@ def _main(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_REGRESSION:
         print(f"significant regression against {result.compared_with} (see {compare_md}); exit {EXIT_REGRESSION}",
               file=sys.stderr)
+    if result.exit_code == EXIT_BUDGET:
+        print(f"budget reached; finished results are saved. Complete the plan with: python -m pool.run --resume "
+              f"{result.run_dir}", file=sys.stderr)
     if result.exit_code == EXIT_INTERRUPTED:
         print(f"interrupted; finished results are saved. Resume with: python -m pool.run --resume {result.run_dir}",
               file=sys.stderr)

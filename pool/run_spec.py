@@ -23,7 +23,8 @@ EXECUTORS = ("local", "ray")
 # Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
 PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
                 "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
-                "rejudge_sample")
+                "rejudge_sample", "cache_max_age")
+DEFAULT_CACHE_MAX_AGE_S = 12 * 3600.0  # a nightly run asks again for answers cached the night before
 # What a rescore may change: how answers are scored, never what was asked.
 RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample")
 
@@ -34,6 +35,7 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
     "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
     "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
+    "cache_max_age": (int, float, type(None)),
 }
 
 
@@ -72,6 +74,9 @@ class RunSpec:
     log_interval: float = 30.0
     history_root: str | Path | None = None
     fail_on_regression: float | None = None
+    cache_max_age: float | None = DEFAULT_CACHE_MAX_AGE_S
+    max_cost: float | None = None
+    max_tokens_total: int | None = None
 
     def __post_init__(self) -> None:
         for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1)):
@@ -83,6 +88,14 @@ class RunSpec:
             raise DataError(f"max_consecutive_failures: must be an integer >= 0, got {value!r}")
         if not isinstance(self.log_interval, (int, float)) or not math.isfinite(self.log_interval) or self.log_interval <= 0:
             raise DataError(f"log_interval: must be a finite number of seconds > 0, got {self.log_interval!r}")
+        for name in ("cache_max_age", "max_cost"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value < 0):
+                raise DataError(f"{name}: must be a finite number >= 0, got {value!r}")
+        tokens = self.max_tokens_total
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise DataError(f"max_tokens_total: must be an integer >= 1, got {tokens!r}")
         threshold = self.fail_on_regression
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
                                       or not math.isfinite(threshold) or not 0 <= threshold <= 1):

@@ -20,8 +20,10 @@ from typing import Protocol
 from asyncio_throttle import Throttler
 
 from pool.cache_key import cache_key, canonical_json, request_payload
+from pool.budget import Budget, BudgetExhausted
 from pool.executor import Executor, LocalExecutor
 from pool.outcome import Result, Unit, result_from_response
+from pool.plan import ANSWER_STAGE
 from pool.response_cache import ResponseCache
 from pool.sqlite_db import utc_now_iso
 from pool.store import RunStore
@@ -115,6 +117,8 @@ class Scheduler:
         max_consecutive_failures: int = 5,
         retry_infra_errors: bool = False,
         on_model_failed: Callable[[str, str], None] | None = None,
+        budget: Budget | None = None,
+        answer_max_age_s: float | None = None,
     ) -> None:
         if (lanes is None) == (executor is None):
             raise ValueError("Scheduler needs either lanes (the local executor) or an executor")
@@ -127,15 +131,21 @@ class Scheduler:
         self.retry_infra_errors = retry_infra_errors
         self.on_model_failed = on_model_failed
         self.counters = RunCounters()
+        self.budget = budget
+        self.answer_max_age_s = answer_max_age_s  # older cached answers are asked again (judge verdicts are not)
+        self._stale: set[Unit] = set()
         self._started: dict[Unit, str] = {}
 
     async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]]) -> RunCounters:
         """Execute every job; returns when all are recorded (or raises CancelledError on Ctrl-C)."""
         await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
+        if self.budget is not None and self.budget.not_run:
+            raise BudgetExhausted(self.budget.reason(), self.budget.not_run)
         return self.counters
 
     def _settle_locally(self, job: Job) -> bool:
-        """Record a failed model's job or a cache hit without sending; False: send it."""
+        """Record a failed model's job or a cache hit without sending, or leave the job unrecorded
+        once the budget is spent (it stays pending for a resume); False: send it."""
         self._started[job.unit] = utc_now_iso()
         model = job.caller
         if model in self.health.failed:
@@ -146,16 +156,27 @@ class Scheduler:
             )
             self._record(job, response, cached=False)
             return True
-        hit = self.cache.get(self._key(job)) if self.cache is not None else None
-        if hit is not None:
-            self._record(job, hit, cached=True)
+        if self.cache is not None:
+            max_age = self.answer_max_age_s if job.unit.stage == ANSWER_STAGE else None
+            hit, stale = self.cache.lookup(self._key(job), max_age_s=max_age)
+            if hit is not None:
+                self._record(job, hit, cached=True)
+                return True
+            if stale:
+                self._stale.add(job.unit)
+        if self.budget is not None and self.budget.exhausted:
+            self.budget.not_run += 1
+            self._started.pop(job.unit, None)
             return True
         return False
 
     def _on_sent_result(self, job: Job, response: GenerationResponse) -> None:
         self.counters.calls += 1
+        if self.budget is not None:
+            self.budget.charge(job.caller, response)
         if response.ok and self.cache is not None:
-            self.cache.put(self._key(job), response)
+            self.cache.put(self._key(job), response, replace=job.unit in self._stale)
+        self._stale.discard(job.unit)
         self._record(job, response, cached=False)
 
     @staticmethod

@@ -34,6 +34,7 @@ from judge import (
 from judge.perturb import PERTURBATION, reversed_dimensions
 from pool.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
+from pool.config_schema import NOT_RESULT_SHAPING
 from pool.dispatch import Dispatcher, Messages
 from pool.endpoints import BackendEndpoint, local_model_identity
 from pool.outcome import Result, Unit
@@ -75,7 +76,7 @@ def answerer_fields(model: Model, backend_type: str, endpoint: str) -> dict[str,
     generation field added later — plus the backend type and the endpoint identity (the URL without
     credentials or query, or ``llamacpp://<weights sha256>/<chat_format>``; ``""`` when unknown).
     """
-    fields = model.model_dump(mode="json", exclude={"enabled", "notes"})
+    fields = model.model_dump(mode="json", exclude={"enabled", "notes", *NOT_RESULT_SHAPING})
     return {**fields, "backend_type": backend_type, "endpoint": normalize_endpoint(endpoint) if endpoint else ""}
 
 
