@@ -84,7 +84,7 @@ class Price(_Block):
 
 
 # Fields that shape no answer, left out of fingerprints and identities.
-NOT_RESULT_SHAPING = frozenset({"price"})
+NOT_RESULT_SHAPING = frozenset({"price", "node"})
 
 
 class _BackendBase(_Block):
@@ -105,6 +105,8 @@ class _BackendBase(_Block):
         default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1]
     )
     price: Price | None = None  # every model on this backend, unless the model sets its own
+    # Ray executor only: the node (its IP, a Ray ``node:<ip>`` resource) this backend's lane actor must run on
+    node: str | None = Field(default=None, min_length=1)
 
 
 class OpenAIBackend(_BackendBase):
