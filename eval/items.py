@@ -27,6 +27,11 @@ routing        str "system:topic"; when options are given it is one of the optio
 tcm_case       {"clinical_info": [str], "mechanisms": [label], "syndromes": [label], "summary": str}:
                the four CHIP sub-tasks, asked in that order
 ============== ==================================================================================
+
+An item may declare an objective ``check`` (``CHECKS``) that scores its answer without a judge:
+``"sql"`` runs the reference's and the answer's SQL on the same synthetic database
+(``eval.sql_check``), ``"api_call"`` compares the call in the answer with the reference's
+(``eval.api_call``). Only reference items can declare one: both checks read the reference answer.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ GoldType = Literal[
     "quantitative", "classification", "probe", "tool_decision", "routing", "tcm_case",
 ]  # fmt: skip
 
+# Objective checks an item may declare (see the module docstring).
+Check = Literal["sql", "api_call"]
+CHECKS: tuple[str, ...] = get_args(Check)
 TRACKS: tuple[str, ...] = get_args(Track)
 GOLD_TYPES: tuple[str, ...] = get_args(GoldType)
 PROBE_BEHAVIOURS = ("abstain", "refute")
@@ -166,7 +174,8 @@ class Item:
     ``id`` is ``suite/task/local_id`` and stable across runs and machines (it names no absolute path).
     Exactly one of ``question`` and ``messages`` is set. ``options`` are (label, text) pairs shown to
     the model under the question. ``scorable=False`` items carry a ``skip_reason`` and are listed,
-    not run. ``domain`` is a two-level ``system:topic`` specialty or None.
+    not run. ``domain`` is a two-level ``system:topic`` specialty or None. ``check`` names the
+    objective check that scores the answer beside the judge (reference items only), or None.
     """
 
     id: str
@@ -183,6 +192,7 @@ class Item:
     scorable: bool = True
     skip_reason: str | None = None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    check: Check | None = None
 
     @staticmethod
     def make_id(suite: str, task: str, local_id: str) -> str:
@@ -233,6 +243,11 @@ class Item:
             problem = f"{self.gold!r} is not in meta.labels"
         if problem:
             raise ItemError("gold", f"{self.gold_type} gold {problem}")
+        if self.check is not None:
+            if self.check not in CHECKS:
+                raise ItemError("check", f"must be one of {list(CHECKS)} or absent, got {self.check!r}")
+            if self.gold_type != "reference":
+                raise ItemError("check", f"only reference items can declare a check (it reads the reference answer), not {self.gold_type}")
 
     @staticmethod
     def _checked_messages(messages: Any) -> tuple[Mapping[str, str], ...]:
@@ -325,4 +340,6 @@ class Item:
             record["skip_reason"] = self.skip_reason
         if self.meta:
             record["meta"] = thaw(self.meta)
+        if self.check is not None:
+            record["check"] = self.check
         return record

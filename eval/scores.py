@@ -26,6 +26,20 @@ A row of ``RUN_DIR/scores.jsonl`` is :meth:`Score.to_record` plus the answer's i
   "identity"}`` (see :class:`JudgeIdentity`): the judge's pool name, backend name and prompt
   version, the short stable key rows are grouped by, and the full identity the key hashes;
 - ``details``: what a reader needs to audit the score (parsed prediction, rationale, flags).
+
+Objectively checked items (``Item.check``: SQL executed, API call parsed) keep both views. Their
+``value`` / ``passed`` are the check's (1/0, ``metrics[CHECK_METRICS[check]]``, plus
+``param_score`` for API calls) and ``details["check"]`` holds its outcome and evidence. When a judge
+was asked too, the row's ``judge`` is that judge (its verdict is part of the row), its rubric
+sub-metrics stay in ``metrics`` and its own total/40 and pass sit beside as ``metrics["judge_value"]``
+and ``metrics["judge_passed"]`` (1/0); a judge that gave no verdict leaves the check's score and
+records ``details["judge_error"]``. Without a judge the row is the check alone (``judge`` null). A
+check that cannot run (its reference does not execute or parse) gives no objective score: the row
+is the judge's, ``details["primary"] = "judge"`` and a note says why; without a judge it is
+``unscorable``.
+
+A row of a derived item (decision recognition: an open-label item turned single choice) also has
+``source_item_id``, the item it was built from, so its accuracy can be shown beside the source's.
 """
 
 from __future__ import annotations
@@ -67,6 +81,11 @@ def family_of(gold_type: str) -> Family:
     except KeyError:
         raise ValueError(f"unknown gold type {gold_type!r}; known: {', '.join(FAMILY_OF_GOLD_TYPE)}") from None
 
+
+# The primary metric of each objective check (``eval.items.CHECKS``), and the metrics that keep the
+# judge's verdict beside it (see the module docstring).
+CHECK_METRICS: Mapping[str, str] = MappingProxyType({"sql": "execution_match", "api_call": "call_match"})
+JUDGE_VALUE_METRIC, JUDGE_PASSED_METRIC = "judge_value", "judge_passed"
 
 # The fields of a judge identity held outside ``JudgeIdentity.setup``.
 JUDGE_NAMED_FIELDS = ("name", "backend", "prompt_version")

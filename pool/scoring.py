@@ -19,6 +19,7 @@ from typing import Any
 from eval.files import atomic_write_text
 from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
+from eval.scorers.checked import beside_judge, judge_fallback, without_judge
 from eval.scores import JudgeIdentity, Score, family_of
 from judge import (
     ParseFailure,
@@ -161,15 +162,17 @@ class ScoringStage:
         answers = self._answers()
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
+        checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
         for answer in answers:
             item = self.items[answer.item_id]
             outcome = score_answer(item, answer.text, answer.status)
             if isinstance(outcome, NeedsJudge):
                 if self.judge is None:
-                    scores[(answer.model, answer.item_id)] = Score(
-                        "unscorable", details={"reason": "needs the LLM judge, but the pool has no judge: block"})
+                    scores[(answer.model, answer.item_id)] = without_judge(outcome, "the pool has no judge: block")
                 else:
                     to_judge.append(answer)
+                    if outcome.objective is not None or outcome.check_failed is not None:
+                        checked[(answer.model, answer.item_id)] = outcome
             else:
                 scores[(answer.model, answer.item_id)] = outcome
         if to_judge:
@@ -183,6 +186,11 @@ class ScoringStage:
                     key = (answer.model, answer.item_id)
                     cut = {"chars": len(answer.text), "sent": JUDGE_ANSWER_MAX_CHARS}
                     scores[key] = replace(scores[key], details={**scores[key].details, "answer_truncated_for_judge": cut})
+        for key, outcome in checked.items():  # the check's score first, the judge's beside it
+            if outcome.objective is not None:
+                scores[key] = beside_judge(outcome.objective, scores[key])
+            elif outcome.check_failed is not None:
+                scores[key] = judge_fallback(scores[key], outcome.check_failed)
         self.rows = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in answers]
         return self.rows
 
@@ -306,6 +314,7 @@ class ScoringStage:
             "gold_type": item.gold_type,
             "family": family_of(item.gold_type),
             **score.to_record(),
+            **({"source_item_id": item.meta["source_item_id"]} if "source_item_id" in item.meta else {}),
             "answer_status": answer.status,
             "latency_s": answering_latency(answer),
             "completion_tokens": answer.completion_tokens,
@@ -333,6 +342,7 @@ class ScoringStage:
             family = counts.setdefault(row["family"], {})
             family[row["status"]] = family.get(row["status"], 0) + 1
             unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
+            unparseable += "judge_error" in row["details"]  # a checked answer the judge gave no verdict on
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable}
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from eval.scores import JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from judge.calibration_store import calibrations, for_stages
 from routing.load import Loaded
 
@@ -109,14 +110,28 @@ def parse_stage_of(row: Mapping[str, Any]) -> str | None:
     if row.get("judge") is None:
         return None
     details = row.get("details") or {}
-    if row["status"] == "infra_error":
-        if details.get("error") != "judge_no_verdict":
+    if row["status"] == "infra_error" or "judge_error" in details:  # judge_error: an objective check kept the score
+        failure = details.get("judge_error", details)
+        if failure.get("error") != "judge_no_verdict":
             return None  # no answer to judge: not the judge's doing
-        return "call_failed" if str(details.get("reason", "")).startswith("judge call failed") else "failed"
+        return "call_failed" if str(failure.get("reason", "")).startswith("judge call failed") else "failed"
     if details.get("reasked"):
         return "reasked"
     stage = details.get("parse_stage")
     return stage if stage in ("strict", "repaired", "patterns") else None
+
+
+def judge_verdict(row: Mapping[str, Any]) -> tuple[float | None, bool | None]:
+    """The judge's own (value, passed) of a scored row: beside an objective check they are
+    ``metrics.judge_value`` / ``judge_passed`` (the row's value is the check's); (None, None)
+    when the judge gave the row no verdict."""
+    metrics = row.get("metrics") or {}
+    if JUDGE_VALUE_METRIC in metrics:
+        passed = metrics.get(JUDGE_PASSED_METRIC)
+        return float(metrics[JUDGE_VALUE_METRIC]), None if passed is None else bool(passed)
+    if (row.get("details") or {}).get("primary") == "check":
+        return None, None
+    return row.get("value"), row.get("passed")
 
 
 # --- reading the runs -----------------------------------------------------------------------------
@@ -200,10 +215,11 @@ def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         return None
     done = [(r, s) for r, s in pairs if "total" in s and "passed" in s and "total" in r.get("metrics", {})]
     first, second = [float(r["metrics"]["total"]) for r, _ in done], [float(s["total"]) for _, s in done]
-    kappa = cohen_kappa([bool(r["passed"]) for r, _ in done], [bool(s["passed"]) for _, s in done]) if len(done) >= MIN_N else None
+    first_pass = [bool(judge_verdict(r)[1]) for r, _ in done]
+    kappa = cohen_kappa(first_pass, [bool(s["passed"]) for _, s in done]) if len(done) >= MIN_N else None
     return {"perturbation": sorted({str(s.get("perturbation")) for _, s in pairs}), "sampled": len(pairs), "n": len(done),
             "failed": len(pairs) - len(done), "kappa_pass": kappa,
-            "pass_agreement": float(np.mean([bool(r["passed"]) == bool(s["passed"]) for r, s in done])) if done else None,
+            "pass_agreement": float(np.mean([p == bool(s["passed"]) for p, (_, s) in zip(first_pass, done)])) if done else None,
             "spearman_total": spearman(first, second), "mean_abs_total_diff": float(np.mean(np.abs(np.subtract(first, second)))) if done else None}  # fmt: skip
 
 
@@ -262,9 +278,11 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
     for gid, identity in groups.items():
         jrows = [r for r in rows if group_of.get(id(r)) == gid]
         name = judge_label[gid]
-        rubric = [r for r in jrows if r["status"] == "scored" and r["family"] in RUBRIC_FAMILIES and r["_chars"] is not None]
-        length = length_controlled([r["value"] for r in rubric], [r["_chars"] for r in rubric], [label_of[id(r)] for r in rubric])
-        pooled = spearman([r["_chars"] for r in rubric], [r["value"] for r in rubric])
+        # (label, chars, the judge's own value) of every rubric verdict with a known answer length
+        rubric = [(label_of[id(r)], r["_chars"], value) for r in jrows if r["status"] == "scored" and r["family"] in RUBRIC_FAMILIES
+                  and r["_chars"] is not None and (value := judge_verdict(r)[0]) is not None]  # fmt: skip
+        length = length_controlled([v for _, _, v in rubric], [c for _, c, _ in rubric], [m for m, _, _ in rubric])
+        pooled = spearman([c for _, c, _ in rubric], [v for _, _, v in rubric])
         agreement = _agreement(jrows)
         stages = judge_stages.get(str(identity.get("name")), set())
         store = for_stages(calibrations(calibration_dir), stages) if calibration_dir is not None else []
@@ -284,8 +302,8 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         if calibration_dir is not None and not store:
             notes.append(f"{name}: no calibration of this exact judge in {calibration_dir} (python -m judge.calibrate --pool FILE)")
         for model, view in length["groups"].items():
-            m_rows = [r for r in rubric if label_of[id(r)] == model]
-            corr = spearman([r["_chars"] for r in m_rows], [r["value"] for r in m_rows])
+            m_rows = [(c, v) for m, c, v in rubric if m == model]
+            corr = spearman([c for c, _ in m_rows], [v for _, v in m_rows])
             models[model].setdefault("length", {})[name] = {**corr, **view}
             if corr["rho"] is not None and abs(corr["rho"]) >= LENGTH_BIAS_RHO:
                 warnings.append({"kind": "length_bias", "subject": model, "message": f"{model}: {name}'s scores follow its answer "

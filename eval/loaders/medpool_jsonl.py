@@ -28,6 +28,8 @@ skip_reason    with      why the item is not scorable (required exactly when ``s
                false
 meta           no        any JSON object, carried through read-only (e.g. ``{"labels": [...]}`` for
                          classification, option sets of a CHIP case, provenance)
+check          no        ``"sql"`` or ``"api_call"`` (reference items only): score the answer by
+                         that objective check, the judge's verdict kept beside (see ``eval.items``)
 =============  ========  ============================================================================
 
 Example::
@@ -49,7 +51,7 @@ from eval.items import Item
 from eval.loaders.base import Loader, read_json_lines
 
 REQUIRED = ("id", "task", "track", "gold_type", "gold")
-OPTIONAL = ("suite", "question", "messages", "options", "domain", "scorable", "skip_reason", "meta")
+OPTIONAL = ("suite", "question", "messages", "options", "domain", "scorable", "skip_reason", "meta", "check")
 _HINT = "see the medpool JSONL format in eval/loaders/medpool_jsonl.py"
 
 
@@ -76,6 +78,7 @@ def load(path: Path, suite: str) -> Iterator[Item]:
             task=data["task"], gold_type=data["gold_type"], question=data.get("question"), messages=data.get("messages"),
             options=data.get("options"), gold=data["gold"], domain=data.get("domain"),
             scorable=data.get("scorable", True), skip_reason=data.get("skip_reason"), meta=data.get("meta", {}),
+            check=data.get("check"),
         )  # fmt: skip
 
 

@@ -2,7 +2,9 @@
 
 One file per task; the task is the file's stem. A ``<Task>.md`` beside the file describes the task:
 its first paragraph is kept as ``meta["task_description"]``. Items are capability-track reference
-items: the judge grades the answer against the reference.
+items: the judge grades the answer against the reference. The tasks in ``CHECK_OF_TASK`` declare an
+objective check as well (``Item.check``): their answers are SQL or an API call, and executing or
+parsing them says more than a judge's reading.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 from eval.items import Item
 from eval.loaders.base import Loader, read_json_lines
 
+# MedBench-Agent task (file stem) -> the objective check of its items (see eval.items).
+CHECK_OF_TASK = {"MedDBOps": "sql", "MedCallAPI": "api_call"}
 _HINT = 'each line must be {"question": str, "answer": str, "other": {"id": int|str, "source": str}}'
 
 
@@ -48,7 +52,7 @@ def load(path: Path, suite: str) -> Iterator[Item]:
             meta.update(task_doc=markdown.name, task_description=description)
         yield record.build(
             id=Item.make_id(suite, task, str(local_id)), suite=suite, track="capability", task=task,
-            gold_type="reference", question=question, gold=answer, meta=meta,
+            gold_type="reference", question=question, gold=answer, meta=meta, check=CHECK_OF_TASK.get(task),
         )  # fmt: skip
 
 

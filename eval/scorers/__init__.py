@@ -4,7 +4,8 @@
 gold label, ``NeedsJudge(contract)`` for the types the LLM judge scores (reference, criteria,
 probe). Scorers live by family: ``exam`` (single/multi choice, cloze), ``tcm`` (open labels,
 extraction, doses, classification, CHIP cases), ``orchestration`` (routing, tool decision),
-``judged``; answer parsing in ``answer_parsing``, ``tcm_parsing`` and ``orchestration_parsing``.
+``judged`` (with ``checked``: the objective SQL / API-call checks that score a reference item
+beside the judge); answer parsing in ``answer_parsing``, ``tcm_parsing`` and ``orchestration_parsing``.
 Every Score's ``details`` carry the parsed prediction and the parse notes.
 """
 

@@ -8,13 +8,14 @@ handles what every scorer would otherwise repeat, in this order:
 2. an unscorable item (``item.scorable`` False) → ``Score(status="unscorable")``;
 3. run status ``infra_error`` (no answer was obtained) → ``Score(status="infra_error")``, never 0;
 4. status ``ok`` or ``error`` (answered badly: empty or truncated) is a real answer and is scored
-   normally: a missing or empty answer scores 0, a judged type still goes to the judge.
+   normally: a missing or empty answer scores 0, a judged type still goes to the judge (with its
+   objective check's score, when it declares one: ``NeedsJudge.objective``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from eval.items import Item
@@ -27,9 +28,17 @@ JudgeContract = Literal["reference", "criteria", "probe"]
 
 @dataclass(frozen=True)
 class NeedsJudge:
-    """This answer is scored by the LLM judge under ``contract`` (the judge package builds the request)."""
+    """This answer is scored by the LLM judge under ``contract`` (the judge package builds the request).
+
+    An item with an objective check (``Item.check``) still asks for the judge — its verdict explains
+    and watches safety — but ``objective`` is the score that ranks it; without a judge that score
+    stands alone. ``check_failed`` says why a declared check gave no score (its reference does not
+    run), so the judge's verdict is the score and the row says so (``eval.scorers.checked``).
+    """
 
     contract: JudgeContract
+    objective: Score | None = None
+    check_failed: Mapping[str, Any] | None = None
 
 
 Scorer = Callable[[Item, str], "Score | NeedsJudge"]
@@ -73,13 +82,18 @@ def score_answer(item: Item, answer_text: str | None, status: str) -> Score | Ne
     if status == "infra_error":
         return Score(status="infra_error", details={"reason": "no answer was obtained (infra_error)"})
     result = scorer(item, answer_text or "")
-    if isinstance(result, Score) and status == "error":
+    if status == "error":
         note = "answer status 'error' (empty or truncated): scored as given"
-        details = dict(result.details)
-        details["notes"] = [*details.get("notes", ()), note]
-        result = Score(status=result.status, value=result.value, passed=result.passed, metrics=result.metrics,
-                       judge=result.judge, details=details)  # fmt: skip
+        if isinstance(result, Score):
+            result = with_note(result, note)
+        elif result.objective is not None:
+            result = replace(result, objective=with_note(result.objective, note))
     return result
+
+
+def with_note(score: Score, note: str) -> Score:
+    """``score`` with ``note`` appended to ``details["notes"]``."""
+    return replace(score, details={**score.details, "notes": [*score.details.get("notes", ()), note]})
 
 
 def deterministic_score(value: float, parsed: Any, notes: Iterable[str], *, passed: bool | None = None,
