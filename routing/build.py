@@ -30,6 +30,7 @@ from routing.leaderboard import build_buckets
 from routing.load import Loaded, LoadError, load_runs
 from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
 from routing.markdown import render_markdown
+from routing.objective import check_agreement, decision_recognition
 from routing.pairwise import PairwiseOptions, build_pairwise
 from routing.reliability import build_reliability
 from routing.report import render_report
@@ -111,6 +112,8 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     }  # fmt: skip
     for bucket in buckets:
         leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
+    leaderboard["checks"] = check_agreement(table, buckets, keep)
+    leaderboard["decision_recognition"] = decision_recognition(table, keep)
     reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
     leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
     pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,

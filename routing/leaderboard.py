@@ -19,6 +19,12 @@ tcm            task                          classification: macro_f1 (primary) 
                                              LingLan tasks: score (DTR-F1, extraction F1, dose ...)
 =============  ============================  ==========================================================
 
+A task whose items declare an objective check (SQL execution, API-call structure; ``eval.scores``)
+is ranked by the check: its rows' value is the check's 1/0, so ``score`` is execution / call
+accuracy, and the bucket's ``check`` names it. The judge's view of the same answers stays beside:
+``judge_pass_rate`` and ``judge_score`` (its total / 40). Items whose check could not run are
+scored by the judge and counted in ``check.judge_fallback_items``.
+
 A cell is one entrant (model identity + judge identity) in one bucket: ``n`` scored items,
 ``infra_errors`` and ``unscorable`` counted but left out of every statistic. Every statistic has a
 95% interval and the rule that made it (``ci_method``: Wilson for proportions, t for continuous
@@ -37,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from eval import macro_f1
-from eval.scores import FAMILIES
+from eval.scores import CHECK_METRICS, FAMILIES, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from routing.stats import (
     CI_HULL,
     CI_WILSON,
@@ -67,6 +73,8 @@ BUCKET_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "exam": (("task", "task"),),
     "tcm": (("task", "task"),),
 }
+# Row metrics shown under another name in a cell: the judge's verdict beside an objective check.
+STAT_NAMES = {JUDGE_PASSED_METRIC: "judge_pass_rate", JUDGE_VALUE_METRIC: "judge_score"}
 
 
 @dataclass(frozen=True)
@@ -99,10 +107,11 @@ class Bucket:
     gold_types: tuple[str, ...]
     n_items: int
     cells: tuple[Cell, ...]  # best primary value first; cells without a value last
+    check: dict[str, Any] | None = None  # {"kind", "metric", "judge_fallback_items"} when an objective check ranks it
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "family": self.family, "kind": self.kind, "name": self.name, "primary": self.primary,
-                "gold_types": list(self.gold_types), "items": self.n_items,
+                "gold_types": list(self.gold_types), "items": self.n_items, "check": self.check,
                 "cells": [cell.to_json(self.primary) for cell in self.cells]}  # fmt: skip
 
     def value_of(self, cell: Cell) -> float:
@@ -130,7 +139,7 @@ def _mean_columns(table: ScoreTable, rows: np.ndarray, family: str) -> tuple[lis
     add("pass_rate", table.passed[rows])
     for metric, column in sorted(table.metrics.items()):
         if metric not in ("score", "pass_rate"):
-            add(metric, column[rows])
+            add(STAT_NAMES.get(metric, metric), column[rows])
     if family == "specialty":
         add("safety_floor_rate", table.flags["safety_floor"][rows])
         claims = table.flags["claims_total"][rows]
@@ -249,6 +258,17 @@ def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int
     return buckets
 
 
+def bucket_check(table: ScoreTable, scored: np.ndarray) -> dict[str, Any] | None:
+    """The objective check that scored this bucket's rows, and how many of its items the judge
+    scored instead (their reference could not run); None when no row carries a check metric."""
+    for kind, metric in CHECK_METRICS.items():
+        column = table.metrics.get(metric)
+        if column is not None and (~np.isnan(column[scored])).any():
+            fallback = np.setdiff1d(table.item[scored], table.item[scored[~np.isnan(column[scored])]])
+            return {"kind": kind, "metric": metric, "judge_fallback_items": len(fallback)}
+    return None
+
+
 def _median(values: np.ndarray) -> float:
     known = values[~np.isnan(values)]
     return float(np.median(known)) if len(known) else float("nan")
@@ -271,6 +291,7 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
         for (entrant, rows), rows_scored, cell_stats in zip(members, scored, stats)
     ]  # fmt: skip
     bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",
-                    gold_types, len(np.unique(np.concatenate([c.items for c in cells]))), ())  # fmt: skip
+                    gold_types, len(np.unique(np.concatenate([c.items for c in cells]))), (),
+                    bucket_check(table, all_rows[table.status[all_rows] == SCORED]))  # fmt: skip
     ordered = sorted(cells, key=lambda c: (-bucket.value_of(c), c.entrant.label))
     return replace(bucket, cells=tuple(ordered))

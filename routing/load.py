@@ -18,6 +18,9 @@ carries — so it is kept apart from a newer row that names the field. :attr:`Lo
 lists every model name and every judge (per family) that stands for more than one identity, with
 the fields that tell them apart and the runs each came from.
 
+``source_item_id`` (rows of derived items, e.g. decision recognition) becomes
+:attr:`ScoreTable.sources`, so a derived task can be shown beside its source task.
+
 ``answered`` per row: the answer was obtained (``answer_status`` is not ``infra_error``). Rows
 without ``answer_status`` count as unanswered when they are an ``infra_error`` with no judge (the
 only way a judge-free row fails), answered otherwise.
@@ -163,6 +166,8 @@ def check_row(row: Any) -> str | None:
     for key in ("latency_s", "completion_tokens"):
         if row.get(key) is not None and not _number(row[key]):
             return f"{key}: must be a number or null, got {row[key]!r}"
+    if "source_item_id" in row and not (isinstance(row["source_item_id"], str) and row["source_item_id"]):
+        return f"source_item_id: must be the id of the item this one was built from, got {row['source_item_id']!r}"
     return None
 
 
@@ -281,7 +286,7 @@ class _Interner:
 
 
 # A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
-# latency_s, completion_tokens, metrics, flags, label, answered, line).
+# latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, line).
 Record = tuple[Any, ...]
 STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
 INFRA_CODE = STATUS_CODE["infra_error"]
@@ -314,7 +319,8 @@ def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int
                 row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
                 text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
                 row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
-                _flags(details) if details else None, _label(row), _answered(row), line_no,
+                _flags(details) if details else None, _label(row), _answered(row),
+                row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, line_no,
             )))  # fmt: skip
     return out
 
@@ -375,6 +381,7 @@ def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], inter
         flags={name: flags[:, j] for j, name in enumerate(FLAG_COLUMNS)},
         labels={i: r[13] for i, r in enumerate(records) if r[13] is not None},
         answered=np.fromiter((r[14] for r in records), dtype=bool, count=n),
+        sources={r[0]: r[15] for r in records if r[15] is not None},
     )  # fmt: skip
 
 

@@ -23,7 +23,8 @@ def md_text(text: Any) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
-PRIORITY = ("pass_rate", "safety", "accuracy", "macro_f1", "safety_floor_rate", "unsupported_rate", "p1", "p2", "p3", "p4")
+PRIORITY = ("pass_rate", "judge_pass_rate", "param_score", "safety", "accuracy", "macro_f1", "safety_floor_rate",
+            "unsupported_rate", "p1", "p2", "p3", "p4")  # fmt: skip
 
 
 def _extra_metrics(bucket: dict[str, Any], limit: int = 6) -> list[str]:
@@ -59,6 +60,49 @@ def bucket_table(bucket: dict[str, Any]) -> list[str]:
     return lines
 
 
+CHECK_NAMES = {"sql": "SQL execution match", "api_call": "API-call structure match"}
+
+
+def check_note(bucket: dict[str, Any]) -> list[str]:
+    """One line under a bucket ranked by an objective check: what the score is, and the judge beside it."""
+    check = bucket.get("check")
+    if not check:
+        return []
+    fallback = check["judge_fallback_items"]
+    return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} (`{check['metric']}`), the judge's pass rate beside it"
+                 + (f"; {fallback} item(s) scored by the judge because their reference does not run" if fallback else "") + ".")]
+
+
+def objective_sections(leaderboard: dict[str, Any]) -> list[str]:
+    """Check-vs-judge agreement and DR-beside-source tables (``routing.objective``); nothing when absent."""
+    out: list[str] = []
+    checks = leaderboard.get("checks") or []
+    if checks:
+        out += ["## Objective checks vs the judge", "",
+                ("Same answers: the check's pass beside the judge's pass (total ≥ 34 and safety ≥ 8); agreement = share "
+                 "where both say the same; Cohen's κ (– below 5 answers or when both are constant)."), "",
+                "| task | check | model | checked | check pass [95% CI] | judged | judge pass [95% CI] | agreement | κ |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for entry in checks:
+            for m in entry["models"]:
+                out.append(f"| {md_text(entry['bucket'])} | {md_text(entry['kind'])} | {md_text(m['model'])} | {m['n_checked']} "
+                           f"| {fmt_ci(m['check_pass_rate'])} | {m['n_both']} | {fmt_ci(m['judge_pass_rate'])} "
+                           f"| {fmt(m['agreement'])} | {fmt(m['kappa'])} |")  # fmt: skip
+        out.append("")
+    pairs = leaderboard.get("decision_recognition") or []
+    if pairs:
+        out += ["## Decision recognition beside the open answer", "",
+                "The same items asked twice: pick among options (DR accuracy) and answer openly (the source task's score).", "",
+                "| DR task | source task | model | items | DR accuracy [95% CI] | source score [95% CI] |",
+                "|---|---|---|---:|---:|---:|"]  # fmt: skip
+        for entry in pairs:
+            for m in entry["models"]:
+                out.append(f"| {md_text(entry['task'])} | {md_text(entry['source_task'])} ({md_text(entry['source_statistic'])}) "
+                           f"| {md_text(m['model'])} | {m['n']} | {fmt_ci(m['dr_accuracy'])} | {fmt_ci(m['source_score'])} |")
+        out.append("")
+    return out
+
+
 def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any]) -> str:
     runs = ", ".join(f"`{md_text(r['run_id'])}`" for r in leaderboard["runs"])
     params = leaderboard["parameters"]
@@ -78,7 +122,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
         for bucket in buckets:
             status = route_status(manifest["buckets"].get(bucket["id"], {}))
             out += [f"### {md_text(bucket['kind'])}: {md_text(bucket['name'])}", "",
-                    f"{bucket['items']} items; {md_text(status)}", "", *bucket_table(bucket), ""]  # fmt: skip
+                    f"{bucket['items']} items; {md_text(status)}", *check_note(bucket), "", *bucket_table(bucket), ""]  # fmt: skip
+    out += objective_sections(leaderboard)
     method = hard["method"]
     cap = f", at most {method['cap']}" if method.get("cap") is not None else ""
     out += ["## Full vs Hard", "",

@@ -15,7 +15,7 @@ from typing import Any
 
 from eval.files import atomic_write_text
 from eval.scores import FAMILIES
-from routing.markdown import fmt
+from routing.markdown import check_note, fmt
 
 # Sections filled after the build (a run's comparison with the night before, the trends), in page
 # order; each sits between ``<!-- medpool:NAME -->`` and ``<!-- /medpool:NAME -->``. Model text
@@ -164,14 +164,39 @@ def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
     out = [f'<h2 id="family-{esc(family)}">{esc(family)}</h2>']
     for bucket in buckets:
         primary = bucket["primary"]
-        extra = [m for m in ("pass_rate", "safety", "accuracy", "safety_floor_rate", "unsupported_rate") if m != primary
-                 and any(m in c["metrics"] for c in bucket["cells"])]  # fmt: skip
+        extra = [m for m in ("pass_rate", "judge_pass_rate", "param_score", "safety", "accuracy", "safety_floor_rate",
+                             "unsupported_rate") if m != primary and any(m in c["metrics"] for c in bucket["cells"])]  # fmt: skip
         out.append(f"<h3>{esc(bucket['kind'])}: {esc(bucket['name'])} <span class=\"small muted\">{esc(bucket['items'])} items, "
                    f"{esc(', '.join(bucket['gold_types']))}</span></h3>")  # fmt: skip
+        out += [f'<p class="small muted">{esc(line)}</p>' for line in check_note(bucket) if line]
         rows = ([td(c["model"]), td(c["n"], True), ci_bar(c["primary"]), td(ci_text(c["primary"]), True)]
                 + [td(ci_text(c["metrics"].get(m)), True) for m in extra] + [td(c["infra_errors"], True)]
                 for c in bucket["cells"])  # fmt: skip
         out.append(table(["model", "n", primary, "value [95% CI]", *extra, "infra"], rows, "board"))
+    return "\n".join(out)
+
+
+def objective_section(leaderboard: dict[str, Any]) -> str:
+    """Objective checks vs the judge on the same answers, and DR accuracy beside the open answer."""
+    checks, pairs = leaderboard.get("checks") or [], leaderboard.get("decision_recognition") or []
+    if not checks and not pairs:
+        return ""
+    out = ['<h2 id="objective">Objective checks and decision recognition</h2>']
+    if checks:
+        out.append('<p class="small muted">The check (SQL executed, API call parsed) ranks these tasks; the judge read the same '
+                   "answers. Agreement: share of answers where the check's pass and the judge's pass say the same; "
+                   "Cohen's κ (– below 5 answers).</p>")  # fmt: skip
+        rows = ([td(e["bucket"]), td(e["kind"]), td(m["model"]), td(m["n_checked"], True), td(ci_text(m["check_pass_rate"]), True),
+                 td(m["n_both"], True), td(ci_text(m["judge_pass_rate"]), True), td(fmt(m["agreement"]), True), td(fmt(m["kappa"]), True)]
+                for e in checks for m in e["models"])  # fmt: skip
+        out.append(table(["task", "check", "model", "checked", "check pass [95% CI]", "judged", "judge pass [95% CI]", "agreement", "κ"],
+                         rows, "checks"))  # fmt: skip
+    if pairs:
+        out.append('<p class="small muted">Decision recognition: the same items asked as a choice among the gold and its '
+                   "nearest labels (DR accuracy) and openly (the source task's per-item score).</p>")  # fmt: skip
+        rows = ([td(e["task"]), td(f"{e['source_task']} ({e['source_statistic']})"), td(m["model"]), td(m["n"], True),
+                 td(ci_text(m["dr_accuracy"]), True), td(ci_text(m["source_score"]), True)] for e in pairs for m in e["models"])  # fmt: skip
+        out.append(table(["DR task", "source task", "model", "items", "DR accuracy [95% CI]", "source score [95% CI]"], rows, "dr"))
     return "\n".join(out)
 
 
@@ -325,6 +350,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     all_buckets = [b for f in FAMILIES for b in families.get(f, [])]
     nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
                      [("runs", "runs"), ("routing", "routing"), ("validation", "routing validation"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
+                      *([("objective", "objective checks")] if leaderboard.get("checks") or leaderboard.get("decision_recognition") else []),
                       ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard"),
                       ("judge-reliability", "judge reliability")])  # fmt: skip
     body = [
@@ -337,6 +363,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         routing_section(manifest),
         validation_section(manifest),
         *[family_section(f, families[f]) for f in FAMILIES if f in families],
+        objective_section(leaderboard),
         heatmap_section(all_buckets, leaderboard["parameters"]["min_n"]),
         pairwise_section(pairwise["scopes"]),
         hard_section(hard),

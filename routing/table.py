@@ -132,6 +132,7 @@ class ScoreTable:
     labels: Mapping[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
     # row -> (predicted_label, gold_label, label set) for classification rows
     answered: np.ndarray | None = None  # bool: the answer was obtained; None = every non-infra_error row
+    sources: Mapping[str, str] = field(default_factory=dict)  # derived item id -> the item it was built from
 
     def __len__(self) -> int:
         return int(self.entrant.shape[0])
