@@ -69,7 +69,7 @@ def check_note(bucket: dict[str, Any]) -> list[str]:
     if not check:
         return []
     fallback = check["judge_fallback_items"]
-    return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} (`{check['metric']}`), the judge's pass rate beside it"
+    return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} ({check['metric']}), the judge's pass rate beside it"
                  + (f"; {fallback} item(s) scored by the judge because their reference does not run" if fallback else "") + ".")]
 
 
