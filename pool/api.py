@@ -335,7 +335,8 @@ class _Run:
                 stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
                                      judge=judge, endpoints=backends.endpoints, scheduler=scheduler,
                                      log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
-                                     rejudge_sample=options.get("rejudge_sample") or 0)
+                                     rejudge_sample=options.get("rejudge_sample") or 0,
+                                     anchor_sample=options.get("anchor_sample") or 0)
                 await stage.run()
                 stage.write(self.run_dir)
                 return stage.tally()

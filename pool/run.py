@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rejudge-sample", type=_count(1), metavar="N",
                         help="judge N sampled rubric answers again on a perturbed prompt (dimensions reversed) for the "
                         "report's judge agreement (Cohen's kappa, Spearman); stored with the run, --rescore may change it")
+    parser.add_argument("--anchor-sample", type=_count(1), metavar="N",
+                        help="judge N fixed rubric answers again, asking the judge afresh (never the cache), and report "
+                        "their agreement with the run's verdicts — cached ones are an earlier night's: judge drift")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
@@ -196,6 +199,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         pool=args.pool, data=args.data, models=args.models, all=args.all, limit=args.limit, track=args.track,
         task=args.task, domain=args.domain, id=args.id, sample=args.sample, subset=args.subset,
         orchestration=args.orchestration, no_judge=args.no_judge, hallu=args.hallu, rejudge_sample=args.rejudge_sample,
+        anchor_sample=args.anchor_sample,
         no_routing=args.no_routing, no_cache=args.no_cache, cache_dir=args.cache_dir,
         max_consecutive_failures=args.max_consecutive_failures, out=args.out, executor=args.executor,
         ray_address=args.ray_address, log_interval=args.log_interval, history_root=args.history_root,

@@ -23,10 +23,10 @@ EXECUTORS = ("local", "ray")
 # Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
 PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
                 "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
-                "rejudge_sample", "cache_max_age")
+                "rejudge_sample", "cache_max_age", "anchor_sample")
 DEFAULT_CACHE_MAX_AGE_S = 12 * 3600.0  # a nightly run asks again for answers cached the night before
 # What a rescore may change: how answers are scored, never what was asked.
-RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample")
+RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample", "anchor_sample")
 
 # The type each stored option must have (a damaged or foreign store is refused, not half-used).
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
@@ -35,7 +35,7 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
     "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
     "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
-    "cache_max_age": (int, float, type(None)),
+    "cache_max_age": (int, float, type(None)), "anchor_sample": (int, type(None)),
 }
 
 
@@ -64,6 +64,7 @@ class RunSpec:
     no_judge: bool = False
     hallu: bool = False
     rejudge_sample: int | None = None
+    anchor_sample: int | None = None
     no_routing: bool = False
     no_cache: bool = False
     cache_dir: str | Path | None = None
@@ -79,7 +80,7 @@ class RunSpec:
     max_tokens_total: int | None = None
 
     def __post_init__(self) -> None:
-        for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1)):
+        for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1), ("anchor_sample", 1)):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
                 raise DataError(f"{name}: must be an integer >= {minimum}, got {value!r}")

@@ -33,6 +33,7 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
+from pool.anchors import judge_anchors
 from pool.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
 from pool.config_schema import NOT_RESULT_SHAPING
@@ -114,7 +115,7 @@ class ScoringStage:
     def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
                  judge: Model | None, endpoints: Mapping[str, BackendEndpoint] | None,
                  scheduler: Scheduler | None, log_interval: float = 30.0, hallu: bool = False,
-                 rejudge_sample: int = 0) -> None:
+                 rejudge_sample: int = 0, anchor_sample: int = 0) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
@@ -130,6 +131,8 @@ class ScoringStage:
         self.log_interval = log_interval
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
+        self.anchor_sample = anchor_sample
+        self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.anchors)
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
@@ -179,6 +182,8 @@ class ScoringStage:
             await self._judge(to_judge, scores)
             if self.rejudge_sample:
                 await self._rejudge(to_judge, scores)
+            if self.anchor_sample:
+                self.anchors = await judge_anchors(self, to_judge, scores, self.anchor_sample)
             if self.hallu:
                 await self._hallucination_check(to_judge, scores)
             for answer in to_judge:
@@ -344,7 +349,7 @@ class ScoringStage:
             unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
             unparseable += "judge_error" in row["details"]  # a checked answer the judge gave no verdict on
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
-        return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable}
+        return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
 
 
 def answering_latency(answer: Result) -> float | None:

@@ -207,7 +207,8 @@ def read_side(run_dir: Path) -> _Side:
     flags = answer_cache_flags(run_dir)
     info = {"run_id": summary["run_id"], "dir": str(run_dir), "created_at": summary["created_at"],
             "pool_fingerprint": summary.get("pool_fingerprint"), "data_fingerprint": summary.get("data_fingerprint"),
-            "cached": cached_share(flags)}  # fmt: skip
+            "cached": cached_share(flags),
+            "judge_anchors": ((summary.get("extra") or {}).get("scoring") or {}).get("anchors")}  # fmt: skip
     return _Side(info, scored_rows(table), identities, judges, _calibration(run_dir), _manifest(run_dir), flags)
 
 
@@ -325,6 +326,12 @@ def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float 
         notes.append("data fingerprints differ: compared on the items both runs scored")
     if b.info["pool_fingerprint"] != n.info["pool_fingerprint"]:
         notes.append("pool fingerprints differ (models or judge settings changed)")
+    anchors = n.info.get("judge_anchors") or {}
+    if anchors.get("drift_warning"):
+        previous = anchors["previous"]
+        notes.append(f"JUDGE DRIFT: fresh verdicts on {previous['n']} anchor answers agree with the earlier nights' "
+                     f"verdicts on pass/fail for {previous['pass_agreement']:.0%} (floor {anchors['floor']:.0%}; mean "
+                     f"|Δ total| {previous['mean_abs_total_diff']}/40): judged scores may not be comparable")
     if b.manifest is None or n.manifest is None:
         missing = ", ".join(s.info["dir"] for s in (b, n) if s.manifest is None)
         decisions: dict[str, Any] = {"compared": False, "reason": f"no readable routing_manifest.yaml in {missing}", "changes": []}

@@ -57,6 +57,13 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
     if cache.get("cached_in_both"):
         line += f"; {cache['cached_in_both']} of {cache['paired_answers']} compared answers were cached in both runs (same text: only scoring can differ)"
     lines.append(line)
+    anchors = new.get("judge_anchors") or {}
+    if anchors.get("asked"):
+        previous = anchors.get("previous") or {}
+        agreement = "no earlier verdict to compare" if not previous.get("n") else \
+            f"pass/fail agreement with earlier nights' verdicts {previous['pass_agreement']:.0%} (n={previous['n']})"
+        lines.append(f"- judge anchors: {anchors['verdicts']} of {anchors['asked']} judged afresh; {agreement}"
+                     f"{' ⚠ JUDGE DRIFT' if anchors.get('drift_warning') else ''}")
     blocked = [(f, e["reason"]) for f, e in doc["families"].items() if not e["comparable"]]
     for family, reason in blocked:
         lines.append(f"- NOT COMPARABLE {md_text(family)}: {md_text(reason)}")

@@ -1,0 +1,79 @@
+"""Judge drift across nights (FAKE judge): ``--anchor-sample N`` asks the judge afresh, never the
+cache, and compares with the run's verdicts — cached ones are an earlier night's.
+
+Night 1 the judge passes every answer. Night 2 the same judge (same identity) turns strict: the
+run's own verdicts still come from the cache, but the anchors ask it again, disagree, and
+compare.md warns of judge drift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pool import RunSpec, run_pool
+from tests.fakes import ThreadedFakes, ok
+from tests.fakes.openai_fake import FakeOpenAIServer
+
+ITEMS = [{"id": f"q{i}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}？",
+          "gold": f"参考答案{i}。"} for i in range(1, 9)]  # fmt: skip
+
+
+class Judge:
+    strict = False
+
+
+def behave(index: int, payload: dict[str, Any]) -> Any:
+    if payload.get("model") != "judgey":
+        return ok("回答")
+    scores = (5, 5, 5, 5) if Judge.strict else (9, 9, 9, 9)
+    return ok(json.dumps(dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
+                         | {"rationale": "r", "grounding_source": "book"}))
+
+
+@pytest.fixture
+def fake_url() -> Iterator[str]:
+    fakes = ThreadedFakes()
+    Judge.strict = False
+    yield fakes.start(FakeOpenAIServer(behave=behave)).base_url
+    fakes.stop_all()
+
+
+def test_anchor_sample_detects_a_judge_that_drifted_behind_the_same_identity(tmp_path: Path, fake_url: str) -> None:
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"""backends:
+  fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 2}}
+models:
+  - {{name: cand, backend: fake, max_tokens: 16}}
+  - {{name: judgey, backend: fake, enabled: false}}
+judge:
+  model: judgey
+""", encoding="utf-8")
+    root = tmp_path / "runs"
+
+    def night(name: str) -> Any:
+        return run_pool(RunSpec(pool=pool, data=[data], out=root / name, cache_dir=tmp_path / "cache", anchor_sample=4))
+
+    first = night("n1")
+    anchors = first.scoring["anchors"]
+    assert anchors["asked"] == 4 and anchors["verdicts"] == 4
+    assert anchors["previous"]["n"] == 0 and anchors["all"]["pass_agreement"] == 1.0  # verdicts asked tonight
+    assert not anchors["drift_warning"]
+
+    Judge.strict = True
+    second = night("n2")
+    anchors = second.scoring["anchors"]
+    assert anchors["previous"]["n"] == 4  # the run's verdicts came from the cache: night 1's
+    assert anchors["previous"]["pass_agreement"] == 0.0 and anchors["previous"]["mean_abs_total_diff"] == 16.0
+    assert anchors["drift_warning"]
+    rows = [json.loads(line) for line in (root / "n2" / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sum("anchor" in r["details"] for r in rows) == 4
+    assert all(r["passed"] for r in rows)  # the scores themselves are the cached verdicts; the anchors flag them
+    text = (root / "n2" / "compare.md").read_text(encoding="utf-8")
+    assert "JUDGE DRIFT" in text and "judge anchors: 4 of 4 judged afresh" in text
