@@ -34,6 +34,7 @@ from judge import (
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
 from pool.anchors import judge_anchors
+from pool.budget import call_cost
 from pool.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
 from pool.config_schema import NOT_RESULT_SHAPING
@@ -323,6 +324,9 @@ class ScoringStage:
             "answer_status": answer.status,
             "latency_s": answering_latency(answer),
             "completion_tokens": answer.completion_tokens,
+            "prompt_tokens": answer.prompt_tokens,
+            # what this answer costs at the pool's prices, cached or not (null: the model has no price)
+            "cost": call_cost(self.config.price_of(model), answer.prompt_tokens, answer.completion_tokens),
             "model_identity": self._model_identity(model, answer.endpoint),
         }
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from eval.files import atomic_write_text
 from judge.calibration_store import default_store_dir
+from routing.frontier import cost_frontier
 from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
 from routing.leaderboard import build_buckets
@@ -108,7 +109,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
     leaderboard = {
         "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
-        "models": manifest["models"], "families": {},
+        "models": manifest["models"], "families": {}, "cost_frontier": cost_frontier(table, keep),
     }  # fmt: skip
     for bucket in buckets:
         leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())

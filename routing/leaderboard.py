@@ -87,6 +87,8 @@ class Cell:
     stats: dict[str, Estimate]
     values: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per-item score (value column), aligned with items
     median_latency_s: float = float("nan")  # over the scored rows with a latency; NaN when none
+    mean_completion_tokens: float = float("nan")
+    mean_cost: float = float("nan")  # per scored item at the pool's prices; NaN when unpriced
 
     def to_json(self, primary: str) -> dict[str, Any]:
         return {
@@ -94,7 +96,14 @@ class Cell:
             "n": self.n, "infra_errors": self.infra_errors, "unscorable": self.unscorable,
             "primary": self.stats[primary].to_json() if primary in self.stats else None,
             "metrics": {name: est.to_json() for name, est in self.stats.items()},
+            "median_latency_s": _json_or_none(self.median_latency_s, 4),
+            "mean_completion_tokens": _json_or_none(self.mean_completion_tokens, 1),
+            "mean_cost": _json_or_none(self.mean_cost, 8),
         }  # fmt: skip
+
+
+def _json_or_none(value: float, digits: int) -> float | None:
+    return None if not np.isfinite(value) else round(float(value), digits)
 
 
 @dataclass(frozen=True)
@@ -269,6 +278,11 @@ def bucket_check(table: ScoreTable, scored: np.ndarray) -> dict[str, Any] | None
     return None
 
 
+def _mean(values: np.ndarray) -> float:
+    """Mean over known values; NaN when any is unknown (a cost with holes is not a cost)."""
+    return float(values.mean()) if len(values) and not np.isnan(values).any() else float("nan")
+
+
 def _median(values: np.ndarray) -> float:
     known = values[~np.isnan(values)]
     return float(np.median(known)) if len(known) else float("nan")
@@ -287,7 +301,9 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
              infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
              unscorable=int((table.status[rows] == UNSCORABLE).sum()),
              items=table.item[rows_scored], stats=cell_stats, values=table.value[rows_scored],
-             median_latency_s=_median(table.latency_s[rows_scored]))
+             median_latency_s=_median(table.latency_s[rows_scored]),
+             mean_completion_tokens=_mean(table.completion_tokens[rows_scored]),
+             mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"))
         for (entrant, rows), rows_scored, cell_stats in zip(members, scored, stats)
     ]  # fmt: skip
     bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",

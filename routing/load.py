@@ -163,7 +163,7 @@ def check_row(row: Any) -> str | None:
     for name, metric in row.get("metrics", {}).items():
         if metric is not None and not _number(metric):
             return f"metrics.{name}: must be a finite number or null, got {metric!r}"
-    for key in ("latency_s", "completion_tokens"):
+    for key in ("latency_s", "completion_tokens", "cost"):
         if row.get(key) is not None and not _number(row[key]):
             return f"{key}: must be a number or null, got {row[key]!r}"
     if "source_item_id" in row and not (isinstance(row["source_item_id"], str) and row["source_item_id"]):
@@ -286,7 +286,7 @@ class _Interner:
 
 
 # A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
-# latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, line).
+# latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, cost, line).
 Record = tuple[Any, ...]
 STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
 INFRA_CODE = STATUS_CODE["infra_error"]
@@ -320,7 +320,8 @@ def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int
                 text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
                 row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
                 _flags(details) if details else None, _label(row), _answered(row),
-                row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, line_no,
+                row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, row.get("cost"),
+                line_no,
             )))  # fmt: skip
     return out
 
@@ -382,6 +383,7 @@ def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], inter
         labels={i: r[13] for i, r in enumerate(records) if r[13] is not None},
         answered=np.fromiter((r[14] for r in records), dtype=bool, count=n),
         sources={r[0]: r[15] for r in records if r[15] is not None},
+        cost=column(16),
     )  # fmt: skip
 
 

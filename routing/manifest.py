@@ -10,7 +10,8 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
     parameters: {min_n, top_k, floor, alpha, component_floor, common, since, bootstrap, seed, ci_level, ...}
     models:                            # per model identity (label = pool name, disambiguated)
       <model>: {name, identity: {...}, judges: [judge keys], answered, infra_errors,
-                median_latency_s, median_completion_tokens}     # over answered items
+                median_latency_s, median_completion_tokens,     # over answered items
+                mean_cost_per_item}            # at the pool file's prices; null when unpriced
     default:    <decision over every leaf bucket's items>       # for questions no bucket or parent serves
     families:   {<family>: <decision over the family's leaf buckets' items>}
     orchestrator: <decision over the composite>, plus components, capability_tasks, component_floor,
@@ -30,7 +31,8 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
         tie_rule: lower_bound, score, latency, items, hash   # the order of tied_top after its leader
         leader: <model>                # highest lower confidence bound (the tests' reference)
         tied_top: [<model>]            # leader, then every eligible model not significantly worse in tie-rule order
-        candidates: [{model, judge, n, score, ci: [lo, hi], ci_method, verdict: leader|tied|worse,
+        candidates: [{model, judge, n, score, ci: [lo, hi], ci_method, median_latency_s,
+                      mean_completion_tokens, mean_cost, verdict: leader|tied|worse,
                       n_paired, p_value, p_holm, reason}]   # tied_top, then the rest; at least top_k
         excluded: [{model, judge, n, score, ci, ci_method, reason}]   # n < min_n, or score < floor
 
@@ -160,7 +162,8 @@ def _candidate(bucket: Bucket, cell: Cell) -> dict[str, Any]:
     est = cell.stats[bucket.primary]
     return {"model": cell.entrant.model_label, "judge": cell.entrant.judge_key, "n": cell.n,
             "score": json_number(bucket.value_of(cell)), "ci": [json_number(est.ci[0]), json_number(est.ci[1])],
-            "ci_method": est.method}  # fmt: skip
+            "ci_method": est.method, "median_latency_s": json_number(cell.median_latency_s),
+            "mean_completion_tokens": json_number(cell.mean_completion_tokens), "mean_cost": json_number(cell.mean_cost)}  # fmt: skip
 
 
 def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
@@ -173,6 +176,7 @@ def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
         rows = rows[first]
         answered = rows[table.status[rows] != INFRA_ERROR]
         latency, tokens = table.latency_s[answered], table.completion_tokens[answered]
+        cost = table.cost[answered] if table.cost is not None else np.full(len(answered), np.nan)
         entrant = table.entrants[members[0]]
         profiles[model_label] = {
             "name": entrant.model.name, "identity": entrant.model.as_dict(),
@@ -180,6 +184,7 @@ def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
             "answered": len(answered), "infra_errors": int(len(rows) - len(answered)),
             "median_latency_s": json_number(np.median(latency[~np.isnan(latency)])) if (~np.isnan(latency)).any() else None,
             "median_completion_tokens": json_number(np.median(tokens[~np.isnan(tokens)])) if (~np.isnan(tokens)).any() else None,
+            "mean_cost_per_item": json_number(cost.mean()) if len(cost) and not np.isnan(cost).any() else None,
         }  # fmt: skip
     return profiles
 

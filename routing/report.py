@@ -200,6 +200,22 @@ def objective_section(leaderboard: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def frontier_section(frontier: Mapping[str, Sequence[Mapping[str, Any]]] | None) -> str:
+    """Quality vs cost per family (routing.frontier); shown when at least one model has a price."""
+    if not frontier or not any(p["mean_cost"] is not None for points in frontier.values() for p in points):
+        return ""
+    out = ['<h2 id="cost">Quality vs cost</h2>',
+           '<p class="small muted">Per family: mean score and mean cost per item at the pool file\'s prices. ★ marks the '
+           "frontier — no other priced model is at least as good and at most as dear. Point estimates: the family "
+           "decisions above say which differences are significant. – : no price.</p>"]  # fmt: skip
+    for family, points in frontier.items():
+        rows = ([td(("★ " if p["on_frontier"] else "") + p["model"]), td(p["n"], True), td(fmt(p["score"]), True),
+                 td("–" if p["mean_cost"] is None else f"{p['mean_cost']:.6g}", True), td(fmt(p["median_latency_s"], 2), True)]
+                for p in points)  # fmt: skip
+        out.append(f"<h3>{esc(family)}</h3>" + table(["model", "items", "score", "cost per item", "median latency (s)"], rows, "frontier"))
+    return "\n".join(out)
+
+
 def heatmap_section(buckets: Sequence[dict[str, Any]], min_n: int) -> str:
     domains = [b for b in buckets if b["family"] == "specialty" and b["kind"] in ("domain", "system")]
     if not domains:
@@ -351,6 +367,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     nav = " · ".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in
                      [("runs", "runs"), ("routing", "routing"), ("validation", "routing validation"), *[(f"family-{f}", f) for f in FAMILIES if f in families],
                       *([("objective", "objective checks")] if leaderboard.get("checks") or leaderboard.get("decision_recognition") else []),
+                      *([("cost", "quality vs cost")] if frontier_section(leaderboard.get("cost_frontier")) else []),
                       ("heatmap", "specialty heatmap"), ("pairwise", "pairwise"), ("hard", "full vs hard"),
                       ("judge-reliability", "judge reliability")])  # fmt: skip
     body = [
@@ -364,6 +381,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         validation_section(manifest),
         *[family_section(f, families[f]) for f in FAMILIES if f in families],
         objective_section(leaderboard),
+        frontier_section(leaderboard.get("cost_frontier")),
         heatmap_section(all_buckets, leaderboard["parameters"]["min_n"]),
         pairwise_section(pairwise["scopes"]),
         hard_section(hard),

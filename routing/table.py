@@ -133,6 +133,7 @@ class ScoreTable:
     # row -> (predicted_label, gold_label, label set) for classification rows
     answered: np.ndarray | None = None  # bool: the answer was obtained; None = every non-infra_error row
     sources: Mapping[str, str] = field(default_factory=dict)  # derived item id -> the item it was built from
+    cost: np.ndarray | None = None  # float64: the answer's cost at the pool's prices; NaN when unpriced
 
     def __len__(self) -> int:
         return int(self.entrant.shape[0])

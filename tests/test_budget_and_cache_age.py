@@ -124,3 +124,26 @@ def test_stale_cached_answers_are_asked_again_fresh_ones_are_reused(tmp_path: Pa
     with sqlite3.connect(third.run_dir / "run.sqlite") as conn:
         options = json.loads(conn.execute("SELECT options_json FROM runs").fetchone()[0])
     assert options["cache_max_age"] == 0.0  # stored: a resume of this run keeps asking afresh
+
+
+def test_costs_reach_scores_leaderboard_manifest_and_report(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    import yaml
+
+    data, pool = setup
+    run = run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True))
+    assert run.exit_code == EXIT_OK
+    results = [json.loads(line) for line in (run.run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    alpha = [r for r in results if r["model"] == "alpha"]
+    expected = sum(r["prompt_tokens"] * 1000 + r["completion_tokens"] * 2000 for r in alpha) / 1e6 / len(alpha)
+    scores = [json.loads(line) for line in (run.run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sum(s["cost"] for s in scores if s["model"] == "alpha") / 20 == pytest.approx(expected)
+    frontier = json.loads((run.run_dir / "leaderboard.json").read_text(encoding="utf-8"))["cost_frontier"]["exam"]
+    by_model = {p["model"]: p for p in frontier}
+    assert by_model["alpha"]["score"] == 1.0 and by_model["alpha"]["mean_cost"] == pytest.approx(expected, rel=1e-4)
+    assert by_model["beta"]["score"] == 0.0 and by_model["beta"]["mean_cost"] == 0.0
+    assert by_model["alpha"]["on_frontier"] and by_model["beta"]["on_frontier"]  # better-but-dearer and free-but-worse
+    manifest = yaml.safe_load((run.run_dir / "routing_manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["models"]["alpha"]["mean_cost_per_item"] == pytest.approx(expected, rel=1e-4)
+    candidate = manifest["buckets"]["exam/task/mcq"]["candidates"][0]
+    assert candidate["model"] == "alpha" and candidate["mean_cost"] == pytest.approx(expected, rel=1e-4)
+    assert 'id="cost"' in (run.run_dir / "report.html").read_text(encoding="utf-8")

@@ -152,6 +152,7 @@ def test_insufficient_data_exactly_below_min_n(tmp_path: Path) -> None:
     assert "no model has n >= 5 scored items (most: 4)" in tiny["reason"]
     assert not edge["insufficient_data"] and edge["routable"] and edge["tied_top"] == ["a"]  # n = 5 = min_n is enough
     assert edge["excluded"] == [{"model": "b", "judge": None, "n": 3, "score": 1.0, "ci": [0.309988, 1.0], "ci_method": "wilson",
+                                 "median_latency_s": 1.0, "mean_completion_tokens": 100.0, "mean_cost": None,  # unpriced
                                  "reason": "n=3 < min_n=5"}]  # fmt: skip
 
 
