@@ -1,0 +1,373 @@
+"""Benchmark the whole ``pool.run`` driver against a bare aiohttp loop, and its peak memory.
+
+With an executor spread over a cluster, the single driver process still loads the plan, commits
+every result, scores and exports; its CPU per unit bounds the whole run. So this bench times the
+WHOLE run — ``run_pool(RunSpec(...))`` through the Python API: load the suite, plan, schedule,
+store (one SQLite transaction per result), response cache, score, export and, on the routing rows,
+the routing build — against the floor: a bare aiohttp loop posting the same payloads at the same
+concurrency and ``json.loads``-ing each body.
+
+Everything runs in one process tree: this process starts the fake OpenAI-compatible server
+(``tests.fakes.serve_openai``, its own process and core) and then each measured path in a fresh
+child process (``python -m bench.driver_bench --child …``), interleaved, so both see the same
+machine. A child times only its own work (``perf_counter`` wall, ``process_time`` CPU — the
+imports and, for the bare loop, building the payloads are left out) and reports its peak resident
+memory (``VmHWM``: Python objects, SQLite's page cache and the interpreter itself).
+
+Workload: a synthetic JSONL suite of ``--items-per-model`` single-choice items (judge-free
+scoring) × as many models (all on one backend, one lane) as ``units`` needs, so the units grow
+while the items stay the same — memory should be flat in the number of units. Every run gets a
+fresh run folder, alone in its own parent folder (so the nightly index and comparison ``pool.run``
+does after every run sees a first night, whatever ran before), and a fresh, empty response cache.
+
+Rows: throughput at concurrency 256 / 0 ms latency and 64 / 100 ms (``ratio = pool units/s / bare
+units/s``; goals ≥ 0.80 and ≥ 0.95), with and without the routing build; peak RSS of the pool run
+(``no_routing``) at 5k, 20k and (without ``--quick``) 100k units, goal ≤ 100 MB at 20k.
+
+``--baseline LABEL=DIR`` adds the pool rows of another copy of the project (``git archive`` of an
+earlier commit, say), interleaved with this checkout's, so a change is measured against its
+baseline in the same process tree and the same minutes of a shared machine.
+
+    python -m bench.driver_bench                      # 20,000 units; ~15 min on 2 cores
+    python -m bench.driver_bench --quick              # 5,000-unit throughput rows, memory at 5k/20k
+    python -m bench.driver_bench --baseline before=/tmp/before   # before/after rows side by side
+    python -m bench.driver_bench --profile /tmp/prof  # also cProfile one pool run (stats in that folder)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.measure import write_json_report
+
+# Children import only what their path needs (pool.api, or aiohttp and the payload builder), so
+# their start RSS is not inflated by the parent's imports; the fake server comes from
+# bench.scheduler_bench, imported by the parent only.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOPICS = ("hypertension", "type 2 diabetes", "asthma", "anaemia", "migraine", "gout", "pneumonia", "sepsis")
+
+CONFIGS = ((256, 0.0, 0.80), (64, 0.1, 0.95))  # (concurrency, latency s, throughput goal)
+MEMORY_GOAL_MB, MEMORY_GOAL_UNITS = 100.0, 20_000
+DOMAINS = ("cardiology:hypertension", "endocrinology:diabetes", "respiratory:asthma", "neurology:migraine")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One child's report."""
+
+    path: str  # "bare" | "pool" | "pool+routing"
+    units: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    start_rss_mb: float  # after imports, before the measured work
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.units / self.wall_s
+
+    @property
+    def cpu_ms_per_unit(self) -> float:
+        return 1e3 * self.cpu_s / self.units
+
+
+# -- the workload -----------------------------------------------------------------------------
+
+
+def write_suite(path: Path, n_items: int) -> Path:
+    """``n_items`` distinct single-choice items in medpool's JSONL format (no judge needed)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for i in range(n_items):
+            topic = TOPICS[i % len(TOPICS)]
+            item = {"id": f"q{i:06d}", "task": "single_choice", "track": "exam", "gold_type": "single_choice",
+                    "question": f"Which is the first-line treatment of {topic}? (case {i})",
+                    "options": [["A", f"drug {i} a"], ["B", f"drug {i} b"], ["C", f"drug {i} c"], ["D", f"drug {i} d"]],
+                    "gold": "ABCD"[i % 4], "domain": DOMAINS[i % len(DOMAINS)]}
+            handle.write(json.dumps(item) + "\n")
+    return path
+
+
+def write_pool(path: Path, base_url: str, concurrency: int, n_models: int) -> Path:
+    models = "".join(f"  - name: m{k:03d}\n    backend: fake\n    model: fake-{k:03d}\n" for k in range(n_models))
+    path.write_text(f"backends:\n  fake:\n    type: openai\n    base_url: {base_url}\n    max_concurrency: {concurrency}\n"
+                    f"defaults:\n  max_tokens: 256\nmodels:\n{models}", encoding="utf-8")
+    return path
+
+
+# -- children -----------------------------------------------------------------------------------
+
+
+def _status_mb(field_name: str) -> float:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_pool(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole run through the Python API, as a user's script would call it."""
+    from pool import RunSpec, run_pool
+
+    spec = RunSpec(pool=args.pool, data=[args.suite], out=args.out, no_routing=not args.routing,
+                   cache_dir=args.cache_dir, log_interval=3600.0)
+    start_rss = _status_mb("VmRSS")
+    profile = None
+    if args.profile:
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = run_pool(spec)
+    wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
+    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
+            "detail": {"exit_code": result.exit_code, "counts": result.counts}}
+
+
+def child_bare(args: argparse.Namespace) -> dict[str, Any]:
+    """The floor: the same payloads, one session, ``concurrency`` workers, read + json.loads each body."""
+    import aiohttp
+
+    from eval.loaders import load_items
+    from pool.config import load_pool
+    from pool.plan import answer_request
+    from runners.openai_compat import build_payload
+
+    config = load_pool(args.pool)
+    items = load_items([Path(args.suite)]).scorable_items
+    base_url = config.backends["fake"].base_url
+    concurrency = config.backends["fake"].max_concurrency
+    feed = (build_payload(answer_request(model, item)) for model in config.models for item in items)
+    start_rss = _status_mb("VmRSS")
+
+    async def go() -> int:
+        done = 0
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+            async def worker() -> None:
+                nonlocal done
+                for path, payload in feed:
+                    async with session.post(base_url + path, json=payload) as resp:
+                        body = await resp.read()
+                    if resp.status != 200 or "choices" not in json.loads(body):
+                        raise RuntimeError(f"bare loop: HTTP {resp.status}: {body[:200]!r}")
+                    done += 1
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return done
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    done = asyncio.run(go())
+    wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
+    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
+            "detail": {"requests": done}}
+
+
+def run_child(path: str, units: int, argv: list[str], tree: Path = REPO_ROOT) -> Measured:
+    """``python -m bench.driver_bench --child …`` in a fresh process, in ``tree`` (this checkout, or a
+    baseline copy of the project); the child's last stdout line is its report."""
+    proc = subprocess.run([sys.executable, "-m", "bench.driver_bench", "--child", *argv], cwd=tree,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"{path} child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    measured = Measured(path, units, **report)
+    if path != "bare" and measured.detail["exit_code"] != 0:
+        raise RuntimeError(f"{path}: pool.run exit {measured.detail['exit_code']}: {measured.detail}\n{proc.stderr[-3000:]}")
+    return measured
+
+
+# -- the parent ---------------------------------------------------------------------------------
+
+
+class Workbench:
+    """Suites, pool files and fresh run folders under one temporary folder; the trees whose pool.run is measured."""
+
+    def __init__(self, root: Path, items_per_model: int, profile_dir: Path | None, trees: dict[str, Path]) -> None:
+        self.root, self.items_per_model, self.profile_dir = root, items_per_model, profile_dir
+        self.trees = trees  # label ("" = this checkout) -> project folder
+        self.suite = write_suite(root / "suite.jsonl", items_per_model)
+        self.count = 0
+
+    def models_for(self, units: int) -> int:
+        if units % self.items_per_model:
+            raise ValueError(f"{units} units is not a multiple of --items-per-model {self.items_per_model}")
+        return units // self.items_per_model
+
+    def pool_paths(self, routing: bool = True) -> list[str]:
+        """``pool`` and ``pool+routing`` of this checkout, then of each baseline tree (``pool [label]``)."""
+        kinds = ("pool", "pool+routing") if routing else ("pool",)
+        return [kind + (f" [{label}]" if label else "") for label in self.trees for kind in kinds]
+
+    def measure(self, path: str, base_url: str, concurrency: int, units: int, profile: bool = False) -> Measured:
+        self.count += 1
+        kind, _, label = path.partition(" [")
+        tag = f"{kind}-{label.rstrip(']') or 'this'}-{units}-{concurrency}-{self.count}"
+        pool = write_pool(self.root / f"{tag}.yaml", base_url, concurrency, self.models_for(units))
+        argv = ["--pool", str(pool), "--suite", str(self.suite)]
+        if kind == "bare":
+            return run_child(path, units, argv + ["--bare"])
+        # Its own folder per run: pool.run indexes a run in its parent folder and compares it with the last
+        # comparable run there, which would make each measured run depend on the ones before it.
+        argv += ["--out", str(self.root / tag / "run"), "--cache-dir", str(self.root / tag / "cache")]
+        if kind == "pool+routing":
+            argv.append("--routing")
+        if profile and self.profile_dir is not None:
+            argv += ["--profile", str(self.profile_dir / f"{tag}.pstats")]
+        return run_child(path, units, argv, self.trees[label.rstrip("]")])
+
+
+def _report(prefix: str, m: Measured) -> None:
+    print(f"    {prefix} {m.path}: {m.rate:,.0f} units/s, {m.cpu_ms_per_unit:.3f} ms CPU/unit, "
+          f"peak {m.peak_rss_mb:.0f} MB", flush=True)
+
+
+def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]:
+    from bench.scheduler_bench import FakeServerProcess
+
+    rows = []
+    for concurrency, latency, goal in CONFIGS:
+        config = f"{concurrency} / {latency * 1000:.0f} ms"
+        fake = FakeServerProcess(bench.root, latency)
+        try:
+            bench.measure("bare", fake.base_url, concurrency, bench.items_per_model)  # warm both processes up
+            runs: dict[str, list[Measured]] = {path: [] for path in ["bare", *bench.pool_paths()]}
+            for _ in range(reps):  # interleaved, so drift on a shared machine hits every path
+                for path, measured in runs.items():
+                    measured.append(bench.measure(path, fake.base_url, concurrency, units))
+                    _report(config, measured[-1])
+            if bench.profile_dir is not None:  # an extra, untimed run: cProfile slows what it watches
+                bench.measure("pool", fake.base_url, concurrency, units, profile=True)
+        finally:
+            fake.stop()
+        best = {path: max(ms, key=lambda m: m.rate) for path, ms in runs.items()}
+        for path in bench.pool_paths():
+            rows.append({"config": config, "path": path, "units": units,
+                         "rate": best[path].rate, "cpu_ms": best[path].cpu_ms_per_unit,
+                         "bare_rate": best["bare"].rate, "bare_cpu_ms": best["bare"].cpu_ms_per_unit,
+                         "ratio": best[path].rate / best["bare"].rate, "goal": goal,
+                         "peak_rss_mb": best[path].peak_rss_mb, "bare_peak_rss_mb": best["bare"].peak_rss_mb,
+                         "runs": [m.__dict__ for m in runs[path]], "bare_runs": [m.__dict__ for m in runs["bare"]]})
+    return rows
+
+
+def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
+    from bench.scheduler_bench import FakeServerProcess
+
+    concurrency, latency, _ = CONFIGS[0]
+    fake = FakeServerProcess(bench.root, latency)
+    rows = []
+    try:
+        for units in sizes:
+            for path in bench.pool_paths(routing=False):
+                m = bench.measure(path, fake.base_url, concurrency, units)
+                _report(f"memory {units:,} units (start {m.start_rss_mb:.0f} MB)", m)
+                rows.append({"path": path, "units": units, "peak_rss_mb": m.peak_rss_mb,
+                             "start_rss_mb": m.start_rss_mb, "rate": m.rate, "cpu_ms": m.cpu_ms_per_unit})
+    finally:
+        fake.stop()
+    return rows
+
+
+def format_tables(throughput: Sequence[dict[str, Any]], memory: Sequence[dict[str, Any]]) -> str:
+    lines = [("| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
+              "| CPU ms/unit pool | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in throughput:
+        lines.append(f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
+                     f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['bare_cpu_ms']:.3f} "
+                     f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |")
+    lines += ["", ("| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
+                   "| units/s | CPU ms/unit |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in memory:
+        goal = f"≤ {MEMORY_GOAL_MB:.0f} MB" if r["units"] == MEMORY_GOAL_UNITS else ""
+        lines.append(f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
+                     f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} | {r['rate']:,.0f} | {r['cpu_ms']:.3f} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.driver_bench",
+                                     description="The whole pool.run (Python API) vs a bare aiohttp loop on the "
+                                                 "same fake server: throughput, CPU per unit, peak RSS.")
+    parser.add_argument("--units", type=int, default=20_000, help="units per throughput row (default 20000)")
+    parser.add_argument("--items-per-model", type=int, default=1_000, help="suite size; models = units / this")
+    parser.add_argument("--reps", type=int, default=1, help="interleaved repetitions per row (best counts)")
+    parser.add_argument("--quick", action="store_true", help="5,000-unit throughput rows, memory at 5k and 20k")
+    parser.add_argument("--only", choices=("throughput", "memory"), help="run only this table")
+    parser.add_argument("--profile", metavar="DIR", help="also cProfile one extra (untimed) pool run per "
+                                                         "configuration into DIR (in a child: the stats file)")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details as JSON")
+    parser.add_argument("--baseline", action="append", default=[], metavar="LABEL=DIR",
+                        help="also measure pool.run of another copy of the project (e.g. `git archive` of an "
+                             "earlier commit), interleaved with this checkout's runs; repeatable")
+    child = parser.add_argument_group("child process (internal)")
+    for flag in ("--child", "--bare", "--routing"):
+        child.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    for flag in ("--pool", "--suite", "--out", "--cache-dir"):
+        child.add_argument(flag, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _baseline(text: str) -> tuple[str, Path]:
+    label, sep, folder = text.partition("=")
+    tree = Path(folder).resolve()
+    if not sep or not label or "]" in label or not (tree / "bench" / "driver_bench.py").is_file():
+        raise SystemExit(f"--baseline {text}: expected LABEL=DIR, DIR a copy of the project with bench/driver_bench.py")
+    return label, tree
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # started with `&`, a shell leaves SIGINT ignored
+    if args.child:
+        report = child_bare(args) if args.bare else child_pool(args)
+        print(json.dumps(report))
+        return 0
+    units = 5_000 if args.quick and args.units == 20_000 else args.units
+    sizes = (5_000, 20_000) if args.quick else (5_000, 20_000, 100_000)
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    started, start = datetime.datetime.now().astimezone(), time.perf_counter()
+    print(f"driver bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, "
+          f"Python {machine['python']}; {args.items_per_model} items per model", flush=True)
+    profile_dir = Path(args.profile).resolve() if args.profile else None
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="medpool-driver-bench-") as tmp:
+        trees = {"": REPO_ROOT, **dict(_baseline(b) for b in args.baseline)}
+        bench = Workbench(Path(tmp), args.items_per_model, profile_dir, trees)
+        throughput = [] if args.only == "memory" else throughput_rows(bench, units, args.reps)
+        memory = [] if args.only == "throughput" else memory_rows(bench, sizes)
+    total_s = time.perf_counter() - start
+    print()
+    print(format_tables(throughput, memory))
+    print(f"\ntotal {total_s:.1f} s")
+    if args.json:
+        write_json_report(args.json, "bench.driver_bench", started, quick=args.quick, machine=machine,
+                          total_s=total_s, sizes={"units": units, "memory_units": list(sizes),
+                                                  "items_per_model": args.items_per_model},
+                          rows=[*throughput, *({"memory": r} for r in memory)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
