@@ -268,7 +268,12 @@ class TestDemoSuite:
     def test_covers_every_gold_type(self):
         result = load_demo_suite()
         items = result.items
-        assert 40 <= len(items) <= 60 and not result.skipped
+        assert 40 <= len(items) <= 70 and not result.skipped
+        per_task = Counter(i.task for i in items)
+        # routing decisions need min_n = 5 items per bucket: every task but the long CHIP cases has them, and
+        # the criteria, probe and CHIP buckets are served by their family (5+ items each)
+        assert {t for t, n in per_task.items() if n < 5} <= {"chip_case", "probe_false_premise", "probe_nonexistent"}
+        assert per_task["probe_false_premise"] + per_task["probe_nonexistent"] >= 5
         assert len({i.id for i in items}) == len(items) and all(i.id.startswith("demo/") for i in items)
         counts = Counter(i.gold_type for i in items)
         assert set(counts) == set(GOLD_TYPES) and min(counts.values()) >= 2
