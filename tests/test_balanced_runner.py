@@ -140,7 +140,7 @@ def test_one_request_at_a_time_always_goes_to_replica_zero() -> None:
 
 
 def test_a_failing_replicas_error_is_the_result_and_is_not_sent_again() -> None:
-    replicas = [FakeReplica(0, fail="connection"), FakeReplica(1)]
+    replicas = [FakeReplica(0, fail="server_error"), FakeReplica(1)]
     balancer = _balanced(replicas)
 
     async def scenario() -> list[GenerationResponse]:
@@ -148,8 +148,34 @@ def test_a_failing_replicas_error_is_the_result_and_is_not_sent_again() -> None:
 
     answers = asyncio.run(scenario())
     # sequential: every request goes to replica 0, which fails each one; none moves to replica 1
-    assert [a.error_class for a in answers] == ["connection"] * 3
+    assert [a.error_class for a in answers] == ["server_error"] * 3
     assert replicas[0].calls == ["q0", "q1", "q2"] and replicas[1].calls == []
+
+
+def test_a_replica_that_refused_a_connection_is_passed_over_while_another_answers() -> None:
+    replicas = [FakeReplica(0, fail="connection"), FakeReplica(1)]
+    balancer = _balanced(replicas)
+
+    async def scenario() -> list[GenerationResponse]:
+        return [await balancer.generate(_request(i)) for i in range(3)]
+
+    answers = asyncio.run(scenario())
+    assert answers[0].error_class == "connection"  # the failed request itself is not re-sent
+    assert [a.ok for a in answers[1:]] == [True, True]
+    assert replicas[0].calls == ["q0"] and replicas[1].calls == ["q1", "q2"]
+    assert balancer.unreachable == (True, False)
+
+
+def test_when_every_replica_refused_connections_requests_still_go_out() -> None:
+    replicas = [FakeReplica(0, fail="connection"), FakeReplica(1, fail="connection")]
+    balancer = _balanced(replicas)
+
+    async def scenario() -> list[GenerationResponse]:
+        return [await balancer.generate(_request(i)) for i in range(4)]
+
+    answers = asyncio.run(scenario())
+    assert [a.error_class for a in answers] == ["connection"] * 4
+    assert replicas[0].calls == ["q0", "q2", "q3"] and replicas[1].calls == ["q1"]
 
 
 def test_a_replica_that_raises_propagates_and_frees_its_slot() -> None:
