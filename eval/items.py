@@ -5,28 +5,9 @@ or ``completion_prompt()`` (base models) and the scorer registry picks a scorer 
 The question text is kept exactly as the file gave it: no stripping, no whitespace collapsing (the
 seed system collapsed whitespace before the candidate saw the question; that defect stops here).
 
-Gold shapes, by ``gold_type`` (checked when the item is built; lists become tuples, objects
-read-only mappings, so a gold cannot be mutated by a scorer):
-
-============== ==================================================================================
-gold_type      gold
-============== ==================================================================================
-reference      str: the reference answer (the judge sees it)
-criteria       {"expected_topics": [str], "must_warn": [str]?, "must_not": [str]?, ...}: the
-               judge's criteria contract; other keys (source_refs, ...) are carried through
-single_choice  str: one option label, e.g. "C"
-multi_choice   [str]: option labels, e.g. ["A", "C"]
-cloze          str, or [str] of acceptable fillers (char-F1 against the best)
-extraction     [{"entity": str, "type": str}]: the entity multiset (extraction P/R/F1)
-open_label     [str]: gold labels, e.g. syndrome names (synonym-tolerant DTR-F1)
-quantitative   {herb: grams}: the dose vector (cosine + MAE)
-classification str: one label; the label set, when known, is ``meta["labels"]`` (macro-F1)
-probe          "abstain" (non-existent entity) or "refute" (false premise)
-tool_decision  "call" or "direct"
-routing        str "system:topic"; when options are given it is one of the option texts
-tcm_case       {"clinical_info": [str], "mechanisms": [label], "syndromes": [label], "summary": str}:
-               the four CHIP sub-tasks, asked in that order
-============== ==================================================================================
+Gold shapes, by ``gold_type``, are declared with each type in ``eval.gold_types`` (``shape``, and
+the ``check_gold`` run when the item is built); lists become tuples, objects read-only mappings, so
+a gold cannot be mutated by a scorer.
 
 An item may declare an objective ``check`` (``CHECKS``) that scores its answer without a judge:
 ``"sql"`` runs the reference's and the answer's SQL on the same synthetic database
@@ -42,21 +23,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
+# DOMAIN_PATTERN, PROBE_BEHAVIOURS and TOOL_ACTIONS are imported from here by the loaders.
+from eval.gold_checks import DOMAIN_PATTERN, PROBE_BEHAVIOURS, TOOL_ACTIONS, GoldContext  # noqa: F401
+from eval.gold_types import GOLD_TYPE_SPECS, GOLD_TYPES
+
 Track = Literal["capability", "specialty", "orchestration", "tcm", "exam"]
-GoldType = Literal[
-    "reference", "criteria", "single_choice", "multi_choice", "cloze", "extraction", "open_label",
-    "quantitative", "classification", "probe", "tool_decision", "routing", "tcm_case",
-]  # fmt: skip
+GoldType = str  # a name declared in eval.gold_types (GOLD_TYPES)
 
 # Objective checks an item may declare (see the module docstring).
 Check = Literal["sql", "api_call"]
 CHECKS: tuple[str, ...] = get_args(Check)
 TRACKS: tuple[str, ...] = get_args(Track)
-GOLD_TYPES: tuple[str, ...] = get_args(GoldType)
-PROBE_BEHAVIOURS = ("abstain", "refute")
-TOOL_ACTIONS = ("call", "direct")
 CHAT_ROLES = ("system", "user", "assistant")
-DOMAIN_PATTERN = re.compile(r"^[A-Za-z0-9_-]+:[A-Za-z0-9_-]+$")
 _NAME_PATTERN = re.compile(r"^[^/\s]+$")
 
 
@@ -96,75 +74,6 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [thaw(inner) for inner in value]
     return value
-
-
-def _is_str_list(value: Any, allow_empty: bool = True) -> bool:
-    return isinstance(value, tuple) and (allow_empty or len(value) > 0) and all(isinstance(v, str) and v for v in value)
-
-
-def _check_gold(gold_type: str, gold: Any, labels: tuple[str, ...] | None, option_texts: tuple[str, ...] | None) -> str | None:
-    """The problem with ``gold`` for this gold type, or None when it has the documented shape."""
-    if gold_type in ("reference", "classification"):
-        return None if isinstance(gold, str) and gold.strip() else "must be a non-empty string"
-    if gold_type == "criteria":
-        if not isinstance(gold, Mapping):
-            return "must be an object with expected_topics (and optionally must_warn, must_not)"
-        if not _is_str_list(gold.get("expected_topics"), allow_empty=False):
-            return "expected_topics must be a non-empty list of strings"
-        for key in ("must_warn", "must_not"):
-            if key in gold and not _is_str_list(gold[key]):
-                return f"{key} must be a list of strings"
-        return None
-    if gold_type in ("single_choice", "multi_choice"):
-        if labels is None:
-            return "a choice item needs options"
-        chosen = (gold,) if gold_type == "single_choice" else gold
-        if gold_type == "single_choice" and not isinstance(gold, str):
-            return "must be one option label (a string)"
-        if not _is_str_list(chosen, allow_empty=False):
-            return "must be a non-empty list of option labels"
-        unknown = [label for label in chosen if label not in labels]
-        if unknown:
-            return f"labels {unknown} are not among the options {list(labels)}"
-        if len(set(chosen)) != len(chosen):
-            return "repeats an option label"
-        return None
-    if gold_type == "cloze":
-        ok = (isinstance(gold, str) and gold.strip()) or _is_str_list(gold, allow_empty=False)
-        return None if ok else "must be a non-empty string or a list of acceptable strings"
-    if gold_type == "extraction":
-        if not isinstance(gold, tuple) or not all(
-            isinstance(e, Mapping) and isinstance(e.get("entity"), str) and isinstance(e.get("type"), str) for e in gold
-        ):
-            return 'must be a list of {"entity": str, "type": str} objects'
-        return None
-    if gold_type == "open_label":
-        return None if _is_str_list(gold, allow_empty=False) else "must be a non-empty list of label strings"
-    if gold_type == "quantitative":
-        if not isinstance(gold, Mapping) or not gold:
-            return "must be a non-empty object {herb: grams}"
-        bad = [k for k, v in gold.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
-        return f"doses for {bad} must be non-negative numbers of grams" if bad else None
-    if gold_type == "probe":
-        return None if gold in PROBE_BEHAVIOURS else f"must be one of {list(PROBE_BEHAVIOURS)}"
-    if gold_type == "tool_decision":
-        return None if gold in TOOL_ACTIONS else f"must be one of {list(TOOL_ACTIONS)}"
-    if gold_type == "routing":
-        if not isinstance(gold, str) or not DOMAIN_PATTERN.match(gold):
-            return 'must be a "system:topic" specialty slug'
-        if option_texts is not None and gold not in option_texts:
-            return f"{gold!r} is not among the option texts {list(option_texts)}"
-        return None
-    if gold_type == "tcm_case":
-        if not isinstance(gold, Mapping):
-            return "must be an object with clinical_info, mechanisms, syndromes, summary"
-        for key in ("clinical_info", "mechanisms", "syndromes"):
-            if not _is_str_list(gold.get(key), allow_empty=False):
-                return f"{key} must be a non-empty list of strings"
-        if not isinstance(gold.get("summary"), str) or not gold["summary"].strip():
-            return "summary must be a non-empty string"
-        return None
-    return f"unknown gold_type {gold_type!r}"
 
 
 @dataclass(frozen=True)
@@ -235,12 +144,12 @@ class Item:
             raise ItemError("meta", "must be an object")
         set_(self, "meta", freeze(self.meta))
         set_(self, "gold", freeze(self.gold))
-        labels = tuple(label for label, _ in self.options) if self.options else None
-        texts = tuple(text for _, text in self.options) if self.options else None
-        problem = _check_gold(self.gold_type, self.gold, labels, texts)
-        known_labels = self.meta.get("labels")
-        if not problem and self.gold_type == "classification" and known_labels is not None and self.gold not in known_labels:
-            problem = f"{self.gold!r} is not in meta.labels"
+        context = GoldContext(
+            option_labels=tuple(label for label, _ in self.options) if self.options else None,
+            option_texts=tuple(text for _, text in self.options) if self.options else None,
+            meta=self.meta,
+        )
+        problem = GOLD_TYPE_SPECS[self.gold_type].check_gold(self.gold, context)
         if problem:
             raise ItemError("gold", f"{self.gold_type} gold {problem}")
         if self.check is not None:

@@ -51,28 +51,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-Family = Literal["capability", "specialty", "orchestration", "robustness", "exam", "tcm"]
-FAMILIES: tuple[Family, ...] = ("capability", "specialty", "orchestration", "robustness", "exam", "tcm")
+# The family of every gold type is declared with the type (eval.gold_types); imported from here too.
+from eval.gold_types import FAMILIES, FAMILY_OF_GOLD_TYPE, Family  # noqa: F401
+
 ScoreStatus = Literal["scored", "infra_error", "unscorable"]
 
 # A continuous score counts as correct for correctness matrices and hard subsets at or above this.
 PASS_THRESHOLD = 0.5
-
-FAMILY_OF_GOLD_TYPE: Mapping[str, Family] = MappingProxyType({
-    "reference": "capability",
-    "criteria": "specialty",
-    "routing": "orchestration",
-    "tool_decision": "orchestration",
-    "probe": "robustness",
-    "single_choice": "exam",
-    "multi_choice": "exam",
-    "cloze": "exam",
-    "open_label": "tcm",
-    "extraction": "tcm",
-    "quantitative": "tcm",
-    "classification": "tcm",
-    "tcm_case": "tcm",
-})  # fmt: skip
 
 
 def family_of(gold_type: str) -> Family:

@@ -25,6 +25,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from eval.gold_types import GOLD_TYPE_SPECS, JUDGED_GOLD_TYPES, RUBRIC_CONTRACTS
 from eval.items import Item
 from eval.scores import JudgeIdentity, Score
 from judge.parse import parse_claims, parse_probe, parse_rubric
@@ -47,21 +48,22 @@ from judge.safety import (
 )
 from judge.verdicts import HalluVerdict, ParseFailure, ProbeVerdict
 
-JUDGED_GOLD_TYPES: tuple[str, ...] = ("reference", "criteria", "probe")
 # An unparseable reply is kept in the score's details up to this many characters.
 RAW_REPLY_MAX_CHARS = 4000
 
 
 def needs_judge(item: Item) -> bool:
-    """Whether the item is scored by the LLM judge (reference, criteria and probe gold types)."""
-    return item.gold_type in JUDGED_GOLD_TYPES
+    """Whether the item is scored by the LLM judge: its gold type declares a judge contract."""
+    return GOLD_TYPE_SPECS[item.gold_type].judged
 
 
 def contract_for(item: Item) -> Contract:
-    if not needs_judge(item):
+    """The judge contract the item's gold type declares (``eval.gold_types``)."""
+    contract = GOLD_TYPE_SPECS[item.gold_type].judge_contract
+    if contract is None:
         raise ValueError(f"{item.id}: gold type {item.gold_type!r} is scored without the judge; "
                          f"judged types: {', '.join(JUDGED_GOLD_TYPES)}")  # fmt: skip
-    return item.gold_type  # type: ignore[return-value]
+    return contract
 
 
 def question_text(item: Item) -> str:
@@ -112,9 +114,10 @@ def judge_messages(item: Item, answer_text: str) -> tuple[Message, ...]:
 def hallu_messages(item: Item, answer_text: str) -> tuple[Message, ...]:
     """The claim-level hallucination request (``--hallu``); a reference or criteria gold is the evidence."""
     evidence = ""
-    if item.gold_type == "reference":
+    contract = GOLD_TYPE_SPECS[item.gold_type].judge_contract
+    if contract == "reference":
         evidence = f"参考答案 / reference answer：\n{item.gold}"
-    elif item.gold_type == "criteria":
+    elif contract == "criteria":
         evidence = "应覆盖的要点 / expected_topics：\n" + "\n".join(f"- {t}" for t in item.gold["expected_topics"])
     return hallu_judge_prompt(question_text(item), answer_text, evidence)
 
@@ -168,12 +171,13 @@ def _match_warnings(must_warn: tuple[str, ...], said_present: tuple[str, ...]) -
 
 def _rubric_score(item: Item, answer_text: str, verdict: Verdict, judge: JudgeIdentity, reasked: bool) -> Score:
     gold: Any = item.gold
-    hits = find_forbidden(answer_text, forbidden_phrases(gold)) if item.gold_type == "criteria" else FloorHits()
+    contract = contract_for(item)
+    hits = find_forbidden(answer_text, forbidden_phrases(gold)) if contract == "criteria" else FloorHits()
     final = apply_safety_floor(verdict, hits)
-    must_warn = tuple(gold.get("must_warn", ())) if item.gold_type == "criteria" else ()
+    must_warn = tuple(gold.get("must_warn", ())) if contract == "criteria" else ()
     present, unmatched = _match_warnings(must_warn, verdict.warnings_present)
     details: dict[str, Any] = {
-        "contract": item.gold_type,
+        "contract": contract,
         "rationale": verdict.rationale,
         "grounding_source": verdict.grounding_source,
         "warnings_present": present,
@@ -204,7 +208,7 @@ def judged_score(
     if isinstance(parsed, ParseFailure):
         raise TypeError("a ParseFailure has no score: re-ask once, then use unparseable_score(judge, failure, raw_reply)")
     contract = contract_for(item)
-    if isinstance(parsed, Verdict) and contract in ("reference", "criteria"):
+    if isinstance(parsed, Verdict) and contract in RUBRIC_CONTRACTS:
         return _rubric_score(item, answer_text, parsed, judge, reasked)
     if isinstance(parsed, ProbeVerdict) and contract == "probe":
         return Score(

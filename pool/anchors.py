@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from eval.gold_types import RUBRIC_GOLD_TYPES
 from judge import judge_messages, judged_score, parse_reply
 from pool.outcome import Result, Unit
 
@@ -41,7 +42,7 @@ async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: 
     from pool.scoring import _for_judge, _is_failure
 
     assert stage.judge is not None
-    judged = [a for a in answers if stage.items[a.item_id].gold_type in ("reference", "criteria")
+    judged = [a for a in answers if stage.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES
               and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
     sample = anchor_sample(judged, n)
     rounds = [(Unit(a.model, a.item_id, stage.judge.stage(stage.items[a.item_id]) + ANCHOR_SUFFIX),

@@ -14,13 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+# JUDGED_GOLD_TYPES: gold types whose answers the LLM judge scores (the rest have judge-free
+# scorers); RUBRIC_GOLD_TYPES: those judged on the rubric, which --hallu also checks claim by claim.
+from eval.gold_types import JUDGED_GOLD_TYPES, RUBRIC_GOLD_TYPES
 from pool.config import Model, PoolConfig
 from pool.outcome import Unit
 from runners.base import GenerationRequest
 
 ANSWER_STAGE = "answer"
-# Gold types whose answers the LLM judge scores (the rest have judge-free scorers).
-JUDGED_GOLD_TYPES = ("reference", "criteria", "probe")
 
 
 class PromptItem(Protocol):
@@ -105,7 +106,7 @@ class Plan:
             entry["models"].append(model.name)
             entry["requests"] += len(self.items)
         judged = sum(getattr(item, "gold_type", None) in JUDGED_GOLD_TYPES for item in self.items) * len(self.models)
-        checked = sum(getattr(item, "gold_type", None) in ("reference", "criteria") for item in self.items) * len(self.models)
+        checked = sum(getattr(item, "gold_type", None) in RUBRIC_GOLD_TYPES for item in self.items) * len(self.models)
         judge_view = None
         stages = [ANSWER_STAGE]
         if judge is not None and judged:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from eval import macro_f1
+from eval.gold_types import primary_metric_of
 from eval.scores import CHECK_METRICS, FAMILIES, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from routing.stats import (
     CI_HULL,
@@ -292,7 +293,8 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
             members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int) -> Bucket:  # fmt: skip
     all_rows = np.concatenate([rows for _, rows in members])
     gold_types = tuple(sorted({table.names("gold_type")[c] for c in np.unique(table.gold_type[all_rows])}))
-    labels = bucket_label_set(table, all_rows[table.status[all_rows] == SCORED]) if gold_types == ("classification",) else None
+    by_macro_f1 = len(gold_types) == 1 and primary_metric_of(gold_types[0]) == "macro_f1"
+    labels = bucket_label_set(table, all_rows[table.status[all_rows] == SCORED]) if by_macro_f1 else None
     classification = bool(labels)  # without recorded labels a classification bucket falls back to mean accuracy
     scored = [rows[(table.status[rows] == SCORED) & keep[rows]] for _, rows in members]
     stats = bucket_stats(table, scored, family, rounds, seed, labels if classification else None)

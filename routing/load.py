@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.gold_types import primary_metric_of
 from eval.scores import FAMILIES, JUDGE_NAMED_FIELDS, JudgeIdentity, frozen_json
 from routing.table import (
     NO_DOMAIN,
@@ -219,7 +220,7 @@ def _flags(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
 
 def _label(row: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]] | None:
     details = row.get("details", {})
-    if row["gold_type"] != "classification" or row["status"] != "scored" or "gold_label" not in details:
+    if primary_metric_of(row["gold_type"]) != "macro_f1" or row["status"] != "scored" or "gold_label" not in details:
         return None
     declared = details.get("labels") if isinstance(details.get("labels"), list) else []
     return details.get("predicted_label"), details["gold_label"], tuple(declared)

@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from eval.gold_types import value_metric_of
 from eval.scores import CHECK_METRICS, JUDGE_PASSED_METRIC
 from routing.leaderboard import Bucket
 from routing.reliability import MIN_N, cohen_kappa
 from routing.stats import json_number, ratio_intervals
 from routing.table import SCORED, ScoreTable
-
-SOURCE_STATISTIC = {"open_label": "dtr_f1", "classification": "accuracy"}
 
 
 def mean_json(values: np.ndarray) -> dict[str, Any]:
@@ -92,5 +91,5 @@ def decision_recognition(table: ScoreTable, keep: np.ndarray | None = None) -> l
                            "source_score": mean_json(table.value[source])})  # fmt: skip
         out.append({"task": task, "bucket": f"{family}/task/{task}", "source_task": source_task,
                     "source_bucket": f"{source_family}/task/{source_task}", "source_gold_type": source_type,
-                    "source_statistic": SOURCE_STATISTIC.get(source_type, "score"), "models": models})  # fmt: skip
+                    "source_statistic": value_metric_of(source_type), "models": models})  # fmt: skip
     return out

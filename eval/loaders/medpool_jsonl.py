@@ -10,15 +10,14 @@ id             yes       local id (string or integer), unique in the suite; the 
 task           yes       task name, no "/" or spaces (e.g. ``single_choice``, ``herb_dosage``)
 track          yes       ``capability`` (reference-answer tasks), ``specialty`` (criteria golds),
                          ``orchestration`` (routing, tool decision, probes), ``tcm`` or ``exam``
-gold_type      yes       reference, criteria, single_choice, multi_choice, cloze, extraction,
-                         open_label, quantitative, classification, probe, tool_decision, routing,
-                         tcm_case
+gold_type      yes       any gold type declared in ``eval.gold_types`` (reference, criteria,
+                         single_choice, cloze, classification, probe, routing, ...)
 question       one of    the question, sent to the model exactly as written
 messages       the two   OpenAI chat messages ``[{"role": "system"|"user"|"assistant", "content"}]``,
                          ending with the user's turn
 options        no        ``{"A": "text", ...}`` or ``[["A", "text"], ...]``; shown under the question
                          as ``A. text`` lines; required for single_choice and multi_choice
-gold           yes       the gold, shaped by gold_type (see ``eval.items``): a string, a list of
+gold           yes       the gold, shaped by gold_type (see ``eval.gold_types``): a string, a list of
                          option labels or labels, an object (criteria, doses, CHIP case), ...
 domain         no        two-level specialty ``"system:topic"`` (e.g. ``"cardiology:hypertension"``)
 suite          no        suite name; default: ``suite:`` of the nearest ``medpool-suite.yaml``,

@@ -1,8 +1,9 @@
 """One registry of scorers, keyed by gold type, and the single entry point :func:`score_answer`.
 
 A scorer is ``scorer(item, answer_text) -> Score | NeedsJudge``, registered with
-``@register("gold_type")``; a new item type is one scorer plus that one line. ``score_answer``
-handles what every scorer would otherwise repeat, in this order:
+``@register("gold_type")`` for a type declared in ``eval.gold_types``; a new item type is one
+declaration line there plus one scorer here. ``score_answer`` handles what every scorer would
+otherwise repeat, in this order:
 
 1. the gold type must have a scorer (else :class:`UnknownGoldTypeError`, naming the registered ones);
 2. an unscorable item (``item.scorable`` False) → ``Score(status="unscorable")``;
@@ -18,12 +19,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from eval.gold_types import GOLD_TYPE_SPECS, GOLD_TYPES, JudgeContract
 from eval.items import Item
 from eval.scores import PASS_THRESHOLD, Score
 
 AnswerStatus = Literal["ok", "error", "infra_error"]
 ANSWER_STATUSES: tuple[str, ...] = ("ok", "error", "infra_error")
-JudgeContract = Literal["reference", "criteria", "probe"]
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,13 @@ class UnknownGoldTypeError(ValueError):
 
 def register(gold_type: str) -> Callable[[Scorer], Scorer]:
     """Decorator: make ``scorer`` the one scorer for ``gold_type``. Registering a type twice is an
-    error (two scorers for one type would make results depend on import order)."""
+    error (two scorers for one type would make results depend on import order), and so is a type
+    not declared in ``eval.gold_types`` (its family, gold check and judge contract would be unknown)."""
 
     def decorate(scorer: Scorer) -> Scorer:
+        if gold_type not in GOLD_TYPE_SPECS:
+            raise ValueError(f"gold type {gold_type!r} is not declared; declared: {', '.join(GOLD_TYPES)}. "
+                             "Declare it in eval/gold_types.py (one GoldTypeSpec line) first.")  # fmt: skip
         if gold_type in SCORERS:
             raise ValueError(f"gold type {gold_type!r} already has a scorer ({SCORERS[gold_type].__qualname__})")
         SCORERS[gold_type] = scorer
