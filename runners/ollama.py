@@ -13,35 +13,19 @@ sends ``think``: switching thinking is the template's job, which raw mode skips.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from runners.base import (
-    DEFAULT_MAX_ANSWER_CHARS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    GenerationParams,
-    GenerationRequest,
-    GenerationResponse,
-)
-from runners.retry import BadResponse, JsonEndpoint, RetryPolicy, Sleep
+from runners.base import GenerationParams, GenerationRequest, GenerationResponse
+from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
+from runners.registry import backend
+from runners.retry import BadResponse
 
 NS_PER_S = 1_000_000_000
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def options(params: GenerationParams) -> dict[str, Any]:
-    """Ollama ``options``: ``num_predict`` is its name for max_tokens; optional ones only when set."""
-    opts: dict[str, Any] = {"temperature": params.temperature, "num_predict": params.max_tokens}
-    if params.stop:
-        opts["stop"] = list(params.stop)
-    if params.top_p is not None:
-        opts["top_p"] = params.top_p
-    if params.seed is not None:
-        opts["seed"] = params.seed
-    return opts
+    """Ollama ``options``: the common sampling fields, ``num_predict`` being its name for max_tokens."""
+    return sampling_fields(params, max_tokens_key="num_predict")
 
 
 def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -76,33 +60,19 @@ def parse_body(obj: Any) -> GenerationResponse:
     return GenerationResponse(
         text=content or "",
         finish_reason=obj.get("done_reason"),
-        prompt_tokens=_int_or_none(obj.get("prompt_eval_count")),
-        completion_tokens=_int_or_none(obj.get("eval_count")),
+        prompt_tokens=int_or_none(obj.get("prompt_eval_count")),
+        completion_tokens=int_or_none(obj.get("eval_count")),
         latency_s=0.0,
         server_timing_s=eval_ns / NS_PER_S if isinstance(eval_ns, (int, float)) else None,
         reasoning=thinking if isinstance(thinking, str) and thinking else None,
     )
 
 
-class OllamaRunner:
-    """A :class:`runners.base.Runner` for one Ollama server (native API)."""
+@backend("ollama")
+class OllamaRunner(JsonProtocolRunner):
+    """A :class:`runners.base.Runner` for one Ollama server (native API). Its default timeout is
+    longer: Ollama loads a model's weights on the first request for it."""
 
-    def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float = 300.0,
-                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
-        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      policy=policy or RetryPolicy(), sleep=sleep,
-                                      max_response_bytes=max_response_bytes,
-                                      max_answer_chars=max_answer_chars)
-
-    def __repr__(self) -> str:
-        e = self._endpoint
-        return f"OllamaRunner(base_url={e.base_url!r}, api_key_env={e.api_key_env!r})"
-
-    async def generate(self, request: GenerationRequest) -> GenerationResponse:
-        path, payload = build_payload(request)
-        return await self._endpoint.post(path, payload, parse_body)
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
+    default_timeout_s = 300.0
+    build_payload = staticmethod(build_payload)
+    parse_body = staticmethod(parse_body)

@@ -8,21 +8,12 @@ the scorer's call, not the transport's.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from runners.base import (
-    DEFAULT_MAX_ANSWER_CHARS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    GenerationParams,
-    GenerationRequest,
-    GenerationResponse,
-)
-from runners.retry import BadResponse, JsonEndpoint, RetryPolicy, Sleep
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+from runners.base import GenerationRequest, GenerationResponse
+from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
+from runners.registry import backend
+from runners.retry import BadResponse
 
 
 def _content_text(content: Any) -> str:
@@ -34,18 +25,6 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     raise BadResponse(f"message.content is {type(content).__name__}, expected a string")
-
-
-def sampling_fields(params: GenerationParams) -> dict[str, Any]:
-    """The request fields every OpenAI-style endpoint understands; optional ones only when set."""
-    fields: dict[str, Any] = {"temperature": params.temperature, "max_tokens": params.max_tokens}
-    if params.stop:
-        fields["stop"] = list(params.stop)
-    if params.top_p is not None:
-        fields["top_p"] = params.top_p
-    if params.seed is not None:
-        fields["seed"] = params.seed
-    return fields
 
 
 def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -85,33 +64,18 @@ def parse_body(obj: Any) -> GenerationResponse:
     return GenerationResponse(
         text=text,
         finish_reason=choice.get("finish_reason"),
-        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-        completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        prompt_tokens=int_or_none(usage.get("prompt_tokens")),
+        completion_tokens=int_or_none(usage.get("completion_tokens")),
         latency_s=0.0,
         server_timing_s=predicted_ms / 1000 if isinstance(predicted_ms, (int, float)) else None,
         reasoning=reasoning if isinstance(reasoning, str) else None,
     )
 
 
-class OpenAICompatRunner:
-    """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint."""
+@backend("openai", "llamacpp")
+class OpenAICompatRunner(JsonProtocolRunner):
+    """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint. ``llamacpp`` is served
+    too: the managed llama.cpp server speaks this protocol (starting it is not the runner's job)."""
 
-    def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float = 120.0,
-                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
-        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      policy=policy or RetryPolicy(), sleep=sleep,
-                                      max_response_bytes=max_response_bytes,
-                                      max_answer_chars=max_answer_chars)
-
-    def __repr__(self) -> str:
-        e = self._endpoint
-        return f"OpenAICompatRunner(base_url={e.base_url!r}, api_key_env={e.api_key_env!r})"
-
-    async def generate(self, request: GenerationRequest) -> GenerationResponse:
-        path, payload = build_payload(request)
-        return await self._endpoint.post(path, payload, parse_body)
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
+    build_payload = staticmethod(build_payload)
+    parse_body = staticmethod(parse_body)

@@ -1,0 +1,79 @@
+"""What the JSON-over-HTTP protocols share: a runner is an endpoint plus two pure functions.
+
+A protocol module subclasses :class:`JsonProtocolRunner` and supplies only what differs between
+protocols: the pool ``type`` names it serves (``@backend`` in ``runners.registry``), its default
+timeout, ``build_payload(request) -> (path, JSON body)`` and ``parse_body(json) -> response``. The
+session, the key read at call time, the size caps, the error classes and the retry loop belong to
+the endpoint (``runners.retry.JsonEndpoint``) and are written once for every protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from runners.base import (
+    DEFAULT_MAX_ANSWER_CHARS,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    GenerationParams,
+    GenerationRequest,
+    GenerationResponse,
+)
+from runners.retry import JsonEndpoint, RetryPolicy, Sleep
+
+
+def int_or_none(value: Any) -> int | None:
+    """A token count as the server gave it, when it is an integer (``True`` is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def sampling_fields(params: GenerationParams, max_tokens_key: str = "max_tokens") -> dict[str, Any]:
+    """The sampling settings every protocol sends, optional ones only when set; protocols differ in
+    the name of the length limit (OpenAI ``max_tokens``, Ollama ``num_predict``)."""
+    fields: dict[str, Any] = {"temperature": params.temperature, max_tokens_key: params.max_tokens}
+    if params.stop:
+        fields["stop"] = list(params.stop)
+    if params.top_p is not None:
+        fields["top_p"] = params.top_p
+    if params.seed is not None:
+        fields["seed"] = params.seed
+    return fields
+
+
+class JsonProtocolRunner:
+    """A :class:`runners.base.Runner` for one endpoint of a JSON protocol (see the module doc).
+
+    Subclasses set ``build_payload`` and ``parse_body`` (static: they see only the request or the
+    decoded body) and may change ``default_timeout_s``, used when ``timeout_s`` is not given.
+    """
+
+    default_timeout_s: ClassVar[float] = 120.0
+
+    def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float | None = None,
+                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:  # fmt: skip
+        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env,
+                                      timeout_s=self.default_timeout_s if timeout_s is None else timeout_s,
+                                      policy=policy or RetryPolicy(), sleep=sleep,
+                                      max_response_bytes=max_response_bytes,
+                                      max_answer_chars=max_answer_chars)  # fmt: skip
+
+    @staticmethod
+    def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    @staticmethod
+    def parse_body(obj: Any) -> GenerationResponse:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        e = self._endpoint
+        return f"{type(self).__name__}(base_url={e.base_url!r}, api_key_env={e.api_key_env!r})"
+
+    async def generate(self, request: GenerationRequest) -> GenerationResponse:
+        path, payload = self.build_payload(request)
+        return await self._endpoint.post(path, payload, self.parse_body)
+
+    async def aclose(self) -> None:
+        await self._endpoint.aclose()
