@@ -92,6 +92,7 @@ DECLARED: tuple[GoldTypeSpec, ...] = (
       "accuracy"),
     G("tcm_case", "tcm", checks.tcm_case, '{"clinical_info": [str], "mechanisms": [label], "syndromes": [label], '
       '"summary": str}: the four CHIP sub-tasks, asked in that order', "chip_total"),
+    G("true_false", "exam", checks.one_of(("true", "false")), '"true" or "false"', "accuracy"),
 )  # fmt: skip
 
 

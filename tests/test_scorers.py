@@ -4,6 +4,8 @@ passthroughs, the registry, and every demo item scored against a hand-written id
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eval.items import GOLD_TYPES, Item, Source
 from eval.loaders import load_demo_suite
@@ -342,6 +344,63 @@ def test_tool_call_for_api_description_items():
 
 
 # ---------------------------------------------------------------------------------------------
+# True / false
+
+TRUE_ANSWERS = ["对", "对。", "正确", "是", "是的", "√", "✓", "T", "Ｔ", "true", "True.", "yes", "答案：对",
+                "**答案：正确**", "Answer: True", "$\\boxed{T}$", "对，成人静息心率正常范围是60～100次/分。",
+                "这个说法正确。", "<think>想想……可能不对？</think>\n对", "该说法是对的，正确。"]  # fmt: skip
+FALSE_ANSWERS = ["错", "错。", "错误", "不正确", "不对", "否", "不是", "×", "✗", "F", "false", "No.", "答案：错",
+                 "答案是：错误", "错误。正确的说法是：ACE抑制剂妊娠期禁用。", "这个说法是错误的。", "该说法不正确。",
+                 "这个说法是否正确？我认为错误。", "The statement is false.", "不错的问题。答案：错"]  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", TRUE_ANSWERS)
+def test_true_false_reads_true(answer, demo):
+    assert scored(demo["tf_001"], answer).value == 1.0, answer
+    assert scored(demo["tf_002"], answer).value == 0.0, answer
+
+
+@pytest.mark.parametrize("answer", FALSE_ANSWERS)
+def test_true_false_reads_false(answer, demo):
+    result = scored(demo["tf_002"], answer)
+    assert result.value == 1.0 and result.details["parsed"] == "false", (answer, result.details)
+    assert scored(demo["tf_001"], answer).value == 0.0, answer
+
+
+@pytest.mark.parametrize("answer", ["对于这个问题，我无法判断。", "很难说", "", "The answer depends.", "是否需要更多信息？"])
+def test_true_false_without_a_verdict_scores_zero(answer, demo):
+    for local_id in ("tf_001", "tf_002"):
+        result = scored(demo[local_id], answer)
+        assert result.value == 0.0 and result.details["parsed"] is None, (answer, result.details)
+
+
+def test_true_false_naming_both_is_ambiguous(demo):
+    result = scored(demo["tf_001"], "这个说法有正确的部分，也有错误的部分。")
+    assert result.value == 0.0 and result.details["ambiguous"] is True and result.details["parsed"] is None
+
+
+def test_true_false_gold_is_true_or_false():
+    with pytest.raises(ValueError, match=r"true_false gold must be one of \['true', 'false'\]"):
+        make("true_false", "对")
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=st.text(), gold=st.sampled_from(["true", "false"]))
+def test_true_false_is_accuracy(answer, gold):
+    result = scored(make("true_false", gold), answer)
+    assert result.value in (0.0, 1.0) and result.passed is (result.value == 1.0)
+    assert result.metrics == {"accuracy": result.value} and result.details["parsed"] in ("true", "false", None)
+    assert result.value == float(result.details["parsed"] == gold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reasoning=st.text(), gold=st.sampled_from(["true", "false"]), word=st.sampled_from([0, 1, 2, 3]))
+def test_true_false_explicit_answer_wins(reasoning, gold, word):
+    verdict = {"true": ["对", "正确", "√", "True"], "false": ["错", "错误", "×", "False"]}[gold][word]
+    assert scored(make("true_false", gold), f"{reasoning}\n答案：{verdict}").value == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
 # Every demo item: ideal answer → full marks; empty answer → a scored 0
 
 IDEAL = {
@@ -361,6 +420,7 @@ IDEAL = {
     "qt_001": "麻黄 9g\n桂枝 6g\n杏仁 6g\n炙甘草 3g", "qt_002": "人参 9g\n白术 9g\n茯苓 9g\n炙甘草 6g",
     "qt_003": "黄连 18g\n吴茱萸 3g",
     "cl_001": "风寒束表证", "cl_002": "风热犯表证", "cl_003": "暑湿伤表证", "cl_004": "气虚外感证",
+    "tf_001": "对", "tf_002": "错", "tf_003": "答案：错误", "tf_004": "正确", "tf_005": "√",
     **CHIP_IDEAL,
 }  # fmt: skip
 JUDGED = {"reference", "criteria", "probe"}
