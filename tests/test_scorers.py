@@ -421,6 +421,10 @@ IDEAL = {
     "qt_003": "黄连 18g\n吴茱萸 3g",
     "cl_001": "风寒束表证", "cl_002": "风热犯表证", "cl_003": "暑湿伤表证", "cl_004": "气虚外感证",
     "tf_001": "对", "tf_002": "错", "tf_003": "答案：错误", "tf_004": "正确", "tf_005": "√",
+    "sc_005": "C", "mc_005": "A、B、C、E", "cz_005": "3.9～6.1",
+    "ex_004": "症状：头痛\n症状：恶心\n药物：氨氯地平", "ex_005": "症状：腹泻\n症状：呕吐\n药物：口服补液盐\n药物：蒙脱石散",
+    "td_005": "体温达到39.1℃及以上一般称为高热。", "ol_005": "风热犯肺证", "qt_004": "黄芪 30g\n当归 6g",
+    "qt_005": "麻黄 9g\n杏仁 9g\n石膏 18g\n炙甘草 6g", "cl_005": "风热犯表证",
     **CHIP_IDEAL,
 }  # fmt: skip
 JUDGED = {"reference", "criteria", "probe"}
@@ -442,3 +446,12 @@ def test_demo_ideal_answer_scores_full_marks(local_id, demo):
 def test_demo_empty_answer_scores_zero(local_id, answer, status, demo):
     result = scored(demo[local_id], answer, status)
     assert result.value == 0.0 and result.passed is False, (local_id, result.details)
+
+
+def test_classification_rows_carry_labels_for_macro_f1(demo):
+    """routing ranks classification buckets by macro-F1 from these details (routing.load._label)."""
+    item = demo["cl_001"]
+    right, wrong = scored(item, "风寒束表证"), scored(item, "风热犯表证")
+    assert right.details["gold_label"] == wrong.details["gold_label"] == "风寒束表证"
+    assert (right.details["predicted_label"], wrong.details["predicted_label"]) == ("风寒束表证", "风热犯表证")
+    assert list(right.details["labels"]) == list(item.meta["labels"])

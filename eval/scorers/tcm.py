@@ -71,8 +71,10 @@ def score_classification(item: Item, answer: str) -> Score:
     parsed = parse_classification(text, labels)
     value = float(parsed.value == item.gold)
     extra_notes = () if item.meta.get("labels") else ("no label set in meta: matched against the gold only",)
+    # predicted / gold label and the label set: routing computes macro-F1 over the bucket from them
     return deterministic_score(value, parsed.value, (*notes, *extra_notes, *parsed.notes), passed=bool(value),
-                               metrics={"accuracy": value})  # fmt: skip
+                               metrics={"accuracy": value}, predicted_label=parsed.value, gold_label=item.gold,
+                               labels=labels)  # fmt: skip
 
 
 @register("tcm_case")
