@@ -13,6 +13,7 @@ become lists; float-typed params are coerced to float so ``temperature=0`` and `
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from typing import Any
@@ -29,6 +30,7 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+@functools.lru_cache(maxsize=256)  # a run has a handful of endpoints and asks for each once per unit
 def normalize_endpoint(endpoint_identity: str) -> str:
     """Strip what does not identify the server from a URL: credentials, query, trailing ``/``.
 
@@ -49,14 +51,10 @@ def request_payload(request: GenerationRequest) -> dict[str, Any]:
     both included whatever the mode: a request carrying an unused field can only cause a cache
     miss, never a wrong hit.
     """
-    params: dict[str, Any] = {}
-    for f in dataclasses.fields(request.params):
-        value = getattr(request.params, f.name)
-        if isinstance(value, int) and not isinstance(value, bool) and "float" in str(f.type):
-            value = float(value)
-        elif isinstance(value, tuple):
-            value = list(value)
-        params[f.name] = value
+    try:
+        params = {k: list(v) if isinstance(v, list) else v for k, v in _params_record(request.params).items()}
+    except TypeError:  # a params object holding a list or dict is not hashable: build it uncached
+        params = _params_record.__wrapped__(request.params)
     return {
         "model": request.model,
         "mode": request.mode,
@@ -64,6 +62,19 @@ def request_payload(request: GenerationRequest) -> dict[str, Any]:
         "prompt": request.prompt,
         "params": params,
     }
+
+
+@functools.lru_cache(maxsize=1024)  # every unit of a model shares one params object: build its record once
+def _params_record(params: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and "float" in str(f.type):
+            value = float(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        record[f.name] = value
+    return record
 
 
 def cache_key(backend_type: str, endpoint_identity: str, request: GenerationRequest) -> str:
@@ -74,10 +85,22 @@ def cache_key(backend_type: str, endpoint_identity: str, request: GenerationRequ
     identity instead — ``"llamacpp://<sha256 of the GGUF file>"`` — so that the same weights
     hit the same cache entries across runs.
     """
-    payload = {
-        "v": CACHE_KEY_VERSION,
-        "backend_type": backend_type,
-        "endpoint": normalize_endpoint(endpoint_identity),
-        "request": request_payload(request),
-    }
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return cache_key_of_json(backend_type, endpoint_identity, canonical_json(request_payload(request)))
+
+
+def cache_key_of_json(backend_type: str, endpoint_identity: str, request_json: str) -> str:
+    """:func:`cache_key` from the request's canonical JSON (the run store's ``request_json``).
+
+    The driver serialises each request once and derives the key from that text: the canonical
+    JSON of ``{v, backend_type, endpoint, request}`` is assembled around it in sorted-key order
+    (``backend_type`` < ``endpoint`` < ``request`` < ``v``), byte for byte what serialising the
+    whole payload gives.
+    """
+    text = f'{_key_head(backend_type, endpoint_identity)},"request":{request_json},"v":{CACHE_KEY_VERSION}}}'
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _key_head(backend_type: str, endpoint_identity: str) -> str:
+    """The key text before ``"request"``: ``{"backend_type":…,"endpoint":…`` (no closing brace)."""
+    return canonical_json({"backend_type": backend_type, "endpoint": normalize_endpoint(endpoint_identity)})[:-1]

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from asyncio_throttle import Throttler
 
-from pool.cache_key import cache_key, canonical_json, request_payload
+from pool.cache_key import cache_key_of_json, canonical_json, request_payload
 from pool.budget import Budget, BudgetExhausted
 from pool.executor import Executor, LocalExecutor
 from pool.outcome import Result, Unit, result_from_response
@@ -63,6 +63,24 @@ class Lane:
         if self.requests_per_minute:
             # one request every 60/rpm seconds: smooth pacing instead of bursts at each minute
             self.throttler = Throttler(rate_limit=1, period=60.0 / self.requests_per_minute)
+
+
+@dataclass(frozen=True)
+class _OpenJob:
+    """What the driver computes once per job: when it started, the request as stored, its cache key.
+
+    The request is serialised once (``request_json``) and the key hashed from that text, instead
+    of both being rebuilt at the cache lookup, the cache write and the store write.
+    """
+
+    started_at: str
+    request_json: str
+    cache_key: str
+
+    @classmethod
+    def of(cls, job: Job) -> _OpenJob:
+        request_json = canonical_json(request_payload(job.request))
+        return cls(utc_now_iso(), request_json, cache_key_of_json(job.backend_type, job.endpoint_identity, request_json))
 
 
 class Progress(Protocol):
@@ -134,7 +152,7 @@ class Scheduler:
         self.budget = budget
         self.answer_max_age_s = answer_max_age_s  # older cached answers are asked again (judge verdicts are not)
         self._stale: set[Unit] = set()
-        self._started: dict[Unit, str] = {}
+        self._open: dict[Unit, _OpenJob] = {}  # settled-or-sent jobs not yet recorded (at most the in-flight ones)
 
     async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]]) -> RunCounters:
         """Execute every job; returns when all are recorded (or raises CancelledError on Ctrl-C)."""
@@ -146,7 +164,7 @@ class Scheduler:
     def _settle_locally(self, job: Job) -> bool:
         """Record a failed model's job or a cache hit without sending, or leave the job unrecorded
         once the budget is spent (it stays pending for a resume); False: send it."""
-        self._started[job.unit] = utc_now_iso()
+        opened = self._open[job.unit] = _OpenJob.of(job)
         model = job.caller
         if model in self.health.failed:
             response = GenerationResponse(
@@ -158,7 +176,7 @@ class Scheduler:
             return True
         if self.cache is not None:
             max_age = self.answer_max_age_s if job.unit.stage == ANSWER_STAGE else None
-            hit, stale = self.cache.lookup(self._key(job), max_age_s=max_age)
+            hit, stale = self.cache.lookup(opened.cache_key, max_age_s=max_age)
             if hit is not None:
                 self._record(job, hit, cached=True)
                 return True
@@ -166,7 +184,7 @@ class Scheduler:
                 self._stale.add(job.unit)
         if self.budget is not None and self.budget.exhausted:
             self.budget.not_run += 1
-            self._started.pop(job.unit, None)
+            self._open.pop(job.unit, None)
             return True
         return False
 
@@ -175,16 +193,21 @@ class Scheduler:
         if self.budget is not None:
             self.budget.charge(job.caller, response)
         if response.ok and self.cache is not None:
-            self.cache.put(self._key(job), response, replace=job.unit in self._stale)
+            self.cache.put(self._opened(job).cache_key, response, replace=job.unit in self._stale)
         self._stale.discard(job.unit)
         self._record(job, response, cached=False)
 
-    @staticmethod
-    def _key(job: Job) -> str:
-        return cache_key(job.backend_type, job.endpoint_identity, job.request)
+    def _opened(self, job: Job) -> _OpenJob:
+        """The job's serialised request and key, made once when it was settled or sent."""
+        opened = self._open.get(job.unit)
+        if opened is None:  # an executor that sent without asking settle_locally first
+            opened = self._open[job.unit] = _OpenJob.of(job)
+        return opened
 
     def _record(self, job: Job, response: GenerationResponse, *, cached: bool) -> None:
         model = job.caller
+        opened = self._opened(job)
+        del self._open[job.unit]
         extra = None
         if response.attempts and len(response.attempts) > 1:
             extra = {"attempts": [
@@ -194,8 +217,8 @@ class Scheduler:
             ]}
         result = result_from_response(
             self.run_id, job.unit, response,
-            request_json=canonical_json(request_payload(job.request)), cache_key=self._key(job),
-            started_at=self._started.pop(job.unit, None) or utc_now_iso(), finished_at=utc_now_iso(),
+            request_json=opened.request_json, cache_key=opened.cache_key,
+            started_at=opened.started_at, finished_at=utc_now_iso(),
             cached=cached, extra=extra, answered_by=model, endpoint=job.endpoint_identity,
         )
         self.store.record(result, retry_infra_errors=self.retry_infra_errors)
