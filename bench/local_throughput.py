@@ -19,10 +19,13 @@ Reported per model and over all models:
 * ``speed-up`` = replicas tok/s / single tok/s (goal ≥ 1.6 on 2 cores);
 * ``util`` = Σ server generation time / (wall × servers), the server time read from each
   server's own log (``timings_since``: prompt eval + decode, no HTTP); goal ≥ 0.95 for replicas;
-* ``same`` = answers identical in both layouts (same weights, but 1 vs 2 threads may sum floats in
-  another order, so a greedy decode may part ways).
+* ``same`` = answers identical in both layouts. The thread count does not change a greedy answer
+  (checked: 1 and 2 threads agree 24/24 with the same request order); a server's previous request
+  does, because llama.cpp reuses the KV cache of a prompt prefix shared with it, computed in another
+  batch shape, and the layouts give each server a different history (gemma3-270m: 22/24 agree).
 
-    python -m bench.local_throughput                     # the pool's 3 local models, ~5 min on 2 cores
+    python -m bench.local_throughput                     # the pool's 3 local models, minutes on an idle
+                                                         # 2-core machine, far longer under other load
     python -m bench.local_throughput --models smollm2-135m --prompts 8
     python -m bench.local_throughput --replicas 2 --json out.json
 """
