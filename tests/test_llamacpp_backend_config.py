@@ -11,7 +11,6 @@ import pool.config_schema as schema
 from pool.config import PoolConfigError, load_pool
 from pool.config_schema import LlamaCppBackend
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "models:\n  - {name: m, backend: local, gguf: gemma3-270m}\n"
 
 
@@ -72,17 +71,21 @@ def test_a_bad_replica_count_is_reported_alone(tmp_path: Path, value: str, words
     assert words in str(info.value)
 
 
-def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: Path, cores: Callable[[int], None]) -> None:
+SINGLE = "    max_concurrency: 1\n    n_threads: 2\n"  # the shipped pool's local backend before replicas
+
+
+def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: Path,
+                                                                      cores: Callable[[int], None]) -> None:
     """replicas: 1 is left out of dumps, so pools planned before replicas existed still resume."""
     cores(2)
-    single = load_pool(ROOT / "model_pool.yaml")
+    path = tmp_path / "model_pool.yaml"
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{SINGLE}{MODEL}", encoding="utf-8")
+    single = load_pool(path)
     assert single.backends["local"].replicas == 1
     assert "replicas" not in single.backends["local"].model_dump()
-    assert single.fingerprint() == "f1b1e4d890f3adbcb6bc8c1bffe5a2802a936f9b9442ad2d11711770e70e697d"
-    text = (ROOT / "model_pool.yaml").read_text(encoding="utf-8")
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(text.replace("    max_concurrency: 1 ", "    replicas: 2\n    max_concurrency: 2 ")
-                    .replace("    n_threads: 2\n", "    n_threads: 1\n"), encoding="utf-8")
+    # computed by the schema before replicas existed, for this same file
+    assert single.fingerprint() == "d58737a98bd7f4bc96b27994fd1bcffc3f9ca9a469cdf4acd8c14881d4e191f3"
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n    replicas: 2\n{MODEL}", encoding="utf-8")
     replicated = load_pool(path)
     assert replicated.backends["local"].model_dump()["replicas"] == 2
     assert replicated.fingerprint() != single.fingerprint()
