@@ -69,7 +69,9 @@ def check_note(bucket: dict[str, Any]) -> list[str]:
     if not check:
         return []
     fallback = check["judge_fallback_items"]
-    return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} ({check['metric']}), the judge's pass rate beside it"
+    judged = any("judge_pass_rate" in cell["metrics"] for cell in bucket["cells"])
+    return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} ({check['metric']})"
+                 + (", the judge's pass rate beside it" if judged else "; no judge verdicts on these answers")
                  + (f"; {fallback} item(s) scored by the judge because their reference does not run" if fallback else "") + ".")]
 
 
