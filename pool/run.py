@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--anchor-sample", type=_count(1), metavar="N",
                         help="judge N fixed rubric answers again, asking the judge afresh (never the cache), and report "
                         "their agreement with the run's verdicts — cached ones are an earlier night's: judge drift")
-    parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable")
+    parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable, except those with an objective check (SQL, API call), scored by the check alone")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
