@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import re
 import textwrap
 from pathlib import Path
@@ -67,7 +69,11 @@ def test_shipped_pool_loads_and_runs_without_keys() -> None:
     assert list(config.backends) == ["local"]
     local = config.backends["local"]
     assert isinstance(local, LlamaCppBackend)
-    assert (local.max_concurrency, local.n_ctx, local.n_threads) == (1, 2048, 2)
+    # sized to the machine: one 1-thread replica per usable core (one request in flight each)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    replicas = max(1, min(16, cores))
+    assert (local.replicas, local.max_concurrency, local.n_ctx) == (replicas, replicas, 2048)
+    assert local.n_threads == (1 if replicas > 1 else None)
     assert [m.name for m in config.models] == ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
     gemma = config.model("gemma3-270m")
     assert gemma.mode == "completion" and gemma.gguf == "gemma3-270m"
@@ -169,7 +175,7 @@ models:
     api = config.backends["api"]
     assert isinstance(api, OpenAIBackend)
     assert (api.max_concurrency, api.timeout_s, api.max_retries) == (8, 120.0, 3)
-    assert config.backends["local"].max_concurrency == 1
+    assert config.backends["local"].max_concurrency == config.backends["local"].replicas  # one per single-slot server
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": "x"}) == []
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": ""}) == ["DEEPSEEK_API_KEY"]
 
