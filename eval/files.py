@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    atomic_write_lines(path, (text,))
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
+    """:func:`atomic_write_text` of ``"".join(lines)``, written as the lines come: a file of 10⁶
+    rows is never one string in memory."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+            f.writelines(lines)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -36,7 +36,6 @@ from pool.dispatch import Dispatcher
 from pool.endpoints import open_execution
 from pool.export import export_results_jsonl, write_summary
 from pool.items_source import DataError, load_run_items, select_items
-from pool.outcome import Unit
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
 from pool.progress import ProgressDisplay
 from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
@@ -225,7 +224,7 @@ class _Run:
         with RunStore(self.run_dir) as store:
             try:
                 if self.mode == "rescore":
-                    pending: list[Unit] = []  # answers are kept; only the scoring stage runs again
+                    pending: dict[str, int] = {}  # answers are kept; only the scoring stage runs again
                 else:
                     try:
                         store.begin_run(self.run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp,
@@ -234,9 +233,8 @@ class _Run:
                         raise RunInputError(str(exc)) from None
                     store.save_plan(self.run_id, self.plan.units())
                     # Judge stages are never sent from here: the scoring stage derives them from the answers.
-                    pending = [u for u in store.pending_units(self.run_id, retry_infra_errors=resuming)
-                               if u.stage == ANSWER_STAGE]
-                    print(f"run {self.run_id}: {self.plan.unit_count} units, {len(pending)} to do "
+                    pending = store.pending_counts(self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE)
+                    print(f"run {self.run_id}: {self.plan.unit_count} units, {sum(pending.values())} to do "
                           f"({len(self.plan.models)} models × {len(self.plan.items)} items)", file=sys.stderr)
                 scoring = asyncio.run(self._execute(store, pending, resuming))
             except (KeyboardInterrupt, asyncio.CancelledError):
@@ -251,7 +249,7 @@ class _Run:
                 status = EXIT_INFRA
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
                 store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
-            extra: dict[str, Any] = {"costs": cost_summary(self.plan.config, store.results(self.run_id))}
+            extra: dict[str, Any] = {"costs": cost_summary(self.plan.config, store.iter_results(self.run_id))}
         if scoring is not None:
             extra["scoring"] = scoring
         if self.budget is not None:
@@ -306,11 +304,9 @@ class _Run:
             return None, False, [f"run not indexed in {root}: {exc}"]
         return outcome.base, outcome.exit_code == EXIT_REGRESSION, list(outcome.problems)
 
-    async def _execute(self, store: RunStore, pending: list[Unit], resuming: bool) -> dict[str, Any] | None:
-        """Answer the pending answer units, then score every answer; returns the scoring tally."""
-        totals: dict[str, int] = {}
-        for unit in pending:
-            totals[unit.model] = totals.get(unit.model, 0) + 1
+    async def _execute(self, store: RunStore, totals: dict[str, int], resuming: bool) -> dict[str, Any] | None:
+        """Answer the pending answer units (``totals``: how many per model), then score every answer;
+        returns the scoring tally. The units stream from the store a page at a time."""
         plan, options = self.plan, self.options
         judge = run_judge(plan, options)
         serve = [m for m in plan.models if m.name in totals] + ([judge] if judge is not None else [])
@@ -327,9 +323,10 @@ class _Run:
                     budget=self.budget, answer_max_age_s=options.get("cache_max_age"),
                 )
                 try:
-                    if pending:
+                    if totals:
                         dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
-                        await scheduler.run(dispatcher.lanes(pending))
+                        await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
+                            self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
                 finally:
                     progress.close()
                 stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,

@@ -8,7 +8,7 @@ stage (verdict, re-ask, hallucination check) to the run's judge. Fresh runs, ``-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pool.config import Model
@@ -67,6 +67,16 @@ class Dispatcher:
                                         params=model.generation_params())
         endpoint = self.endpoints[model.backend]
         return Job(unit, request, endpoint.type, endpoint.identities[model.name], called_model=model.name)
+
+    def answer_lanes(self, models: Iterable[str],
+                     units_of: Callable[[Sequence[str]], Iterable[Unit]]) -> dict[str, Iterator[Job]]:
+        """Lazy answer-job streams per backend: ``units_of(names)`` yields the pending answer units
+        of those models in plan order (read from the store a page at a time), so a run never holds
+        a list of its units."""
+        by_lane: dict[str, list[str]] = {}
+        for name in models:
+            by_lane.setdefault(self.models[name].backend, []).append(name)
+        return {lane: (self.job(unit) for unit in units_of(names)) for lane, names in by_lane.items()}
 
     def lanes(self, units: Iterable[Unit], messages: Mapping[Unit, Messages] | None = None) -> dict[str, Iterator[Job]]:
         """Lazy job streams per backend, in the given order (the plan's: model by model)."""

@@ -38,9 +38,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval.files import atomic_write_text
+from eval.files import atomic_write_lines, atomic_write_text
 from pool.outcome import STATUSES, Result
 from pool.store import RunStore
+from pool.store_tallies import Tally
 
 RESULTS_FILENAME = "results.jsonl"
 SUMMARY_FILENAME = "summary.json"
@@ -69,13 +70,15 @@ def result_record(r: Result) -> dict[str, Any]:
 
 
 def export_results_jsonl(run_dir: Path | str, run_id: str | None = None) -> Path:
-    """Write ``RUN_DIR/results.jsonl``; ``run_id`` may be omitted when the dir holds one run."""
+    """Write ``RUN_DIR/results.jsonl``; ``run_id`` may be omitted when the dir holds one run.
+
+    Rows stream from the store to the file a page at a time: memory does not grow with the run.
+    """
     run_dir = Path(run_dir)
-    with RunStore(run_dir) as store:
-        rows = store.results(_resolve_run_id(store, run_id))
-    lines = (json.dumps(result_record(r), ensure_ascii=False, sort_keys=False) for r in rows)
     path = run_dir / RESULTS_FILENAME
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    with RunStore(run_dir) as store:
+        rows = store.iter_results(_resolve_run_id(store, run_id))
+        atomic_write_lines(path, (json.dumps(result_record(r), ensure_ascii=False) + "\n" for r in rows))
     return path
 
 
@@ -95,6 +98,48 @@ def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[s
         "prompt_tokens": sum(r.prompt_tokens or 0 for r in results),
         "completion_tokens": sum(r.completion_tokens or 0 for r in results),
         "median_latency_s": statistics.median(answered) if answered else None,
+    }
+
+
+def _store_tally(sums: Tally, superseded: tuple[int, int], median: float | None) -> dict[str, Any]:
+    """:func:`_tally` from SQL sums (:mod:`pool.store_tallies`): the same keys, the same values."""
+    return {
+        "results": sums.results,
+        "status": {s: getattr(sums, s) for s in STATUSES},
+        "requests": sums.attempts + superseded[0],
+        "retries": sums.retries + superseded[1],
+        "cache_hits": sums.cache_hits,
+        "prompt_tokens": sums.prompt_tokens,
+        "completion_tokens": sums.completion_tokens,
+        "median_latency_s": median,
+    }
+
+
+def summarize_store(store: RunStore, run_id: str, wall_time_s: float,
+                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`summarize` of a run's stored rows, counted by SQLite (no row is loaded into memory)."""
+    tallies, failed_models = store.tallies(run_id), store.failed_models(run_id)
+
+    def superseded(keys: Iterable[tuple[str, str]]) -> tuple[int, int]:
+        pairs = [tallies.superseded.get(k, (0, 0)) for k in keys]
+        return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+    models: dict[str, Any] = {}
+    for model in sorted({who for who, _ in tallies.results} | set(failed_models)):
+        stages = sorted(stage for who, stage in tallies.results if who == model)
+        stage_tallies = {stage: _store_tally(tallies.results[(model, stage)], superseded([(model, stage)]),
+                                             tallies.medians.get((model, stage)))
+                         for stage in stages}  # fmt: skip
+        total = sum((tallies.results[(model, stage)] for stage in stages), Tally())
+        gone = superseded(k for k in tallies.superseded if k[0] == model)
+        models[model] = {**_store_tally(total, gone, tallies.medians.get((model, None))),
+                         "failed": failed_models.get(model), "stages": stage_tallies}
+    return {
+        "wall_time_s": wall_time_s,
+        "totals": _store_tally(sum(tallies.results.values(), Tally()), superseded(tallies.superseded),
+                               tallies.medians.get((None, None))),
+        "models": models,
+        "extra": dict(extra or {}),
     }
 
 
@@ -152,10 +197,7 @@ def write_summary(
         rid = _resolve_run_id(store, run_id)
         run = store.get_run(rid)
         assert run is not None
-        body = summarize(
-            store.results(rid), store.superseded_infra_errors(rid), store.failed_models(rid),
-            wall_time_s, extra,
-        )  # fmt: skip
+        body = summarize_store(store, rid, wall_time_s, extra)
     summary = {
         "run_id": rid,
         "run_status": run.status,

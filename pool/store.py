@@ -37,15 +37,18 @@ connection refuses use from another thread (``check_same_thread``), which enforc
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pool.outcome import Result, Unit
 from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
+from pool.store_tallies import StoreTallies, read_tallies
 
 RUN_DB_FILENAME = "run.sqlite"
 SCHEMA_VERSION = 2
@@ -147,6 +150,23 @@ _SUPERSEDE_INFRA = (
 )
 
 
+# Rows per page when the plan is written or results and pending units are read (bounded memory).
+_CHUNK_ROWS = 1000
+_INSERT_PLAN = (
+    "INSERT INTO plan (run_id, model, item_id, stage, seq, answerer)"
+    " SELECT ?, ?, ?, ?, COALESCE((SELECT MAX(seq) FROM plan WHERE run_id = ?), -1) + 1, ?"
+    " WHERE true ON CONFLICT DO NOTHING"  # WHERE: SQLite's rule for an upsert on INSERT … SELECT
+)
+_PENDING_FROM = (
+    "plan p LEFT JOIN results r ON r.run_id = p.run_id AND r.model = p.model AND r.item_id = p.item_id"
+    " AND r.stage = p.stage WHERE p.run_id = ? AND (r.status IS NULL OR (? AND r.status = 'infra_error'))"
+)
+
+
+def _stage_filter(stage: str | None) -> str:
+    return "" if stage is None else " AND p.stage = ?"
+
+
 # Columns added in schema version 2 (version 1 stores are upgraded in place when opened).
 _V2_COLUMNS = (
     ("plan", "answerer TEXT NOT NULL DEFAULT ''"),
@@ -179,16 +199,29 @@ class RunInfo:
     resumes: int  # how many times begin_run found this run already there
 
 
-def _result_params(r: Result) -> tuple[Any, ...]:
-    values = {**r.__dict__, "cached": int(r.cached), "extra": json.dumps(r.extra, sort_keys=True)}
-    return tuple(values[c] for c in _RESULT_COLUMNS)
+# A result row is read in Result's own field order (``_SELECT_RESULT``) and written in the
+# table's column order; both conversions run once per result, so they index instead of building dicts.
+_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(Result))
+_SELECT_RESULT = f"SELECT {', '.join(_RESULT_FIELDS)} FROM results"
+_FIELD = {name: i for i, name in enumerate(_RESULT_FIELDS)}
+_column_values = operator.attrgetter(*_RESULT_COLUMNS)
+_COLUMN_CACHED, _COLUMN_EXTRA = _RESULT_COLUMNS.index("cached"), _RESULT_COLUMNS.index("extra")
 
 
-def _row_to_result(row: sqlite3.Row) -> Result:
-    values = {c: row[c] for c in _RESULT_COLUMNS}
-    values["cached"] = bool(values["cached"])
-    values["extra"] = json.loads(values["extra"])
-    return Result(**values)
+def _result_params(r: Result) -> list[Any]:
+    values = list(_column_values(r))
+    values[_COLUMN_CACHED] = int(r.cached)
+    values[_COLUMN_EXTRA] = json.dumps(r.extra, sort_keys=True) if r.extra else "{}"
+    return values
+
+
+def _row_to_result(row: Sequence[Any]) -> Result:
+    """A row of ``_SELECT_RESULT`` (a tuple or sqlite3.Row) as a Result."""
+    values = list(row)
+    values[_FIELD["cached"]] = bool(values[_FIELD["cached"]])
+    extra = values[_FIELD["extra"]]
+    values[_FIELD["extra"]] = {} if extra == "{}" else json.loads(extra)
+    return Result(*values)
 
 
 def _required_columns() -> dict[str, set[str]]:
@@ -339,20 +372,20 @@ class RunStore(SqliteHandle):
         """Add units to the run's plan in one transaction; already planned units are ignored.
 
         ``answerer`` is the pool model that must answer them (default: each unit's own model).
-        Returns how many were new. Safe to call again on resume or to add later stages.
+        Returns how many were new. Safe to call again on resume or to add later stages. ``units``
+        is read lazily and inserted in chunks, so a plan of 10⁶ units is never a list here; each
+        new unit takes the next ``seq`` (read off the ``plan_by_seq`` index), so plan order has no gaps.
         """
+        added = 0
         with transaction(self._conn):
-            seq = self._conn.execute(
-                "SELECT COALESCE(MAX(seq), -1) + 1 FROM plan WHERE run_id = ?", (run_id,)
-            ).fetchone()[0]
-            added = 0
+            chunk: list[tuple[str, str, str, str, str, str]] = []
             for unit in units:
-                cur = self._conn.execute(
-                    "INSERT INTO plan (run_id, model, item_id, stage, seq, answerer) VALUES (?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT DO NOTHING",
-                    (run_id, unit.model, unit.item_id, unit.stage, seq + added, answerer or unit.model),
-                )
-                added += cur.rowcount
+                chunk.append((run_id, unit.model, unit.item_id, unit.stage, run_id, answerer or unit.model))
+                if len(chunk) == _CHUNK_ROWS:
+                    added += self._conn.executemany(_INSERT_PLAN, chunk).rowcount
+                    chunk.clear()
+            if chunk:
+                added += self._conn.executemany(_INSERT_PLAN, chunk).rowcount
         return added
 
     def planned_units(self, run_id: str) -> list[Unit]:
@@ -360,6 +393,15 @@ class RunStore(SqliteHandle):
             "SELECT model, item_id, stage FROM plan WHERE run_id = ? ORDER BY seq", (run_id,)
         ).fetchall()
         return [Unit(*r) for r in rows]
+
+    def pending_counts(self, run_id: str, *, retry_infra_errors: bool = False, stage: str | None = None) -> dict[str, int]:
+        """How many units :meth:`pending_units` would return, per model (plan order of first appearance)."""
+        rows = self._conn.execute(
+            f"SELECT p.model, COUNT(*), MIN(p.seq) AS first FROM {_PENDING_FROM}{_stage_filter(stage)}"
+            " GROUP BY p.model ORDER BY first",
+            (run_id, int(retry_infra_errors), *((stage,) if stage is not None else ())),
+        ).fetchall()
+        return {r[0]: r[1] for r in rows}
 
     def planned_answerer(self, run_id: str, unit: Unit) -> str | None:
         """The pool model the plan assigned to ``unit`` (None: not planned, or a version-1 plan)."""
@@ -374,15 +416,32 @@ class RunStore(SqliteHandle):
         ``retry_infra_errors`` — then the unit is pending again and :meth:`record` with the same
         flag replaces that row.
         """
-        rows = self._conn.execute(
-            "SELECT p.model, p.item_id, p.stage FROM plan p LEFT JOIN results r"
-            " ON r.run_id = p.run_id AND r.model = p.model AND r.item_id = p.item_id"
-            " AND r.stage = p.stage"
-            " WHERE p.run_id = ? AND (r.status IS NULL OR (? AND r.status = 'infra_error'))"
-            " ORDER BY p.seq",
-            (run_id, int(retry_infra_errors)),
-        ).fetchall()
-        return [Unit(*r) for r in rows]
+        return list(self.iter_pending_units(run_id, retry_infra_errors=retry_infra_errors))
+
+    def iter_pending_units(self, run_id: str, *, retry_infra_errors: bool = False, stage: str | None = None,
+                           models: Iterable[str] | None = None) -> Iterator[Unit]:
+        """:meth:`pending_units`, optionally of one stage and some models, read a page at a time.
+
+        Each page is its own short query (keyset on ``seq``), so no statement stays open while
+        results are written between pages — an open read would pin the WAL and let it grow all
+        run long. A unit recorded after the iteration started and not yet reached is skipped.
+        """
+        names = tuple(models) if models is not None else None
+        where = _PENDING_FROM + _stage_filter(stage)
+        if names is not None:
+            where += f" AND p.model IN ({', '.join('?' * len(names))})"
+        args = (run_id, int(retry_infra_errors), *((stage,) if stage is not None else ()), *(names or ()))
+        after = -1
+        while True:
+            rows = self._conn.execute(
+                f"SELECT p.model, p.item_id, p.stage, p.seq FROM {where} AND p.seq > ? ORDER BY p.seq LIMIT ?",
+                (*args, after, _CHUNK_ROWS),
+            ).fetchall()
+            for row in rows:
+                yield Unit(row[0], row[1], row[2])
+            if len(rows) < _CHUNK_ROWS:
+                return
+            after = rows[-1][3]
 
     # -- results ------------------------------------------------------------------------------
 
@@ -421,17 +480,38 @@ class RunStore(SqliteHandle):
 
     def get_result(self, run_id: str, unit: Unit) -> Result | None:
         row = self._conn.execute(
-            f"SELECT * FROM results WHERE {_UNIT_WHERE}",
+            f"{_SELECT_RESULT} WHERE {_UNIT_WHERE}",
             (run_id, unit.model, unit.item_id, unit.stage),
         ).fetchone()
         return None if row is None else _row_to_result(row)
 
     def results(self, run_id: str) -> list[Result]:
         """All results of a run, sorted by (model, item_id, stage)."""
-        rows = self._conn.execute(
-            "SELECT * FROM results WHERE run_id = ? ORDER BY model, item_id, stage", (run_id,)
+        return list(self.iter_results(run_id))
+
+    def iter_results(self, run_id: str, *, stage: str | None = None) -> Iterator[Result]:
+        """:meth:`results` (optionally of one stage), read a page at a time in the same order.
+
+        Pages are keyed on the primary key (no statement stays open between them, see
+        :meth:`iter_pending_units`), so memory stays one page however large the run.
+        """
+        where, args = ("run_id = ? AND stage = ?", (run_id, stage)) if stage is not None else ("run_id = ?", (run_id,))
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples: cheaper than sqlite3.Row, read by position
+        rows = cursor.execute(
+            f"{_SELECT_RESULT} WHERE {where} ORDER BY model, item_id, stage LIMIT ?", (*args, _CHUNK_ROWS)
         ).fetchall()
-        return [_row_to_result(r) for r in rows]
+        while rows:
+            for row in rows:
+                yield _row_to_result(row)
+            if len(rows) < _CHUNK_ROWS:
+                return
+            last = rows[-1]
+            rows = cursor.execute(
+                f"{_SELECT_RESULT} WHERE {where} AND (model, item_id, stage) > (?, ?, ?)"
+                " ORDER BY model, item_id, stage LIMIT ?",
+                (*args, last[_FIELD["model"]], last[_FIELD["item_id"]], last[_FIELD["stage"]], _CHUNK_ROWS),
+            ).fetchall()
 
     def set_extra(self, run_id: str, unit: Unit, extra: Mapping[str, Any]) -> None:
         """Replace a result's ``extra`` JSON (scores and the like, added by later stages)."""
@@ -442,6 +522,10 @@ class RunStore(SqliteHandle):
             )
         if cur.rowcount != 1:
             raise KeyError(f"{self.path}: no result for {unit} in run {run_id!r}")
+
+    def tallies(self, run_id: str) -> StoreTallies:
+        """The counts and medians ``summary.json`` reports, computed in SQL (:mod:`pool.store_tallies`)."""
+        return read_tallies(self._conn, run_id)
 
     def superseded_infra_errors(self, run_id: str) -> list[dict[str, Any]]:
         rows = self._conn.execute(
