@@ -10,13 +10,15 @@ Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see `
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from eval.files import atomic_write_text
+from eval.files import atomic_write_lines
 from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
@@ -137,8 +139,9 @@ class ScoringStage:
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
-    def _answers(self) -> list[Result]:
-        return [r for r in self.store.results(self.run_id) if r.stage == ANSWER_STAGE and r.item_id in self.items]
+    def _answers(self) -> Iterator[Result]:
+        """The run's answers to this run's items, streamed from the store in (model, item_id) order."""
+        return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
 
     async def _judge_round(self, wanted: Sequence[tuple[Unit, Messages]]) -> None:
         """Plan and run the judge units that have no finished row yet."""
@@ -147,7 +150,8 @@ class ScoringStage:
             return
         judge = self.judge.model
         self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
-        pending = set(self.store.pending_units(self.run_id, retry_infra_errors=True))
+        pending = {unit for stage in {unit.stage for unit, _ in wanted}
+                   for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)}
         todo = {unit: messages for unit, messages in wanted if unit in pending}
         if not todo:
             return
@@ -161,24 +165,28 @@ class ScoringStage:
             progress.close()
             self.scheduler.progress = previous
 
-    async def run(self) -> list[dict[str, Any]]:
-        """Score every answer; returns the scores.jsonl rows (also written by :meth:`write`)."""
-        answers = self._answers()
+    async def run(self) -> None:
+        """Score every answer; :meth:`write` writes scores.jsonl and :meth:`tally` counts it.
+
+        Answers stream from the store: a judge-free score's row goes straight to a spool file,
+        so only the answers the judge must see (and their scores) are held in memory.
+        """
+        self._rows = _RowSpool(self.store.run_dir)
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
-        for answer in answers:
+        for answer in self._answers():
             item = self.items[answer.item_id]
             outcome = score_answer(item, answer.text, answer.status)
             if isinstance(outcome, NeedsJudge):
                 if self.judge is None:
-                    scores[(answer.model, answer.item_id)] = without_judge(outcome, "the pool has no judge: block")
+                    self._rows.spool(self._row(answer, without_judge(outcome, "the pool has no judge: block")))
                 else:
                     to_judge.append(answer)
                     if outcome.objective is not None or outcome.check_failed is not None:
                         checked[(answer.model, answer.item_id)] = outcome
             else:
-                scores[(answer.model, answer.item_id)] = outcome
+                self._rows.spool(self._row(answer, outcome))
         if to_judge:
             await self._judge(to_judge, scores)
             if self.rejudge_sample:
@@ -197,8 +205,7 @@ class ScoringStage:
                 scores[key] = beside_judge(outcome.objective, scores[key])
             elif outcome.check_failed is not None:
                 scores[key] = judge_fallback(scores[key], outcome.check_failed)
-        self.rows = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in answers]
-        return self.rows
+        self._rows.judged = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in to_judge]
 
     async def _judge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         assert self.judge is not None
@@ -338,22 +345,55 @@ class ScoringStage:
         return dict(self._identities[key])
 
     def write(self, run_dir: Path) -> Path:
+        """``RUN_DIR/scores.jsonl``, sorted by (model, item_id), written as the rows stream in."""
         path = run_dir / "scores.jsonl"
-        rows = sorted(self.rows, key=lambda r: (r["model"], r["item_id"]))
-        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
+        atomic_write_lines(path, (line for _, line in self._rows.merged()))
         return path
 
     def tally(self) -> dict[str, Any]:
         """Counts for summary.json: per family and status, and the judge's unparseable verdicts."""
         counts: dict[str, dict[str, int]] = {}
         unparseable = 0
-        for row in self.rows:
-            family = counts.setdefault(row["family"], {})
-            family[row["status"]] = family.get(row["status"], 0) + 1
-            unparseable += row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
-            unparseable += "judge_error" in row["details"]  # a checked answer the judge gave no verdict on
+        for meta, _ in self._rows.merged():  # in row order, so families appear as they did in a sorted list
+            family_name, status, unparseable_count = meta[2:]
+            family = counts.setdefault(family_name, {})
+            family[status] = family.get(status, 0) + 1
+            unparseable += unparseable_count
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
+
+
+class _RowSpool:
+    """The scores.jsonl rows of a run without holding them: judge-free rows are spooled to an
+    anonymous file in the run folder (in the store's (model, item_id) order) as they are scored,
+    the judged rows are kept (their answers are held for the judge anyway) and merged in order.
+
+    A spooled line is ``meta TAB row``: meta is the JSON list (model, item_id, family, status,
+    unparseable count) that sorting and :meth:`ScoringStage.tally` need; JSON text holds no raw tab.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        # Lives as long as the stage; anonymous, so the OS removes it on close or when the process dies.
+        self.file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n", dir=folder)  # noqa: SIM115
+        self.judged: list[dict[str, Any]] = []
+
+    def spool(self, row: dict[str, Any]) -> None:
+        meta, line = _meta_and_line(row)
+        self.file.write(json.dumps(meta, ensure_ascii=False) + "\t" + line)
+
+    def merged(self) -> Iterator[tuple[list[Any], str]]:
+        """(meta, line) of every row, sorted by (model, item_id)."""
+        self.file.seek(0)
+        spooled = ((json.loads(head), line) for head, _, line in (entry.partition("\t") for entry in self.file))
+        judged = (_meta_and_line(row) for row in sorted(self.judged, key=lambda r: (r["model"], r["item_id"])))
+        return heapq.merge(spooled, judged, key=lambda pair: (pair[0][0], pair[0][1]))
+
+
+def _meta_and_line(row: dict[str, Any]) -> tuple[list[Any], str]:
+    unparseable = int(row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error")
+    unparseable += "judge_error" in row["details"]  # a checked answer the judge gave no verdict on
+    meta = [row["model"], row["item_id"], row["family"], row["status"], unparseable]
+    return meta, json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def answering_latency(answer: Result) -> float | None:

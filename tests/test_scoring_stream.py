@@ -1,0 +1,78 @@
+"""The scoring stage streams answers and spools judge-free rows; scores.jsonl and the tally stay what
+sorting every row in memory gave: every answer once, sorted by (model, item_id), families counted
+in that order, judged rows merged into their place."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import pool.store as store_module
+from eval.items import Item, Source
+from pool.config import parse_pool
+from pool.outcome import Unit, result_from_response
+from pool.scoring import ScoringStage, _RowSpool
+from pool.store import RunStore
+from runners.base import Attempt, GenerationResponse
+
+RUN = "run"
+POOL = "backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\nmodels:\n" + "".join(
+    f"  - name: {m}\n    backend: b\n" for m in ("zeta", "alpha", "mid"))
+
+
+def _item(k: int) -> Item:
+    source = Source("tests/test_scoring_stream.py", k + 1)
+    if k % 3 == 0:  # needs the judge; with no judge: block it is an unscorable row, spooled like the rest
+        return Item(id=f"s/qa/{k:03d}", suite="s", track="capability", task="qa", gold_type="reference",
+                    gold="参考答案", source=source, question=f"问题 {k}")  # fmt: skip
+    return Item(id=f"s/mcq/{k:03d}", suite="s", track="exam", task="mcq", gold_type="single_choice", gold="B",
+                source=source, question=f"选哪个 {k}", options=(("A", "甲"), ("B", "乙")))  # fmt: skip
+
+
+def test_rows_are_sorted_complete_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_CHUNK_ROWS", 4)
+    items = {item.id: item for item in map(_item, range(14))}
+    rng = random.Random(3)
+    units = [Unit(m, i) for m in ("zeta", "alpha", "mid") for i in items]
+    rng.shuffle(units)  # recorded in any order; the store reads them back sorted
+    with RunStore(tmp_path) as store:
+        store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
+        for unit in units:
+            text = rng.choice(["答案：B", "答案：A", ""])
+            response = GenerationResponse(text, "stop", 5, 2, 0.1, (Attempt(1, 200, None, 0.1),))
+            store.record(result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
+                                              started_at="t0", finished_at="t1"))  # fmt: skip
+        store.record(result_from_response(RUN, Unit("alpha", "s/gone/1"), response, request_json="{}",
+                                          cache_key=None, started_at="t0", finished_at="t1"))  # fmt: skip
+        stage = ScoringStage(run_id=RUN, store=store, config=parse_pool(POOL, "<test pool>"), items=items,
+                             judge=None, endpoints=None, scheduler=None)  # fmt: skip
+        asyncio.run(stage.run())
+        rows = [json.loads(line) for line in stage.write(tmp_path).read_text(encoding="utf-8").splitlines()]
+        tally = stage.tally()
+    keys = [(r["model"], r["item_id"]) for r in rows]
+    assert keys == sorted((u.model, u.item_id) for u in units)  # every answer once; the unplanned item is left out
+    families: dict[str, Counter[str]] = {}
+    for row in rows:
+        families.setdefault(row["family"], Counter())[row["status"]] += 1
+    assert tally["by_family"] == {f: dict(c) for f, c in families.items()}
+    assert list(tally["by_family"]) == list(dict.fromkeys(r["family"] for r in rows))
+    assert {r["status"] for r in rows if r["gold_type"] == "reference"} == {"unscorable"}
+
+
+def test_judged_rows_are_merged_into_their_place(tmp_path: Path) -> None:
+    spool = _RowSpool(tmp_path)
+    row = {"family": "exam", "status": "scored", "answer_status": "ok", "details": {}, "judge": None}
+    for model, item in (("a", "1"), ("a", "3"), ("b", "2")):
+        spool.spool({**row, "model": model, "item_id": item, "text": "tab\there, newline\nhere \u2028"})
+    spool.judged = [{**row, "model": m, "item_id": i, "status": "infra_error", "judge": {"k": 1}}
+                    for m, i in (("b", "1"), ("a", "2"), ("c", "0"))]  # fmt: skip
+    merged = list(spool.merged())
+    assert [(meta[0], meta[1]) for meta, _ in merged] == [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1"), ("b", "2"), ("c", "0")]
+    assert [meta[4] for meta, _ in merged] == [0, 1, 0, 1, 0, 1]  # judge infra errors on answered items
+    assert json.loads(merged[0][1])["text"] == "tab\there, newline\nhere \u2028"
+    assert list(spool.merged()) == merged  # write() then tally() read it again
