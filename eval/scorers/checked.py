@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from eval.items import Item
-from eval.scorers.registry import NeedsJudge, with_note
+from eval.scorers.registry import JudgeContract, NeedsJudge, with_note
 from eval.scores import CHECK_METRICS, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC, Score
 
 # Outcomes after which a check has nothing to compare against (the item's reference is at fault).
@@ -61,7 +61,7 @@ def run_check(item: Item, answer: str) -> Score | dict[str, Any]:
                  details={"primary": "check", "check": record, "notes": []})  # fmt: skip
 
 
-def checked_or_judged(item: Item, answer: str, contract: Any) -> NeedsJudge:
+def checked_or_judged(item: Item, answer: str, contract: JudgeContract) -> NeedsJudge:
     """What a reference item with a check asks for: the judge, with the check's score or the reason it has none."""
     result = run_check(item, answer)
     if isinstance(result, Score):
