@@ -235,10 +235,16 @@ def normalised_manifest(run_dir: Path) -> dict[str, Any]:
     if "calibration_store" in reliability:  # where this machine keeps calibrations (each run its own cache)
         store = reliability.pop("calibration_store")
         reliability["notes"] = [note.replace(str(store), "<calibration store>") for note in reliability.get("notes", [])]
-    for profile in (manifest.get("models") or {}).values():
-        if isinstance(profile, dict):
-            profile.pop("median_latency_s", None)
-    return manifest
+    return _without_latency(manifest)
+
+
+def _without_latency(value: Any) -> Any:
+    """Median latencies (model profiles, bucket candidates) are timing, not results."""
+    if isinstance(value, dict):
+        return {k: _without_latency(v) for k, v in value.items() if k != "median_latency_s"}
+    if isinstance(value, list):
+        return [_without_latency(v) for v in value]
+    return value
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
