@@ -88,6 +88,8 @@ class RunResult:
 
 def run_pool(spec: RunSpec) -> RunResult:
     """Start a new run in ``spec.out`` (default ``runs/<UTC timestamp>``) and finish it."""
+    if spec.with_judge:
+        raise RunInputError("--with-judge without --rescore: a new run judges unless --no-judge is given")
     options, run_dir = spec.new_run_options()
     check_new_out(run_dir)
     if isinstance(spec.pool, Mapping):
@@ -103,6 +105,9 @@ def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
     the executor and log interval)."""
     run_dir = Path(run_dir)
     spec = spec or RunSpec()
+    if spec.with_judge:
+        raise RunInputError("--with-judge with --resume: a resume keeps the run's options; judge it afterwards "
+                            "with --rescore RUN_DIR --with-judge")
     options = _checked(lambda: stored_options(run_dir))
     _checked(lambda: check_resume(spec, options))
     return _start(spec, options, run_dir, mode="resume")

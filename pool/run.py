@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--anchor-sample", type=_count(1), metavar="N",
                         help="judge N fixed rubric answers again, asking the judge afresh (never the cache), and report "
                         "their agreement with the run's verdicts — cached ones are an earlier night's: judge drift")
+    parser.add_argument("--with-judge", action="store_true",
+                        help="with --rescore: judge a run that was started with --no-judge (its stored answers)")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable, except those with an objective check (SQL, API call), scored by the check alone")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
@@ -202,7 +204,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         anchor_sample=args.anchor_sample,
         no_routing=args.no_routing, no_cache=args.no_cache, cache_dir=args.cache_dir,
         max_consecutive_failures=args.max_consecutive_failures, out=args.out, executor=args.executor,
-        ray_address=args.ray_address, log_interval=args.log_interval, history_root=args.history_root,
+        ray_address=args.ray_address, log_interval=args.log_interval, with_judge=args.with_judge, history_root=args.history_root,
         fail_on_regression=args.fail_on_regression, cache_max_age=args.cache_max_age, max_cost=args.max_cost,
         max_tokens_total=args.max_tokens_total,
     )

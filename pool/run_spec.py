@@ -78,6 +78,7 @@ class RunSpec:
     cache_max_age: float | None = DEFAULT_CACHE_MAX_AGE_S
     max_cost: float | None = None
     max_tokens_total: int | None = None
+    with_judge: bool = False  # rescore only: judge again a run that was started with no_judge
 
     def __post_init__(self) -> None:
         for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1), ("anchor_sample", 1)):
@@ -193,6 +194,10 @@ def rescore_options(spec: RunSpec, stored: Mapping[str, Any]) -> dict[str, Any]:
             raise DataError("pool: a rescore takes a pool file, not an inline pool; write it to a file")
         options["pool"] = str(Path(spec.pool).resolve())  # e.g. the same pool with another judge:
     options.update({k: v for k, v in explicit.items() if k in RESCORE_OPTIONS and k != "pool"})
+    if spec.with_judge:
+        if spec.no_judge:
+            raise DataError("--with-judge with --no-judge: pick one")
+        options["no_judge"] = False  # a run scored without its judge, now judged
     return options
 
 
