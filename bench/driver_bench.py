@@ -20,15 +20,19 @@ while the items stay the same — memory should be flat in the number of units. 
 fresh run folder, alone in its own parent folder (so the nightly index and comparison ``pool.run``
 does after every run sees a first night, whatever ran before), and a fresh, empty response cache.
 
-Rows: throughput at concurrency 256 / 0 ms latency and 64 / 100 ms (``ratio = pool units/s / bare
+Tables: the driver alone — the Scheduler over an executor that answers at once (no HTTP), the
+per-result cost that bounds a Ray cluster's single driver (best CPU of 3 runs); throughput at
+concurrency 256 / 0 ms latency and 64 / 100 ms (``ratio = pool units/s / bare
 units/s``; goals ≥ 0.80 and ≥ 0.95), with and without the routing build; peak RSS of the pool run
 (``no_routing``) at 5k, 20k and (without ``--quick``) 100k units, goal ≤ 100 MB at 20k.
 
 ``--baseline LABEL=DIR`` adds the pool rows of another copy of the project (``git archive`` of an
 earlier commit, say), interleaved with this checkout's, so a change is measured against its
-baseline in the same process tree and the same minutes of a shared machine.
+baseline in the same process tree and the same minutes of a shared machine. Its children run
+DIR's own ``bench/driver_bench.py``: copy this file into an older tree first.
 
-    python -m bench.driver_bench                      # 20,000 units; ~15 min on 2 cores
+    python -m bench.driver_bench                      # 20,000 units; ~30 min on a busy 2-core machine
+    python -m bench.driver_bench --only driver        # the driver alone, ~1 min
     python -m bench.driver_bench --quick              # 5,000-unit throughput rows, memory at 5k/20k
     python -m bench.driver_bench --baseline before=/tmp/before   # before/after rows side by side
     python -m bench.driver_bench --profile /tmp/prof  # also cProfile one pool run (stats in that folder)
@@ -39,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import io
 import json
 import os
 import platform
@@ -48,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +150,53 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
             "detail": {"exit_code": result.exit_code, "counts": result.counts}}
 
 
+def child_driver(args: argparse.Namespace) -> dict[str, Any]:
+    """The driver alone: the Scheduler over an executor that answers every job at once (no HTTP),
+    so what is timed is what the driver pays per result whatever executes the calls — the cache
+    lookup and write, the request serialisation and key, the store transaction, the progress."""
+    from pool.outcome import Unit
+    from pool.progress import ProgressDisplay
+    from pool.response_cache import ResponseCache
+    from pool.scheduler import Job, Scheduler
+    from pool.store import RunStore
+    from runners.base import (
+        Attempt,
+        GenerationParams,
+        GenerationRequest,
+        GenerationResponse,
+    )
+
+    class InstantExecutor:
+        async def run(self, jobs_by_lane: Any, on_result: Any, settle_locally: Any) -> None:
+            for jobs in jobs_by_lane.values():
+                for job in jobs:
+                    if not settle_locally(job):
+                        text = "echo: " + job.request.messages[-1]["content"]
+                        on_result(job, GenerationResponse(text, "stop", 40, 30, 0.01, (Attempt(1, 200, None, 0.01),)))
+
+    params = GenerationParams(max_tokens=256)
+    units = [(f"m{i // args.items:03d}", f"bench/exam/q{i % args.items:06d}") for i in range(args.driver_units)]
+
+    def jobs() -> Any:
+        for i, (model, item) in enumerate(units):
+            question = f"Which is the first-line treatment of {TOPICS[i % len(TOPICS)]}? ({item})"
+            request = GenerationRequest(f"fake-{model}", messages=({"role": "user", "content": question},), params=params)
+            yield Job(Unit(model, item), request, "openai", "http://127.0.0.1:8000/v1")
+
+    out = Path(args.out)
+    with RunStore(out / "run") as store, ResponseCache(out / "cache") as cache:
+        store.begin_run("run", pool_fingerprint="bench", data_fingerprint="bench", options={})
+        store.save_plan("run", (Unit(model, item) for model, item in units))
+        progress = ProgressDisplay(Counter(model for model, _ in units), stream=io.StringIO(), interactive=False)
+        scheduler = Scheduler(run_id="run", store=store, executor=InstantExecutor(), cache=cache, progress=progress)
+        start_rss = _status_mb("VmRSS")
+        wall, cpu = time.perf_counter(), time.process_time()
+        counters = asyncio.run(scheduler.run({"fake": jobs()}))
+        wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
+    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
+            "detail": {"exit_code": 0 if counters.recorded == len(units) else 1, "recorded": counters.recorded}}
+
+
 def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     """The floor: the same payloads, one session, ``concurrency`` workers, read + json.loads each body."""
     import aiohttp
@@ -222,6 +275,9 @@ class Workbench:
         self.count += 1
         kind, _, label = path.partition(" [")
         tag = f"{kind}-{label.rstrip(']') or 'this'}-{units}-{concurrency}-{self.count}"
+        if kind == "driver":
+            argv = ["--out", str(self.root / tag), "--driver-units", str(units), "--items", str(self.items_per_model)]
+            return run_child(path, units, argv, self.trees[label.rstrip("]")])
         pool = write_pool(self.root / f"{tag}.yaml", base_url, concurrency, self.models_for(units))
         argv = ["--pool", str(pool), "--suite", str(self.suite)]
         if kind == "bare":
@@ -270,6 +326,21 @@ def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, A
     return rows
 
 
+def driver_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]:
+    """The driver's own cost per result (:func:`child_driver`), best of ``reps`` interleaved runs per tree."""
+    runs: dict[str, list[Measured]] = {path: [] for path in bench.pool_paths(routing=False)}
+    for _ in range(reps):
+        for path, measured in runs.items():
+            measured.append(bench.measure(path.replace("pool", "driver", 1), "", 0, units))
+            _report("no HTTP", measured[-1])
+    rows = []
+    for path, measured in runs.items():
+        best = min(measured, key=lambda m: m.cpu_s)
+        rows.append({"path": path.replace("pool", "driver", 1), "units": units, "cpu_ms": best.cpu_ms_per_unit,
+                     "wall_ms": 1e3 * best.wall_s / units, "runs": [m.__dict__ for m in measured]})
+    return rows
+
+
 def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
     from bench.scheduler_bench import FakeServerProcess
 
@@ -288,20 +359,32 @@ def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
     return rows
 
 
-def format_tables(throughput: Sequence[dict[str, Any]], memory: Sequence[dict[str, Any]]) -> str:
-    lines = [("| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
-              "| CPU ms/unit pool | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in throughput:
-        lines.append(f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
-                     f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['bare_cpu_ms']:.3f} "
-                     f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |")
-    lines += ["", ("| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
+def format_tables(driver: Sequence[dict[str, Any]], throughput: Sequence[dict[str, Any]],
+                  memory: Sequence[dict[str, Any]]) -> str:
+    lines = []
+    if driver:
+        lines += ["| driver alone (no HTTP) | results | CPU ms/result (best) | wall ms/result | results/s of CPU |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['path']} | {r['units']:,} | {r['cpu_ms']:.3f} | {r['wall_ms']:.3f} | {1e3 / r['cpu_ms']:,.0f} |"
+                  for r in driver]
+        lines.append("")
+    if throughput:
+        lines += [("| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
+                   "| CPU ms/unit pool | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in throughput:
+            lines.append(f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
+                         f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['bare_cpu_ms']:.3f} "
+                         f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |")
+        lines.append("")
+    if memory:
+        lines += [("| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
                    "| units/s | CPU ms/unit |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in memory:
-        goal = f"≤ {MEMORY_GOAL_MB:.0f} MB" if r["units"] == MEMORY_GOAL_UNITS else ""
-        lines.append(f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
-                     f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} | {r['rate']:,.0f} | {r['cpu_ms']:.3f} |")
+        for r in memory:
+            goal = f"≤ {MEMORY_GOAL_MB:.0f} MB" if r["units"] == MEMORY_GOAL_UNITS else ""
+            lines.append(f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
+                         f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} | {r['rate']:,.0f} "
+                         f"| {r['cpu_ms']:.3f} |")
     return "\n".join(lines)
 
 
@@ -313,7 +396,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--items-per-model", type=int, default=1_000, help="suite size; models = units / this")
     parser.add_argument("--reps", type=int, default=1, help="interleaved repetitions per row (best counts)")
     parser.add_argument("--quick", action="store_true", help="5,000-unit throughput rows, memory at 5k and 20k")
-    parser.add_argument("--only", choices=("throughput", "memory"), help="run only this table")
+    parser.add_argument("--only", choices=("throughput", "memory", "driver"), help="run only this table")
     parser.add_argument("--profile", metavar="DIR", help="also cProfile one extra (untimed) pool run per "
                                                          "configuration into DIR (in a child: the stats file)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details as JSON")
@@ -323,6 +406,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     child = parser.add_argument_group("child process (internal)")
     for flag in ("--child", "--bare", "--routing"):
         child.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    child.add_argument("--driver-units", type=int, help=argparse.SUPPRESS)
+    child.add_argument("--items", type=int, default=1_000, help=argparse.SUPPRESS)
     for flag in ("--pool", "--suite", "--out", "--cache-dir"):
         child.add_argument(flag, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -340,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # started with `&`, a shell leaves SIGINT ignored
     if args.child:
-        report = child_bare(args) if args.bare else child_pool(args)
+        report = child_bare(args) if args.bare else child_driver(args) if args.driver_units else child_pool(args)
         print(json.dumps(report))
         return 0
     units = 5_000 if args.quick and args.units == 20_000 else args.units
@@ -355,17 +440,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="medpool-driver-bench-") as tmp:
         trees = {"": REPO_ROOT, **dict(_baseline(b) for b in args.baseline)}
         bench = Workbench(Path(tmp), args.items_per_model, profile_dir, trees)
-        throughput = [] if args.only == "memory" else throughput_rows(bench, units, args.reps)
-        memory = [] if args.only == "throughput" else memory_rows(bench, sizes)
+        driver = driver_rows(bench, units, max(args.reps, 3)) if args.only in (None, "driver") else []
+        throughput = throughput_rows(bench, units, args.reps) if args.only in (None, "throughput") else []
+        memory = memory_rows(bench, sizes) if args.only in (None, "memory") else []
     total_s = time.perf_counter() - start
     print()
-    print(format_tables(throughput, memory))
+    print(format_tables(driver, throughput, memory))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
         write_json_report(args.json, "bench.driver_bench", started, quick=args.quick, machine=machine,
                           total_s=total_s, sizes={"units": units, "memory_units": list(sizes),
                                                   "items_per_model": args.items_per_model},
-                          rows=[*throughput, *({"memory": r} for r in memory)])
+                          rows=[*({"driver": r} for r in driver), *throughput, *({"memory": r} for r in memory)])
     return 0
 
 
