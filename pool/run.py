@@ -23,7 +23,6 @@ if __name__ == "__main__":  # before the slow imports: a SIGTERM while starting 
 
 import argparse
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from pool.api import EXIT_BUDGET, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT
     rescore, resume, run_pool
 from pool.items_source import DataError
 from pool.run_spec import DEFAULT_CACHE_MAX_AGE_S, DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
+from routing.cli_types import NON_NEGATIVE, SCORE_DIFFERENCE, SECONDS, duration, integer
 
 __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTIONS", "build_parser", "main"]
 
@@ -47,12 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
     parser.add_argument("--models", help="comma-separated model names (default: every enabled model)")
     parser.add_argument("--all", action="store_true", help="include disabled models")
-    parser.add_argument("--limit", type=_count(1), help="first N items after filtering")
+    parser.add_argument("--limit", type=integer(1), help="first N items after filtering")
     parser.add_argument("--track", help="only items of this track")
     parser.add_argument("--task", help="only items of this task")
     parser.add_argument("--domain", help="only items whose domain is or starts with this (system or system:topic)")
     parser.add_argument("--id", action="append", help="only this item id (repeatable)")
-    parser.add_argument("--sample", type=_count(1), metavar="N", help="first N items per (task, domain)")
+    parser.add_argument("--sample", type=integer(1), metavar="N", help="first N items per (task, domain)")
     parser.add_argument("--subset", metavar="mini|medium|large|FILE",
                         help="nested deterministic subset, or a file of item ids (e.g. hard.yaml from routing.build)")
     parser.add_argument("--orchestration", action="store_true",
@@ -63,10 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking the models")
     parser.add_argument("--hallu", action="store_true",
                         help="also ask the judge for claim-level hallucination labels (unsupported rate, factual precision)")
-    parser.add_argument("--rejudge-sample", type=_count(1), metavar="N",
+    parser.add_argument("--rejudge-sample", type=integer(1), metavar="N",
                         help="judge N sampled rubric answers again on a perturbed prompt (dimensions reversed) for the "
                         "report's judge agreement (Cohen's kappa, Spearman); stored with the run, --rescore may change it")
-    parser.add_argument("--anchor-sample", type=_count(1), metavar="N",
+    parser.add_argument("--anchor-sample", type=integer(1), metavar="N",
                         help="judge N fixed rubric answers again, asking the judge afresh (never the cache), and report "
                         "their agreement with the run's verdicts — cached ones are an earlier night's: judge drift")
     parser.add_argument("--with-judge", action="store_true",
@@ -76,21 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
-    parser.add_argument("--max-consecutive-failures", type=_count(0), default=5,
+    parser.add_argument("--max-consecutive-failures", type=integer(0), default=5,
                         help="give up on a model after this many infra errors in a row (default 5; 0 never)")
-    parser.add_argument("--log-interval", type=_seconds, default=30.0, help="seconds between progress lines when not on a terminal")
-    parser.add_argument("--cache-max-age", type=_duration, default=DEFAULT_CACHE_MAX_AGE_S, metavar="DURATION",
+    parser.add_argument("--log-interval", type=SECONDS, default=30.0, help="seconds between progress lines when not on a terminal")
+    parser.add_argument("--cache-max-age", type=duration, default=DEFAULT_CACHE_MAX_AGE_S, metavar="DURATION",
                         help="ask again for cached answers older than this (e.g. 12h, 90m, 3600, never; default 12h): "
                         "a hosted model can change behind the same id. Judge verdicts are not aged")
-    parser.add_argument("--max-cost", type=_non_negative_number, metavar="AMOUNT",
+    parser.add_argument("--max-cost", type=NON_NEGATIVE, metavar="AMOUNT",
                         help=f"stop issuing requests once tonight's calls cost this much at the pool file's prices; "
                         f"calls in flight finish, the rest stay pending for --resume (exit {EXIT_BUDGET})")
-    parser.add_argument("--max-tokens-total", type=_count(1), metavar="N",
+    parser.add_argument("--max-tokens-total", type=integer(1), metavar="N",
                         help=f"the same cap in prompt + completion tokens (exit {EXIT_BUDGET})")
     parser.add_argument("--history-root", metavar="DIR",
                         help="runs root whose index.jsonl records this run and holds the nights it is compared with "
                         "(default: the run folder's parent, e.g. runs/)")
-    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, type=_threshold, metavar="THRESHOLD",
+    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, type=SCORE_DIFFERENCE, metavar="THRESHOLD",
                         help=f"exit {EXIT_REGRESSION} when the comparison with the last comparable night shows a significant "
                         "regression larger than THRESHOLD score points (scores in [0, 1]; default 0: any)")
     parser.add_argument("--executor", choices=EXECUTORS,
@@ -100,94 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Ray cluster to join (as for ray.init, e.g. auto or 10.0.0.1:6379); default: a private "
                         "cluster on this machine, on loopback only")
     return parser
-
-
-def _count(minimum: int):
-    """argparse type: an integer of at least ``minimum`` (a negative --sample is a typo, not a run)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    return parse
-
-
-def _seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
-    return value
-
-
-def _count(minimum: int):
-    """argparse type: an integer of at least ``minimum`` (a negative --sample is a typo, not a run)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    return parse
-
-
-def _seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
-    return value
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _duration(text: str) -> float | None:
-    """argparse type: seconds, or a number with s/m/h/d, or ``never`` (None: cached answers never age)."""
-    cleaned = text.strip().lower()
-    if cleaned == "never":
-        return None
-    scale = _UNITS.get(cleaned[-1:], None)
-    number = cleaned[:-1] if scale else cleaned
-    try:
-        value = float(number) * (scale or 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 12h, 90m, 3600 or never, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite duration >= 0, got {text}")
-    return value
-
-
-def _non_negative_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def _threshold(text: str) -> float:
-    """argparse type: a score difference in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a score difference in [0, 1], got {text!r}") from None
-    if not math.isfinite(value) or not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1] (scores are fractions), got {text}")
-    return value
 
 
 def _fail(message: str) -> int:

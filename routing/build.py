@@ -24,6 +24,7 @@ import numpy as np
 
 from eval.files import atomic_write_text
 from judge.calibration_store import default_store_dir
+from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
 from routing.frontier import cost_frontier
 from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
@@ -150,37 +151,6 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     }  # fmt: skip
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-        return value
-
-    return parse
-
-
-def _unit_interval(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
-    return value
-
-
 def _cv_folds(text: str) -> int:
     value = int(text)
     if value == 1 or value < 0:
@@ -200,26 +170,26 @@ def build_parser() -> argparse.ArgumentParser:
     add("--out", metavar="DIR", help="output directory (default: the first --run directory)")
     add("--common", action="store_true", help="per task, keep only items every compared model scored")
     add("--since", metavar="ISO", help="ignore runs created before this time (e.g. 2026-11-01T00:00:00Z)")
-    add("--min-n", type=_positive_int, default=5, help="scored items a model needs in a bucket to be routed there (default 5)")
-    add("--top-k", type=_positive_int, default=3, help="candidates listed per bucket (default 3)")
+    add("--min-n", type=integer(1), default=5, help="scored items a model needs in a bucket to be routed there (default 5)")
+    add("--top-k", type=integer(1), default=3, help="candidates listed per bucket (default 3)")
     add("--floor", type=float, help="minimum score a model needs to be routed a bucket (default: none)")
-    add("--alpha", type=_fraction, default=0.05,
+    add("--alpha", type=OPEN_FRACTION, default=0.05,
         help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive (default %(default)s)")
-    add("--component-floor", type=_unit_interval, default=0.5,
+    add("--component-floor", type=UNIT_INTERVAL, default=0.5,
         help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated (default %(default)s)")
-    add("--lam", type=_non_negative(float), default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
-    add("--hard-fraction", type=_fraction, default=DEFAULT_FRACTION,
+    add("--lam", type=NON_NEGATIVE, default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
+    add("--hard-fraction", type=OPEN_FRACTION, default=DEFAULT_FRACTION,
         help="share of each (family, task) in the hard subset, in (0, 1) (default %(default)s)")
-    add("--hard-min", type=_non_negative(int), default=DEFAULT_MIN_ITEMS,
+    add("--hard-min", type=integer(0), default=DEFAULT_MIN_ITEMS,
         help="hard items per (family, task) at least, but never more than half of it (default %(default)s)")
-    add("--hard-n", type=_non_negative(int), help="hard items per (family, task) at most (default: no cap)")
+    add("--hard-n", type=integer(0), help="hard items per (family, task) at most (default: no cap)")
     add("--seed", type=int, default=0, help="seed of every bootstrap and shuffle (default 0)")
-    add("--bootstrap", type=_positive_int, default=1000, help="bootstrap resamples for leaderboard CIs (default 1000)")
-    add("--bt-rounds", type=_positive_int, default=100, help="bootstrap rounds for Bradley–Terry CIs (default 100)")
-    add("--elo-rounds", type=_positive_int, default=50, help="shuffled orders for online Elo (default 50)")
-    add("--elo-k", type=_non_negative(float), default=16.0,
+    add("--bootstrap", type=integer(1), default=1000, help="bootstrap resamples for leaderboard CIs (default 1000)")
+    add("--bt-rounds", type=integer(1), default=100, help="bootstrap rounds for Bradley–Terry CIs (default 100)")
+    add("--elo-rounds", type=integer(1), default=50, help="shuffled orders for online Elo (default 50)")
+    add("--elo-k", type=NON_NEGATIVE, default=16.0,
         help="online Elo K factor (default 16: battles from a few hundred items; FastChat's 4 suits millions)")
-    add("--elo-max-battles", type=_positive_int, default=4_000,
+    add("--elo-max-battles", type=integer(1), default=4_000,
         help="online Elo shuffles a seeded sample of at most this many battles per scope (default 4000)")
     add("--orchestration-tasks", default=",".join(ORCHESTRATION_TASKS),
         help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)")

@@ -43,6 +43,7 @@ import numpy as np
 import yaml
 
 from eval.files import atomic_write_text
+from routing.cli_types import OPEN_FRACTION, SCORE_DIFFERENCE
 from routing.compare_md import render_compare_md
 from routing.decision_changes import decision_changes
 from routing.history import HistoryError, answer_cache_flags, cached_share, read_summary_json
@@ -360,20 +361,6 @@ def write_comparison(out_dir: Path, comparison: Comparison) -> tuple[Path, Path]
 # --- CLI ---------------------------------------------------------------------------------------
 
 
-def parse_threshold(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"a score difference in [0, 1] expected (e.g. 0.05), got {value}")
-    return value
-
-
-def _alpha(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routing.compare",
@@ -385,10 +372,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("new", metavar="NEW", help="the later run directory")
     parser.add_argument("--out", metavar="DIR", help="where compare.json / compare.md go (default: NEW); a report.html there gets "
                                                      "a 'Since last night' section")  # fmt: skip
-    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=parse_threshold, metavar="THRESHOLD",
+    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=SCORE_DIFFERENCE, metavar="THRESHOLD",
                         help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
                              "(default when given without a value: 0, i.e. any significant regression)")  # fmt: skip
-    parser.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise level of the Holm-adjusted tests (default %(default)s)")
+    parser.add_argument("--alpha", type=OPEN_FRACTION, default=0.05, help="family-wise level of the Holm-adjusted tests (default %(default)s)")
     parser.add_argument("--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)")
     return parser
 

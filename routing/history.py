@@ -23,13 +23,13 @@ import fcntl
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from routing.load import SUMMARY_FILENAME, LoadError, load_runs, parse_time
+from routing.load import SUMMARY_FILENAME, LoadError, digest_scores, parse_time
 from routing.run_scores import family_scores
 
 INDEX_FILENAME = "index.jsonl"
@@ -105,15 +105,8 @@ def read_summary_json(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def answer_cache_flags(run_dir: Path) -> dict[tuple[str, str], bool] | None:
-    """``(model, item_id) -> cached`` for the answer rows of ``results.jsonl``; None when it is absent.
-
-    Unreadable lines are skipped: this only says how much of a run rests on cached answers.
-    """
-    path = run_dir / RESULTS_FILENAME
-    if not path.is_file():
-        return None
-    flags: dict[tuple[str, str], bool] = {}
+def _answer_rows(path: Path) -> Iterator[tuple[tuple[str, str], bool]]:
+    """((model, item_id), cached) per obtained answer row of a results.jsonl; unreadable lines are skipped."""
     with path.open(encoding="utf-8") as f:
         for line in f:
             try:
@@ -121,16 +114,40 @@ def answer_cache_flags(run_dir: Path) -> dict[tuple[str, str], bool] | None:
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and row.get("stage") == ANSWER_STAGE and row.get("status") != "infra_error":
-                flags[(str(row.get("model")), str(row.get("item_id")))] = bool(row.get("cached"))
-    return flags
+                yield (str(row.get("model")), str(row.get("item_id"))), bool(row.get("cached"))
+
+
+def answer_cache_flags(run_dir: Path) -> dict[tuple[str, str], bool] | None:
+    """``(model, item_id) -> cached`` for the answer rows of ``results.jsonl``; None when it is absent.
+
+    Unreadable lines are skipped: this only says how much of a run rests on cached answers.
+    """
+    path = run_dir / RESULTS_FILENAME
+    return dict(_answer_rows(path)) if path.is_file() else None
 
 
 def cached_share(flags: Mapping[tuple[str, str], bool] | None) -> dict[str, Any]:
     """``{answers, cached, share}``: obtained answers and how many came from the response cache."""
     if flags is None:
         return {"answers": None, "cached": None, "share": None}
-    hits = sum(flags.values())
-    return {"answers": len(flags), "cached": hits, "share": round(hits / len(flags), 4) if flags else None}
+    return _share(len(flags), sum(flags.values()))
+
+
+def counted_cached_share(run_dir: Path) -> dict[str, Any]:
+    """:func:`cached_share` of ``results.jsonl`` counted as it is read (the store writes one answer row
+    per unit, so no row needs remembering)."""
+    path = run_dir / RESULTS_FILENAME
+    if not path.is_file():
+        return cached_share(None)
+    answers = hits = 0
+    for _, cached in _answer_rows(path):
+        answers += 1
+        hits += cached
+    return _share(answers, hits)
+
+
+def _share(answers: int, hits: int) -> dict[str, Any]:
+    return {"answers": answers, "cached": hits, "share": round(hits / answers, 4) if answers else None}
 
 
 def _stored_dir(root: Path, run_dir: Path) -> str:
@@ -151,29 +168,25 @@ def snapshot(root: Path, run_dir: Path) -> IndexEntry:
     by_family: dict[str, list[str]] = {}
     scores: dict[str, Any] = {}
     try:
-        table = load_runs([run_dir]).table
+        digest = digest_scores(run_dir)
     except LoadError as exc:
         problems.append(f"scores not read: {exc}")
         models = {name: {"name": name, "key": None, "identity": None} for name in summary.get("models") or {}}
     else:
-        for entrant in table.entrants:
+        for entrant in digest.entrants:
             models[entrant.model_label] = {"name": entrant.model.name, "key": entrant.model.key,
                                            "identity": entrant.model.as_dict()}  # fmt: skip
             if entrant.judge is not None:
                 judges[entrant.judge.key()] = entrant.judge.as_dict()
-        families = table.names("family")
-        for code, family in enumerate(families):
-            rows = table.family == code
-            keys = {table.entrants[e].judge_key for e in set(table.entrant[rows].tolist())}
-            by_family[family] = sorted(k for k in keys if k)
-        scores = family_scores(table)
+        by_family = {family: list(keys) for family, keys in digest.judges_by_family.items()}
+        scores = family_scores(digest)
     return IndexEntry(
         run_id=summary["run_id"], dir=_stored_dir(root, run_dir), created_at=summary["created_at"],
         status=str(summary.get("run_status") or "unknown"), pool_fingerprint=summary.get("pool_fingerprint"),
         data_fingerprint=summary.get("data_fingerprint"), appended_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         models=models, judges=judges, judges_by_family=by_family,
         totals=summary.get("totals") if isinstance(summary.get("totals"), dict) else {},
-        cached=cached_share(answer_cache_flags(run_dir)), scores=scores, problems=tuple(problems),
+        cached=counted_cached_share(run_dir), scores=scores, problems=tuple(problems),
     )  # fmt: skip
 
 

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +52,9 @@ from eval.gold_types import primary_metric_of
 from eval.scores import FAMILIES, JUDGE_NAMED_FIELDS, JudgeIdentity, frozen_json
 from routing.table import (
     NO_DOMAIN,
+    SCORED,
     STATUSES,
+    Entrant,
     ModelIdentity,
     ScoreTable,
     intern,
@@ -293,13 +296,12 @@ STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
 INFRA_CODE = STATUS_CODE["infra_error"]
 
 
-def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int, str], Record]]:
-    """((identity id, judge id, item id), record) for every checked row of one run's scores.jsonl."""
+def iter_checked_rows(run_dir: Path, interner: _Interner) -> Iterator[tuple[int, tuple[int, int, str], dict[str, Any]]]:
+    """(line number, (identity id, judge id, item id), row) for every checked row of one run's scores.jsonl,
+    one line in memory at a time; raises :class:`LoadError` naming ``path:line`` at the first bad row."""
     path = run_dir / SCORES_FILENAME
     if not path.is_file():
         raise LoadError(f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)")
-    out = []
-    text = interner.text
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
@@ -315,16 +317,67 @@ def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int
                 key = (interner.identity(row["model_identity"]), interner.judge(row.get("judge")), row["item_id"])
             except _IdentityError as exc:
                 raise LoadError(f"{path}:{line_no}: {exc}") from None
-            details = row.get("details", {})
-            out.append((key, (
-                row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
-                text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
-                row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
-                _flags(details) if details else None, _label(row), _answered(row),
-                row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, row.get("cost"),
-                line_no,
-            )))  # fmt: skip
+            yield line_no, key, row
+
+
+def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int, str], Record]]:
+    """((identity id, judge id, item id), record) for every checked row of one run's scores.jsonl."""
+    out = []
+    text = interner.text
+    for line_no, key, row in iter_checked_rows(run_dir, interner):
+        details = row.get("details", {})
+        out.append((key, (
+            row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
+            text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
+            row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
+            _flags(details) if details else None, _label(row), _answered(row),
+            row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, row.get("cost"),
+            line_no,
+        )))  # fmt: skip
     return out
+
+
+@dataclass(frozen=True)
+class ScoreDigest:
+    """One run's scored values per (entrant, family), read in one pass without building a table:
+    memory grows with the scored values (8 bytes each), not with the rows' text."""
+
+    entrants: tuple[Entrant, ...]
+    values: Mapping[tuple[int, str], np.ndarray]  # (entrant index, family) -> values of its scored rows
+    judges_by_family: Mapping[str, tuple[str, ...]]  # family -> judge keys of its rows (any status), sorted
+
+
+def digest_scores(run_dir: Path | str) -> ScoreDigest:
+    """A :class:`ScoreDigest` of ``RUN_DIR/scores.jsonl``; raises :class:`LoadError` as :func:`load_runs`
+    does (bad row, the same (model, judge, item) twice, no row at all)."""
+    run_dir = Path(run_dir)
+    interner = _Interner()
+    values: dict[tuple[int, int, str], array[float]] = {}
+    judges: dict[str, set[int]] = {}
+    seen: dict[int, int] = {}  # hash of the row key -> line (a set of ints, not of key tuples)
+    for line_no, key, row in iter_checked_rows(run_dir, interner):
+        first = seen.setdefault(hash(key), line_no)
+        if first != line_no:
+            raise LoadError(f"{run_dir / SCORES_FILENAME}:{line_no}: duplicate row for model "
+                            f"{interner.identities[key[0]].name!r}, item {key[2]!r} and the same judge "
+                            f"(first at line {first})")  # fmt: skip
+        family = interner.text(row["family"])
+        judges.setdefault(family, set()).add(key[1])
+        column = values.setdefault((key[0], key[1], family), array("d"))
+        if row["status"] == STATUSES[SCORED]:
+            column.append(float(row["value"]))
+    if not seen:
+        raise LoadError(f"no score rows in {run_dir / SCORES_FILENAME}")
+    identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(interner.identities)}
+    judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(interner.judges)}
+    pairs = sorted({(i, j) for i, j, _ in values}, key=lambda p: (identity_order[p[0]], judge_order[p[1]]))
+    entrants = make_entrants([(interner.identities[i], interner.judges[j]) for i, j in pairs])
+    index = {pair: e for e, pair in enumerate(pairs)}
+    return ScoreDigest(
+        entrants=tuple(entrants),
+        values={(index[(i, j)], family): np.frombuffer(column, dtype=float) for (i, j, family), column in values.items()},
+        judges_by_family={family: tuple(sorted(judge_order[j] for j in ids if j)) for family, ids in sorted(judges.items())},
+    )  # fmt: skip
 
 
 def merge_rows(per_run: Sequence[tuple[Path, list[tuple[tuple[int, int, str], Record]]]],

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from routing.cli_types import SCORE_DIFFERENCE
 from routing.compare import (
     COMPARE_JSON,
     EXIT_INPUT,
@@ -33,7 +34,6 @@ from routing.compare import (
     EXIT_REGRESSION,
     Comparison,
     compare_runs,
-    parse_threshold,
     write_comparison,
 )
 from routing.history import HistoryError, IndexEntry, append_run, latest_comparable
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "--fail-on-regression: a significant regression larger than the threshold.")  # fmt: skip
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
-    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=parse_threshold, metavar="THRESHOLD",
+    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=SCORE_DIFFERENCE, metavar="THRESHOLD",
                         help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD (default 0)")
     parser.add_argument("--last", type=int, default=DEFAULT_LAST, help="nights in the trend charts (default %(default)s)")
     return parser

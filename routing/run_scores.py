@@ -9,7 +9,9 @@ continuous means, never zero-width). When several judges scored a model in one f
 with the most scored items speaks for it (as the manifest's family decisions do), so a point never
 blends two judges.
 
-Pure: a :class:`~routing.table.ScoreTable` in, plain JSON values out.
+Pure: a :class:`~routing.load.ScoreDigest` (one streaming pass over ``scores.jsonl``, not the whole
+score table: the index is written after every run, and must not cost memory in the run's size) in,
+plain JSON values out.
 """
 
 from __future__ import annotations
@@ -18,31 +20,29 @@ from typing import Any
 
 import numpy as np
 
+from routing.load import ScoreDigest
 from routing.stats import json_number, ratio_intervals
-from routing.table import SCORED, ScoreTable, group_rows
 
 
-def family_scores(table: ScoreTable) -> dict[str, dict[str, dict[str, Any]]]:
+def family_scores(digest: ScoreDigest) -> dict[str, dict[str, dict[str, Any]]]:
     """``{model label: {family: {value, ci, ci_method, n, identity, judge}}}``.
 
     ``identity`` is the model identity key, ``judge`` the judge key (null for judge-free families);
     a change in either from one night to the next breaks a trend line.
     """
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    scored = np.flatnonzero(table.status == SCORED)
-    families = table.names("family")
     best: dict[tuple[str, str], tuple[int, str, np.ndarray, int]] = {}
-    for (family, entrant), local in group_rows([table.family[scored], table.entrant[scored]]):
-        rows = scored[local]
-        who = table.entrants[entrant]
-        key = (who.model_label, families[family])
+    for (entrant, family), values in digest.values.items():
+        if not len(values):
+            continue
+        who = digest.entrants[entrant]
+        key = (who.model_label, family)
         judge = who.judge_key or ""
-        if key not in best or (len(rows), judge) > (best[key][0], best[key][1]):
-            best[key] = (len(rows), judge, rows, entrant)
-    for (label, family), (n, _, rows, entrant) in sorted(best.items()):
-        values = table.value[rows]
+        if key not in best or (len(values), judge) > (best[key][0], best[key][1]):
+            best[key] = (len(values), judge, values, entrant)
+    for (label, family), (n, _, values, entrant) in sorted(best.items()):
         lo, hi, methods = ratio_intervals(values[:, None], np.ones((n, 1)), scale=np.array([1.0]))
-        who = table.entrants[entrant]
+        who = digest.entrants[entrant]
         out.setdefault(label, {})[family] = {
             "value": json_number(float(values.mean())), "ci": [json_number(lo[0]), json_number(hi[0])],
             "ci_method": methods[0], "n": int(n), "identity": who.model.key, "judge": who.judge_key,

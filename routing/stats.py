@@ -40,7 +40,6 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.special import ndtri, stdtrit
-from scipy.stats import binom, ttest_rel
 
 CHUNK_ELEMENTS = 1 << 22  # gathered elements per chunk: caps a chunk's temporaries at ~32 MB of float64
 LEVEL = 0.95
@@ -289,6 +288,8 @@ def mcnemar_midp(better: int | np.ndarray, worse: int | np.ndarray) -> float | n
     finds the difference 58.6% of the time against the mid-p's 67.3%, whose size stays under 5% for
     n from 5 to 100 and p from 0.5 to 0.95 (Fagerland, Lydersen & Laake 2013 recommend it).
     """
+    from scipy.stats import binom  # scipy.stats costs ~45 MB of RSS: paid by the runs that test pairs
+
     better, worse = np.asarray(better), np.asarray(worse)
     d, k = better + worse, np.maximum(better, worse)
     p = np.where(d > 0, np.minimum(1.0, 2.0 * (binom.sf(k, d, 0.5) + 0.5 * binom.pmf(k, d, 0.5))), 1.0)
@@ -314,6 +315,8 @@ def paired_difference_test(first: np.ndarray, second: np.ndarray) -> tuple[float
         return 1.0, mean, PAIRED_T
     if len(diff) < 2 or np.ptp(diff) <= 1e-12 * max(1.0, float(np.abs(diff).max())):  # no spread (up to rounding)
         return mcnemar_midp(int((diff > 0).sum()), int((diff < 0).sum())), mean, PAIRED_T
+    from scipy.stats import ttest_rel
+
     return float(ttest_rel(first, second).pvalue), mean, PAIRED_T
 
 
