@@ -115,3 +115,28 @@ def test_concurrent_appends_from_two_processes_never_interleave(root: Path) -> N
     assert sorted(json.loads(line)["run_id"] for line in lines) == ["night-1"] * count + ["night-2"] * count
     entries, problems = read_index_checked(root)
     assert [e.run_id for e in entries] == ["night-1", "night-2"] and problems == []
+
+
+def test_the_streamed_digest_holds_what_the_score_table_holds(root: Path) -> None:
+    """The index reads scores.jsonl in one pass (routing.load.digest_scores); per entrant and family it must
+    see exactly the scored values, entrants and judges that the full table (load_runs) holds."""
+    import numpy as np
+
+    from routing.load import digest_scores, load_runs
+    from routing.table import SCORED
+
+    for night in ("night-1", "night-3"):
+        table, digest = load_runs([root / night]).table, digest_scores(root / night)
+        assert [e.label for e in digest.entrants] == [e.label for e in table.entrants]
+        families = table.names("family")
+        for code, family in enumerate(families):
+            in_family = table.family == code
+            judges = {table.entrants[e].judge_key for e in set(table.entrant[in_family].tolist())}
+            assert digest.judges_by_family[family] == tuple(sorted(k for k in judges if k))
+            for e in range(len(table.entrants)):
+                rows = in_family & (table.entrant == e)
+                if not rows.any():
+                    assert (e, family) not in digest.values
+                    continue
+                expected = np.sort(table.value[rows & (table.status == SCORED)])
+                assert np.array_equal(np.sort(digest.values[(e, family)]), expected)
