@@ -24,7 +24,6 @@ if __name__ == "__main__":  # before the slow imports: a SIGTERM while starting 
 import argparse
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pool.api import EXIT_BUDGET, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunInputError, RunResult, plan_json, \

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pool import RunSpec, run_pool
+from tests.fake_pool import score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -44,17 +45,8 @@ def fake_url() -> Iterator[str]:
 
 
 def test_anchor_sample_detects_a_judge_that_drifted_behind_the_same_identity(tmp_path: Path, fake_url: str) -> None:
-    data = tmp_path / "items.jsonl"
-    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
-  fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 2}}
-models:
-  - {{name: cand, backend: fake, max_tokens: 16}}
-  - {{name: judgey, backend: fake, enabled: false}}
-judge:
-  model: judgey
-""", encoding="utf-8")
+    data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_url)
     root = tmp_path / "runs"
 
     def night(name: str) -> Any:
@@ -72,7 +64,7 @@ judge:
     assert anchors["previous"]["n"] == 4  # the run's verdicts came from the cache: night 1's
     assert anchors["previous"]["pass_agreement"] == 0.0 and anchors["previous"]["mean_abs_total_diff"] == 16.0
     assert anchors["drift_warning"]
-    rows = [json.loads(line) for line in (root / "n2" / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = score_rows(root / "n2")
     assert sum("anchor" in r["details"] for r in rows) == 4
     assert all(r["passed"] for r in rows)  # the scores themselves are the cached verdicts; the anchors flag them
     text = (root / "n2" / "compare.md").read_text(encoding="utf-8")

@@ -5,9 +5,7 @@ MedDBOps- and MedCallAPI-like) through loaders, scorers, the scoring stage with 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from routing.build import BuildOptions, build
 from routing.leaderboard import build_buckets
 from routing.load import load_runs
 from routing.manifest import orchestrator
+from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.test_routing_fixtures import JUDGE, row, synthetic_rows, write_run
@@ -145,35 +144,14 @@ def write_suite(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
     api = {"id": "a1", "task": "MedCallAPI", "track": "capability", "gold_type": "reference", "question": f"[a1] {API}",
            "gold": API_REFERENCE, "check": "api_call"}  # fmt: skip
     (suite / "calls.jsonl").write_text(json.dumps(api, ensure_ascii=False) + "\n", encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
-  fake:
-    type: openai
-    base_url: {base_url}
-    max_concurrency: 2
-    max_retries: 0
-models:
-  - name: alpha
-    backend: fake
-    max_tokens: 256
-  - name: judgey
-    backend: fake
-    enabled: false
-judge:
-  model: judgey
-""", encoding="utf-8")
-    return pool, suite
+    return write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 256),), max_retries=0), suite
 
 
 def pool_run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "pool.run", *args, "--no-routing"], check=False, cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    return pool_run_cli(*args, "--no-routing", cache=cache)
 
 
-def scores_of(run_dir: Path) -> dict[str, dict[str, Any]]:
-    lines = (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()
-    return {row["item_id"].split("/")[-1]: row for row in map(json.loads, lines)}
+scores_of = scores_by_item
 
 
 def test_judged_run_keeps_both_views_and_no_judge_keeps_the_check(tmp_path: Path, fake) -> None:

@@ -5,9 +5,6 @@ and the report's judge reliability turns the pairs into Cohen's κ and Spearman'
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,7 @@ import pytest
 
 from judge.perturb import reversed_dimensions
 from judge.prompts import reference_judge_prompt
+from tests.fake_pool import pool_run_cli, score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -56,29 +54,12 @@ def test_perturbation_only_reorders_the_rubric() -> None:
 
 
 def test_rejudge_sample_records_second_verdicts_and_agreement(tmp_path: Path, fake_url: Callable[[], str]) -> None:
-    data = tmp_path / "items.jsonl"
-    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
-  fake:
-    type: openai
-    base_url: {fake_url()}
-    max_concurrency: 2
-    max_retries: 0
-models:
-  - name: alpha
-    backend: fake
-  - name: judgey
-    backend: fake
-    enabled: false
-judge:
-  model: judgey
-""", encoding="utf-8")
-    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache"), "MEDPOOL_CALIBRATION_DIR": str(tmp_path / "calibrations")}
-    out = subprocess.run([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"),
-                          "--rejudge-sample", "6"], check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_url(), (("alpha", None),), max_retries=0)
+    out = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--rejudge-sample", "6",
+                       cache=tmp_path / "cache", env={"MEDPOOL_CALIBRATION_DIR": str(tmp_path / "calibrations")})  # fmt: skip
     assert out.returncode == 0, out.stderr
-    rows = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    rows = score_rows(tmp_path / "run")
     assert all(r["details"]["rejudge"]["perturbation"] == "dimensions_reversed" for r in rows) and len(rows) == 6
     assert all(r["details"]["rejudge"]["total"] == r["metrics"]["total"] for r in rows)
     stages = [json.loads(line)["stage"] for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]

@@ -4,13 +4,12 @@ the parse ladder's re-ask, unparseable verdicts as infra errors, --rescore, scor
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -44,38 +43,15 @@ def judge_behaviour(mode: str):
 
 
 def write_files(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
-    data = tmp_path / "suite" / "items.jsonl"
-    data.parent.mkdir()
-    data.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in SUITE), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
-  fake:
-    type: openai
-    base_url: {base_url}
-    max_concurrency: 2
-    max_retries: 0
-models:
-  - name: alpha
-    backend: fake
-    max_tokens: 32
-  - name: judgey
-    backend: fake
-    enabled: false
-judge:
-  model: judgey
-""", encoding="utf-8")
-    return pool, data
+    data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
+    return write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 32),), max_retries=0), data
 
 
 def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "pool.run", *args, "--no-routing"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return pool_run_cli(*args, "--no-routing", cache=cache, timeout=120)
 
 
-def scores(run_dir: Path) -> dict[str, dict]:
-    lines = (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()
-    return {row["item_id"].split("/")[-1]: row for row in map(json.loads, lines)}
+scores = scores_by_item
 
 
 @pytest.fixture

@@ -1,0 +1,59 @@
+"""A pool of FAKE models on one OpenAI-compatible fake server, a JSONL suite, and ``pool.run`` over them.
+
+The scoring, judging and nightly tests all need the same few files: a suite of items, a pool whose
+candidates and (disabled) judge all point at one fake server, a ``pool.run`` in a subprocess with
+its own response cache, and the resulting scores by item. One builder keeps those setups alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+JUDGE = "judgey"
+
+
+def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
+    """``records`` as a UTF-8 JSONL file (parent folders created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def write_fake_pool(path: Path, base_url: str, candidates: Sequence[tuple[str, int | None]] = (("cand", 16),), *,
+                    max_retries: int | None = None, judge: str | None = JUDGE) -> Path:  # fmt: skip
+    """A pool file: backend ``fake`` at ``base_url`` (concurrency 2), the ``(name, max_tokens)`` candidates
+    and, unless ``judge`` is None, a disabled pool model of that name serving as the judge."""
+    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {base_url}", "    max_concurrency: 2"]
+    if max_retries is not None:
+        lines.append(f"    max_retries: {max_retries}")
+    lines.append("models:")
+    for name, max_tokens in candidates:
+        lines += [f"  - name: {name}", "    backend: fake"] + ([f"    max_tokens: {max_tokens}"] if max_tokens else [])
+    if judge is not None:
+        lines += [f"  - name: {judge}", "    backend: fake", "    enabled: false", "judge:", f"  model: {judge}"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def pool_run_cli(*args: str, cache: Path, env: Mapping[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    """``python -m pool.run ARGS`` from the repository with its own response cache; output captured."""
+    environment = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "pool.run", *args], check=False, cwd=REPO, env=environment,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def score_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of ``RUN_DIR/scores.jsonl``."""
+    return [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def scores_by_item(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """``RUN_DIR/scores.jsonl`` keyed by the item id's last path segment."""
+    return {row["item_id"].split("/")[-1]: row for row in score_rows(run_dir)}
