@@ -102,6 +102,7 @@ class Item:
     skip_reason: str | None = None
     meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     check: Check | None = None
+    max_tokens: int | None = None  # the answer budget the item needs; a request sends min(model's, this)
 
     @staticmethod
     def make_id(suite: str, task: str, local_id: str) -> str:
@@ -152,6 +153,9 @@ class Item:
         problem = GOLD_TYPE_SPECS[self.gold_type].check_gold(self.gold, context)
         if problem:
             raise ItemError("gold", f"{self.gold_type} gold {problem}")
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
+                                            or self.max_tokens < 1):  # fmt: skip
+            raise ItemError("max_tokens", f"must be an integer >= 1 (the answer's token budget) or absent, got {self.max_tokens!r}")
         if self.check is not None:
             if self.check not in CHECKS:
                 raise ItemError("check", f"must be one of {list(CHECKS)} or absent, got {self.check!r}")
@@ -251,4 +255,6 @@ class Item:
             record["meta"] = thaw(self.meta)
         if self.check is not None:
             record["check"] = self.check
+        if self.max_tokens is not None:
+            record["max_tokens"] = self.max_tokens
         return record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 # JUDGED_GOLD_TYPES: gold types whose answers the LLM judge scores (the rest have judge-free
@@ -36,8 +36,14 @@ class PromptItem(Protocol):
 
 
 def answer_request(model: Model, item: PromptItem) -> GenerationRequest:
-    """The request a model gets for an item: chat messages, or a raw prompt for base models."""
+    """The request a model gets for an item: chat messages, or a raw prompt for base models.
+
+    An item's own ``max_tokens`` (its answer budget) caps the model's: the smaller one is sent.
+    """
     params = model.generation_params()
+    budget = getattr(item, "max_tokens", None)
+    if budget is not None and (params.max_tokens is None or budget < params.max_tokens):
+        params = replace(params, max_tokens=budget)
     if model.mode == "completion":
         return GenerationRequest(model=model.model, mode="completion", prompt=item.completion_prompt(), params=params)
     return GenerationRequest(model=model.model, mode="chat", messages=item.chat_messages(), params=params)
@@ -48,6 +54,9 @@ def data_fingerprint(items: Sequence[PromptItem]) -> str:
     digest = hashlib.sha256()
     for item in items:
         record = {"id": item.id, "messages": list(item.chat_messages()), "prompt": item.completion_prompt()}
+        budget = getattr(item, "max_tokens", None)
+        if budget is not None:  # only when set: the fingerprints of suites without budgets stay as they were
+            record["max_tokens"] = budget
         digest.update(json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()

@@ -29,6 +29,9 @@ meta           no        any JSON object, carried through read-only (e.g. ``{"la
                          classification, option sets of a CHIP case, provenance)
 check          no        ``"sql"`` or ``"api_call"`` (reference items only): score the answer by
                          that objective check, the judge's verdict kept beside (see ``eval.items``)
+max_tokens     no        the answer's token budget: a request sends the smaller of this and the
+                         model's ``max_tokens`` (a choice item needs a letter, not 256 tokens of a
+                         small model repeating itself). Part of the request, so of the cache key
 =============  ========  ============================================================================
 
 Example::
@@ -50,7 +53,7 @@ from eval.items import Item
 from eval.loaders.base import Loader, read_json_lines
 
 REQUIRED = ("id", "task", "track", "gold_type", "gold")
-OPTIONAL = ("suite", "question", "messages", "options", "domain", "scorable", "skip_reason", "meta", "check")
+OPTIONAL = ("suite", "question", "messages", "options", "domain", "scorable", "skip_reason", "meta", "check", "max_tokens")
 _HINT = "see the medpool JSONL format in eval/loaders/medpool_jsonl.py"
 
 
@@ -77,7 +80,7 @@ def load(path: Path, suite: str) -> Iterator[Item]:
             task=data["task"], gold_type=data["gold_type"], question=data.get("question"), messages=data.get("messages"),
             options=data.get("options"), gold=data["gold"], domain=data.get("domain"),
             scorable=data.get("scorable", True), skip_reason=data.get("skip_reason"), meta=data.get("meta", {}),
-            check=data.get("check"),
+            check=data.get("check"), max_tokens=data.get("max_tokens"),
         )  # fmt: skip
 
 
