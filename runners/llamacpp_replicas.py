@@ -21,9 +21,7 @@ import glob
 import logging
 import os
 import re
-import socket
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -33,6 +31,7 @@ from runners.llamacpp_server import (
     ManagedLlamaServer,
     ServedModel,
     ServerTiming,
+    free_loopback_ports,
     server_pid_path,
     stop_leftover_server,
 )
@@ -59,15 +58,6 @@ def stop_leftover_replicas(log_path: Path) -> int:
         p for p in log_path.parent.glob(f"{glob.escape(log_path.stem)}-r*.pid") if numbered.fullmatch(p.name)
     )
     return sum(stop_leftover_server(p) for p in pid_files if p.exists())
-
-
-def free_loopback_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports the kernel just reported free (all held open at once, so no repeats)."""
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind((host, 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 class ManagedLlamaReplicas:

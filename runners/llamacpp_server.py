@@ -56,6 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,11 +143,19 @@ def parse_server_timings(log_text: str) -> list[ServerTiming]:
     return timings
 
 
+def free_loopback_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports the kernel just reported free (all held open at once, so no repeats);
+    whoever asked binds them a moment later."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in socks:
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
 def free_loopback_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel just reported free (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """One port the kernel just reported free."""
+    return free_loopback_ports(1, host)[0]
 
 
 class ManagedLlamaServer:

@@ -14,7 +14,6 @@ import json
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from runners.llamacpp_server import free_loopback_port
 
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("answering", "judging", "hallu", "routing")
@@ -40,10 +41,7 @@ class KillReport:
     exit_codes: list[int] = field(default_factory=list)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+free_port = free_loopback_port
 
 
 def start_fake(workdir: Path, fault_rate: float) -> tuple[subprocess.Popen, str]:

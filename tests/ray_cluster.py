@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners.llamacpp_server import free_loopback_port
+
 
 @dataclass(frozen=True)
 class LoopbackCluster:
@@ -28,10 +29,7 @@ class LoopbackCluster:
     env: dict[str, str]  # what a driver or CLI process needs to join it
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+_free_port = free_loopback_port
 
 
 def _ray_cli() -> str:
