@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from eval.gold_types import RUBRIC_GOLD_TYPES
-from judge import judge_messages, judged_score, parse_reply
+from judge import ParseFailure, judge_messages, judged_score, parse_reply
 from pool.outcome import Result, Unit
 
 if TYPE_CHECKING:
@@ -37,22 +38,15 @@ def anchor_sample(answers: Sequence[Result], n: int) -> list[Result]:
 
 async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int) -> dict[str, Any]:
     """Judge the anchor sample afresh; put ``details["anchor"]`` on each score and return the tally."""
-    from dataclasses import replace
-
-    from pool.scoring import _for_judge, _is_failure
+    from pool.scoring import answer_for_judge
 
     assert stage.judge is not None
     judged = [a for a in answers if stage.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES
               and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
     sample = anchor_sample(judged, n)
     rounds = [(Unit(a.model, a.item_id, stage.judge.stage(stage.items[a.item_id]) + ANCHOR_SUFFIX),
-               judge_messages(stage.items[a.item_id], _for_judge(a.text))) for a in sample]  # fmt: skip
-    assert stage.scheduler is not None
-    cache, stage.scheduler.cache = stage.scheduler.cache, None  # asked afresh: neither read nor written
-    try:
-        await stage._judge_round(rounds)
-    finally:
-        stage.scheduler.cache = cache
+               judge_messages(stage.items[a.item_id], answer_for_judge(a.text))) for a in sample]  # fmt: skip
+    await stage.judge_round(rounds, fresh=True)  # asked afresh: the cache is neither read nor written
     pairs = []
     for answer, (unit, _) in zip(sample, rounds, strict=True):
         item, key = stage.items[answer.item_id], (answer.model, answer.item_id)
@@ -60,7 +54,7 @@ async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: 
         primary = stage.store.get_result(stage.run_id, Unit(answer.model, answer.item_id, stage.judge.stage(item)))
         parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
         fresh: dict[str, Any] = {"primary_cached": bool(primary is not None and primary.cached)}
-        if parsed is None or _is_failure(parsed):
+        if parsed is None or isinstance(parsed, ParseFailure):
             fresh["error"] = "no verdict" if parsed is not None else "judge call failed"
         else:
             again = judged_score(item, answer.text, parsed, stage.judge.identity(item))

@@ -143,16 +143,29 @@ class ScoringStage:
         """The run's answers to this run's items, streamed from the store in (model, item_id) order."""
         return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
 
-    async def _judge_round(self, wanted: Sequence[tuple[Unit, Messages]]) -> None:
-        """Plan and run the judge units that have no finished row yet."""
+    async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
+        """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
+        neither read nor written (verdicts asked again tonight, e.g. the judge-drift anchors)."""
         assert self.judge is not None and self.scheduler is not None
         if not wanted:
+            return
+        if fresh:
+            cache, self.scheduler.cache = self.scheduler.cache, None
+            try:
+                await self.judge_round(wanted)
+            finally:
+                self.scheduler.cache = cache
             return
         judge = self.judge.model
         self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
         pending = {unit for stage in {unit.stage for unit, _ in wanted}
                    for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)}
-        todo = {unit: messages for unit, messages in wanted if unit in pending}
+        # Contract by contract, item by item: consecutive verdicts share the judge's system prompt and
+        # the question + reference, so a server that keeps the KV cache of the previous prompt's
+        # prefix (llama.cpp) reads only the new answer. In plan order (model by model) the contract
+        # changed every few items and a 0.5B judge re-read ~1,200 prompt tokens each time.
+        ordered = sorted((pair for pair in wanted if pair[0] in pending), key=lambda p: (p[0].stage, p[0].item_id, p[0].model))
+        todo = dict(ordered)
         if not todo:
             return
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
@@ -212,8 +225,8 @@ class ScoringStage:
         first = []
         for answer in answers:
             item = self.items[answer.item_id]
-            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, _for_judge(answer.text))))
-        await self._judge_round(first)
+            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, answer_for_judge(answer.text))))
+        await self.judge_round(first)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
         answer_text = {(a.model, a.item_id): a.text for a in answers}
@@ -226,20 +239,20 @@ class ScoringStage:
                 scores[(answer.model, answer.item_id)] = unparseable_score(identity, reason, "")
                 continue
             parsed = parse_reply(item, row.text)
-            if _is_failure(parsed):
+            if isinstance(parsed, ParseFailure):
                 reask.append((Unit(answer.model, answer.item_id, self.judge.stage(item, reask=True)),
-                              reask_messages(item, _for_judge(answer.text), row.text)))
+                              reask_messages(item, answer_for_judge(answer.text), row.text)))
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
                 scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
-        await self._judge_round(reask)
+        await self.judge_round(reask)
         for unit, _ in reask:
             item = self.items[unit.item_id]
             identity = self.judge.identity(item)
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
             key = (unit.model, unit.item_id)
-            if parsed is None or _is_failure(parsed):
+            if parsed is None or isinstance(parsed, ParseFailure):
                 first_failure = verdicts[key]
                 reason = f"unparseable judge reply after one re-ask ({getattr(first_failure, 'reason', first_failure)})"
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
@@ -257,22 +270,22 @@ class ScoringStage:
         wanted = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
                   and scores[(a.model, a.item_id)].status == "scored"]
         rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
-                   hallu_messages(self.items[a.item_id], _for_judge(a.text))) for a in wanted]
-        await self._judge_round(rounds)
+                   hallu_messages(self.items[a.item_id], answer_for_judge(a.text))) for a in wanted]
+        await self.judge_round(rounds)
         retry, parsed_by_key = [], {}
         for answer, (unit, _) in zip(wanted, rounds):
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(self.items[answer.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
-            if parsed is None or _is_failure(parsed):
+            if parsed is None or isinstance(parsed, ParseFailure):
                 retry.append((Unit(answer.model, answer.item_id, self.judge.stage(self.items[answer.item_id], True, "hallu")),
-                              reask_messages(self.items[answer.item_id], _for_judge(answer.text), row.text if row else "", contract="hallu")))
+                              reask_messages(self.items[answer.item_id], answer_for_judge(answer.text), row.text if row else "", contract="hallu")))
             else:
                 parsed_by_key[(answer.model, answer.item_id)] = parsed
-        await self._judge_round(retry)
+        await self.judge_round(retry)
         for unit, _ in retry:
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(self.items[unit.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
-            if parsed is not None and not _is_failure(parsed):
+            if parsed is not None and not isinstance(parsed, ParseFailure):
                 parsed_by_key[(unit.model, unit.item_id)] = parsed
         for answer in wanted:
             key = (answer.model, answer.item_id)
@@ -300,14 +313,14 @@ class ScoringStage:
                   and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
         sample = sorted(judged, key=lambda a: hashlib.sha256(f"{a.model}\x1f{a.item_id}".encode()).hexdigest())[: self.rejudge_sample]
         rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id]) + ":rejudge"),
-                   reversed_dimensions(judge_messages(self.items[a.item_id], _for_judge(a.text)))) for a in sample]  # fmt: skip
-        await self._judge_round(rounds)
+                   reversed_dimensions(judge_messages(self.items[a.item_id], answer_for_judge(a.text)))) for a in sample]  # fmt: skip
+        await self.judge_round(rounds)
         for answer, (unit, _) in zip(sample, rounds):
             item, key = self.items[answer.item_id], (answer.model, answer.item_id)
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
             second: dict[str, Any] = {"perturbation": PERTURBATION}
-            if parsed is None or _is_failure(parsed):
+            if parsed is None or isinstance(parsed, ParseFailure):
                 second["error"] = "no verdict" if parsed is not None else "judge call failed"
             else:
                 again = judged_score(item, answer.text, parsed, self.judge.identity(item))
@@ -405,12 +418,9 @@ def answering_latency(answer: Result) -> float | None:
     return answer.latency_s
 
 
-def _for_judge(answer: str) -> str:
+def answer_for_judge(answer: str) -> str:
     """The answer as the judge sees it: cut at ``JUDGE_ANSWER_MAX_CHARS`` (recorded in the score)."""
     if len(answer) <= JUDGE_ANSWER_MAX_CHARS:
         return answer
     return answer[:JUDGE_ANSWER_MAX_CHARS] + f"\n[… {len(answer) - JUDGE_ANSWER_MAX_CHARS} more characters not shown]"
 
-
-def _is_failure(parsed: Any) -> bool:
-    return isinstance(parsed, ParseFailure)
