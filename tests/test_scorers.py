@@ -127,6 +127,29 @@ def test_single_choice_naming_several_is_ambiguous(answer, demo):
     assert result.value == 0.0 and result.details["ambiguous"] is True and result.details["parsed"] is None
 
 
+ECHO = "A. 拉贝洛尔\nB. 硝苯地平\nC. 甲基多巴\nD.依那普利"  # smollm2's answer to sc_001 in the default run
+
+
+@pytest.mark.parametrize("answer", [ECHO, f"请看选项：\n{ECHO}", f"{ECHO}\n", "Ａ．拉贝洛尔\nＢ．硝苯地平\nＣ．甲基多巴\nＤ．依那普利"])
+def test_repeating_the_option_list_chooses_nothing(answer, demo):
+    """Before, the last echoed line ("D.依那普利") was read as the answer and scored 1.0."""
+    result = scored(demo["sc_001"], answer)
+    assert result.value == 0.0 and result.details["parsed"] is None
+    assert "the option list repeated in the answer was left out" in result.details["notes"]
+
+
+@pytest.mark.parametrize("answer", [f"{ECHO}\n答案：D", f"D\n{ECHO}", "D. 依那普利", "A. 拉贝洛尔\nD. 依那普利\n答案：D"])
+def test_an_answer_beside_or_without_a_full_echo_still_counts(answer, demo):
+    assert scored(demo["sc_001"], answer).value == 1.0, answer
+
+
+def test_multi_choice_echo_is_left_out_too(demo):
+    options = demo["mc_001"].options
+    echo = "\n".join(f"{label}. {text}" for label, text in options)
+    assert scored(demo["mc_001"], echo).details["parsed"] == []
+    assert scored(demo["mc_001"], f"{echo}\n答案：ABCE").value == 1.0
+
+
 def test_single_choice_letters_inside_option_texts_are_not_choices():
     item = make("single_choice", "B", "首选？", options=[["A", "ACE抑制剂"], ["B", "β受体阻滞剂"]])
     assert scored(item, "答案：B（不选ACE抑制剂）").value == 1.0

@@ -202,16 +202,42 @@ def _explicit_choice_segments(text: str) -> list[tuple[int, str]]:
     return sorted(segments)
 
 
+def without_echoed_option_list(text: str, options: Sequence[tuple[str, str]]) -> tuple[str, bool]:
+    """The answer without the option list, when it repeats the whole list (a line ``A. text`` for
+    every option), and whether it did.
+
+    Repeating the question's options chooses nothing, yet its last line (``D. 依那普利``) reads like
+    an answer: a small model that echoed the list scored whatever option came last. One option
+    line alone ("D. 依那普利") is a real answer and is kept; only a complete list is dropped.
+    """
+    if len(options) < 2:
+        return text, False
+    lines = text.split("\n")
+    folded = [fold(line).strip() for line in lines]
+    echoed: set[int] = set()
+    for label, body in options:
+        pattern = re.compile(rf"\(?{re.escape(fold(label))}\)?\s*[.、:)]\s*{re.escape(fold(body).strip())}[.。]?")
+        hits = [i for i, line in enumerate(folded) if pattern.fullmatch(line)]
+        if not hits:
+            return text, False
+        echoed.update(hits)
+    return "\n".join(line for i, line in enumerate(lines) if i not in echoed), True
+
+
 def parse_choice(text: str, options: Sequence[tuple[str, str]], multi: bool) -> Parsed:
     """The chosen option label (single) or labels (multi, a sorted tuple) in a cleaned answer.
 
-    Order: the last explicit answer (``答案：C``, ``Answer: A, C``, ``选C``) → the last line → the
-    whole answer; at each step option texts are blanked first, and when no label is named the
+    A repeated option list is left out first (:func:`without_echoed_option_list`). Then, in order:
+    the last explicit answer (``答案：C``, ``Answer: A, C``, ``选C``) → the last line → the whole
+    answer; at each step option texts are blanked first, and when no label is named the
     option texts themselves are matched. Single choice naming several labels is ``ambiguous``
     (value None), as is a multi-choice answer with no explicit marker spread over a long text.
     """
     labels = [label for label, _ in options]
     notes: list[str] = []
+    text, echoed = without_echoed_option_list(text, options)
+    if echoed:
+        notes.append("the option list repeated in the answer was left out")
     explicit = _explicit_choice_segments(text)
     chosen: list[str] = []
     for _, segment in reversed(explicit):  # the last explicit answer that names an option wins
