@@ -316,6 +316,8 @@ DATA_CASES: list[Case] = [
     _data_case("messages_not_ending_with_user", [item("q1", question=None, messages=[{"role": "assistant", "content": "hi"}])],
                "messages"),
     _data_case("meta_is_a_list", [item("q1", meta=[1, 2])], "'meta'"),
+    _data_case("answer_budget_zero", [item("q1"), item("q2", max_tokens=0)], "items.jsonl:2"),
+    _data_case("answer_budget_is_text", [item("q1", max_tokens="32")], "'max_tokens'"),
     _data_case("unknown_field", [item("q1", golds="B")], "golds"),
     _data_case("unknown_gold_type", [item("q1", gold_type="essay")], "gold_type"),
     _data_case("unknown_track", [item("q1", track="research")], "track"),
