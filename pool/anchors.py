@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from eval.gold_types import RUBRIC_GOLD_TYPES
 from judge import ParseFailure, judge_messages, judged_score, parse_reply
 from pool.outcome import Result, Unit
 
@@ -32,7 +31,8 @@ ANCHOR_AGREEMENT_FLOOR = 0.9
 
 
 def anchor_sample(answers: Sequence[Result], n: int) -> list[Result]:
-    """The same answers every night: the first ``n`` by sha256(model, item id)."""
+    """The same answers every night and on every resume, spread over the models: the first ``n`` by
+    sha256(model, item id). The ``--rejudge-sample`` draws its sample the same way."""
     return sorted(answers, key=lambda a: hashlib.sha256(f"{a.model}\x1f{a.item_id}".encode()).hexdigest())[:n]
 
 
@@ -41,9 +41,7 @@ async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: 
     from pool.scoring import answer_for_judge
 
     assert stage.judge is not None
-    judged = [a for a in answers if stage.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES
-              and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
-    sample = anchor_sample(judged, n)
+    sample = anchor_sample(stage.scored_rubric_answers(answers, scores), n)
     rounds = [(Unit(a.model, a.item_id, stage.judge.stage(stage.items[a.item_id]) + ANCHOR_SUFFIX),
                judge_messages(stage.items[a.item_id], answer_for_judge(a.text))) for a in sample]  # fmt: skip
     await stage.judge_round(rounds, fresh=True)  # asked afresh: the cache is neither read nor written

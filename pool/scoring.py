@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.files import atomic_write_lines
+from eval.gold_types import RUBRIC_GOLD_TYPES
 from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
@@ -35,7 +36,7 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
-from pool.anchors import judge_anchors
+from pool.anchors import anchor_sample, judge_anchors
 from pool.budget import call_cost
 from pool.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
@@ -259,6 +260,12 @@ class ScoringStage:
             else:
                 scores[key] = judged_score(item, answer_text[key], parsed, identity, reasked=True)
 
+    def scored_rubric_answers(self, answers: Sequence[Result], scores: Mapping[tuple[str, str], Score]) -> list[Result]:
+        """The answers the judge scored on the rubric (reference and criteria items): what ``--hallu``,
+        ``--rejudge-sample`` and ``--anchor-sample`` ask the judge about again."""
+        return [a for a in answers if self.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES
+                and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
+
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
 
@@ -267,8 +274,7 @@ class ScoringStage:
         records ``hallu: "no verdict"`` in its details.
         """
         assert self.judge is not None
-        wanted = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
-                  and scores[(a.model, a.item_id)].status == "scored"]
+        wanted = self.scored_rubric_answers(answers, scores)
         rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
                    hallu_messages(self.items[a.item_id], answer_for_judge(a.text))) for a in wanted]
         await self.judge_round(rounds)
@@ -309,9 +315,7 @@ class ScoringStage:
         ``routing.reliability`` turns the pairs into Cohen's κ and Spearman's ρ.
         """
         assert self.judge is not None
-        judged = [a for a in answers if self.items[a.item_id].gold_type in ("reference", "criteria")
-                  and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
-        sample = sorted(judged, key=lambda a: hashlib.sha256(f"{a.model}\x1f{a.item_id}".encode()).hexdigest())[: self.rejudge_sample]
+        sample = anchor_sample(self.scored_rubric_answers(answers, scores), self.rejudge_sample)
         rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id]) + ":rejudge"),
                    reversed_dimensions(judge_messages(self.items[a.item_id], answer_for_judge(a.text)))) for a in sample]  # fmt: skip
         await self.judge_round(rounds)
