@@ -137,6 +137,7 @@ class ScoringStage:
         self.rejudge_sample = rejudge_sample
         self.anchor_sample = anchor_sample
         self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.anchors)
+        self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
@@ -362,20 +363,31 @@ class ScoringStage:
         return dict(self._identities[key])
 
     def write(self, run_dir: Path) -> Path:
-        """``RUN_DIR/scores.jsonl``, sorted by (model, item_id), written as the rows stream in."""
+        """``RUN_DIR/scores.jsonl``, sorted by (model, item_id), written as the rows stream in; the
+        counts :meth:`tally` reports are taken in the same pass."""
         path = run_dir / "scores.jsonl"
-        atomic_write_lines(path, (line for _, line in self._rows.merged()))
+        counts: dict[str, dict[str, int]] = {}
+        unparseable = 0
+
+        def counted_lines() -> Iterator[str]:
+            nonlocal unparseable
+            for meta, line in self._rows.merged():  # in row order, so families appear as in a sorted list
+                family_name, status, unparseable_count = meta[2:]
+                family = counts.setdefault(family_name, {})
+                family[status] = family.get(status, 0) + 1
+                unparseable += unparseable_count
+                yield line
+
+        atomic_write_lines(path, counted_lines())
+        self._counts = (counts, unparseable)
         return path
 
     def tally(self) -> dict[str, Any]:
-        """Counts for summary.json: per family and status, and the judge's unparseable verdicts."""
-        counts: dict[str, dict[str, int]] = {}
-        unparseable = 0
-        for meta, _ in self._rows.merged():  # in row order, so families appear as they did in a sorted list
-            family_name, status, unparseable_count = meta[2:]
-            family = counts.setdefault(family_name, {})
-            family[status] = family.get(status, 0) + 1
-            unparseable += unparseable_count
+        """Counts for summary.json (taken by :meth:`write`): per family and status, and the judge's
+        unparseable verdicts."""
+        if self._counts is None:
+            raise RuntimeError("ScoringStage.tally() counts what write() wrote: call write() first")
+        counts, unparseable = self._counts
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
 
@@ -386,7 +398,7 @@ class _RowSpool:
     the judged rows are kept (their answers are held for the judge anyway) and merged in order.
 
     A spooled line is ``meta TAB row``: meta is the JSON list (model, item_id, family, status,
-    unparseable count) that sorting and :meth:`ScoringStage.tally` need; JSON text holds no raw tab.
+    unparseable count) that sorting and the counts of :meth:`ScoringStage.write` need; JSON text holds no raw tab.
     """
 
     def __init__(self, folder: Path) -> None:

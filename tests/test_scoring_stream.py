@@ -75,4 +75,4 @@ def test_judged_rows_are_merged_into_their_place(tmp_path: Path) -> None:
     assert [(meta[0], meta[1]) for meta, _ in merged] == [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1"), ("b", "2"), ("c", "0")]
     assert [meta[4] for meta, _ in merged] == [0, 1, 0, 1, 0, 1]  # judge infra errors on answered items
     assert json.loads(merged[0][1])["text"] == "tab\there, newline\nhere \u2028"
-    assert list(spool.merged()) == merged  # write() then tally() read it again
+    assert list(spool.merged()) == merged  # the spool reads back the same a second time
