@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -288,6 +288,18 @@ class _Interner:
     def text(self, value: str) -> str:
         return self._strings.setdefault(value, value)
 
+    def entrant_order(self) -> Callable[[tuple[int, int]], tuple[tuple[str, str], str]]:
+        """Sort key of an (identity id, judge id) pair: model name, identity key, then judge key
+        (judge-free first) — the order of a table's rows and entrants."""
+        identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(self.identities)}
+        judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(self.judges)}
+        return lambda pair: (identity_order[pair[0]], judge_order[pair[1]])
+
+    def duplicate_row(self, path: Path, line: int, key: tuple[int, int, str], first: int) -> LoadError:
+        """The error for a second row of one (model, judge, item) in a scores.jsonl."""
+        return LoadError(f"{path}:{line}: duplicate row for model {self.identities[key[0]].name!r}, item {key[2]!r} "
+                         f"and the same judge (first at line {first})")  # fmt: skip
+
 
 # A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
 # latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, cost, line).
@@ -358,9 +370,7 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
     for line_no, key, row in iter_checked_rows(run_dir, interner):
         first = seen.setdefault(hash(key), line_no)
         if first != line_no:
-            raise LoadError(f"{run_dir / SCORES_FILENAME}:{line_no}: duplicate row for model "
-                            f"{interner.identities[key[0]].name!r}, item {key[2]!r} and the same judge "
-                            f"(first at line {first})")  # fmt: skip
+            raise interner.duplicate_row(run_dir / SCORES_FILENAME, line_no, key, first)
         family = interner.text(row["family"])
         judges.setdefault(family, set()).add(key[1])
         column = values.setdefault((key[0], key[1], family), array("d"))
@@ -368,15 +378,14 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
             column.append(float(row["value"]))
     if not seen:
         raise LoadError(f"no score rows in {run_dir / SCORES_FILENAME}")
-    identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(interner.identities)}
-    judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(interner.judges)}
-    pairs = sorted({(i, j) for i, j, _ in values}, key=lambda p: (identity_order[p[0]], judge_order[p[1]]))
+    pairs = sorted({(i, j) for i, j, _ in values}, key=interner.entrant_order())
+    judge_keys = {i: judge.key() for i, judge in enumerate(interner.judges) if judge is not None}
     entrants = make_entrants([(interner.identities[i], interner.judges[j]) for i, j in pairs])
     index = {pair: e for e, pair in enumerate(pairs)}
     return ScoreDigest(
         entrants=tuple(entrants),
         values={(index[(i, j)], family): np.frombuffer(column, dtype=float) for (i, j, family), column in values.items()},
-        judges_by_family={family: tuple(sorted(judge_order[j] for j in ids if j)) for family, ids in sorted(judges.items())},
+        judges_by_family={family: tuple(sorted(judge_keys[j] for j in ids if j)) for family, ids in sorted(judges.items())},
     )  # fmt: skip
 
 
@@ -389,9 +398,7 @@ def merge_rows(per_run: Sequence[tuple[Path, list[tuple[tuple[int, int, str], Re
         seen: dict[tuple[int, int, str], int] = {}
         for key, record in rows:
             if key in seen:
-                raise LoadError(f"{run_dir / SCORES_FILENAME}:{record[-1]}: duplicate row for model "
-                                f"{interner.identities[key[0]].name!r}, item {key[2]!r} and the same judge "
-                                f"(first at line {seen[key]})")  # fmt: skip
+                raise interner.duplicate_row(run_dir / SCORES_FILENAME, record[-1], key, seen[key])
             seen[key] = record[-1]
             if key in merged:
                 superseded += 1
@@ -403,9 +410,8 @@ def merge_rows(per_run: Sequence[tuple[Path, list[tuple[tuple[int, int, str], Re
 
 def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], interner: _Interner) -> ScoreTable:
     """Columns from merged records (row order: model identity, judge, item id)."""
-    identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(interner.identities)}
-    judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(interner.judges)}
-    keys = sorted(merged, key=lambda k: (identity_order[k[0]], judge_order[k[1]], k[2]))
+    order = interner.entrant_order()
+    keys = sorted(merged, key=lambda k: (order((k[0], k[1])), k[2]))
     pairs = list(dict.fromkeys((k[0], k[1]) for k in keys))
     entrants = make_entrants([(interner.identities[i], interner.judges[j]) for i, j in pairs])
     entrant_index = {pair: i for i, pair in enumerate(pairs)}

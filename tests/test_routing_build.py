@@ -14,7 +14,7 @@ import yaml
 
 from routing.build import OUTPUTS, BuildOptions, build, main
 from routing.leaderboard import build_buckets
-from routing.load import LoadError, load_runs
+from routing.load import LoadError, digest_scores, load_runs
 from routing.manifest import bucket_route
 from routing.table import common_items_mask
 from tests.test_routing_fixtures import (
@@ -92,6 +92,8 @@ def test_duplicate_row_in_one_file_is_an_error(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", [same, row("m", "b", "t", "single_choice", 0.0), same])
     with pytest.raises(LoadError, match=r"scores.jsonl:3: duplicate row .* \(first at line 1\)"):
         load_runs([run])
+    with pytest.raises(LoadError, match=r"scores.jsonl:3: duplicate row .* \(first at line 1\)"):
+        digest_scores(run)  # the nightly index's one-pass reader says the same
 
 
 def test_manifest_round_trips_through_safe_load(tmp_path: Path) -> None:
