@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from bench.measure import write_json_report
+from bench.measure import baseline_tree, write_json_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOAL_S = 600.0
@@ -108,14 +108,6 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _baseline(text: str) -> tuple[str, Path]:
-    label, sep, folder = text.partition("=")
-    tree = Path(folder).resolve()
-    if not sep or not label or not (tree / "pool" / "run.py").is_file():
-        raise SystemExit(f"--baseline {text}: expected LABEL=DIR, DIR a copy of the project (with pool/run.py)")
-    return label, tree
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.default_run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", action="append", default=[], metavar="LABEL=DIR",
@@ -129,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
     print(f"default-run bench {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, load average "
           f"{machine['load_average'][0]:.2f} at start", flush=True)  # fmt: skip
-    trees = [*(_baseline(b) for b in args.baseline), ("this", REPO_ROOT)]
+    trees = [*(baseline_tree(b, "pool/run.py") for b in args.baseline), ("this", REPO_ROOT)]
     with tempfile.TemporaryDirectory(prefix="medpool-default-run-") as tmp:
         rows = [measure(label, tree, Path(tmp), extra) for label, tree in trees]
     print()

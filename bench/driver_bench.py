@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.measure import write_json_report
+from bench.measure import baseline_tree, write_json_report
 
 # Children import only what their path needs (pool.api, or aiohttp and the payload builder), so
 # their start RSS is not inflated by the parent's imports; the fake server comes from
@@ -413,14 +413,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _baseline(text: str) -> tuple[str, Path]:
-    label, sep, folder = text.partition("=")
-    tree = Path(folder).resolve()
-    if not sep or not label or "]" in label or not (tree / "bench" / "driver_bench.py").is_file():
-        raise SystemExit(f"--baseline {text}: expected LABEL=DIR, DIR a copy of the project with bench/driver_bench.py")
-    return label, tree
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # started with `&`, a shell leaves SIGINT ignored
@@ -438,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="medpool-driver-bench-") as tmp:
-        trees = {"": REPO_ROOT, **dict(_baseline(b) for b in args.baseline)}
+        trees = {"": REPO_ROOT, **dict(baseline_tree(b, "bench/driver_bench.py") for b in args.baseline)}
         bench = Workbench(Path(tmp), args.items_per_model, profile_dir, trees)
         driver = driver_rows(bench, units, max(args.reps, 3)) if args.only in (None, "driver") else []
         throughput = throughput_rows(bench, units, args.reps) if args.only in (None, "throughput") else []

@@ -8,6 +8,7 @@ import json
 import sys
 import tracemalloc
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -32,3 +33,13 @@ def write_json_report(path: str, module: str, started: datetime.datetime, *, qui
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(report, handle, ensure_ascii=False, indent=2)
     print(f"wrote {path}")
+
+
+def baseline_tree(text: str, needs: str) -> tuple[str, Path]:
+    """``--baseline LABEL=DIR``: the label (shown as ``[LABEL]``, so without ``]``) and the resolved
+    folder, which must hold ``needs`` (a path inside a copy of the project)."""
+    label, sep, folder = text.partition("=")
+    tree = Path(folder).resolve()
+    if not sep or not label or "]" in label or not (tree / needs).is_file():
+        raise SystemExit(f"--baseline {text}: expected LABEL=DIR, DIR a copy of the project with {needs}")
+    return label, tree

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from eval.items import ItemError
 from eval.loaders import ItemFormatError, load_demo_suite, load_items
 from pool.config import parse_pool
 from pool.plan import answer_request, data_fingerprint
+from tests.fake_pool import write_jsonl
 
 POOL = """backends:
   fake: {type: openai, base_url: "http://127.0.0.1:9/v1"}
@@ -24,9 +24,7 @@ CHOICE = {"id": "c1", "task": "single_choice", "track": "exam", "gold_type": "si
 
 
 def write(tmp_path: Path, *records: dict) -> Path:
-    path = tmp_path / "items.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return path
+    return write_jsonl(tmp_path / "items.jsonl", records)
 
 
 def test_the_smaller_budget_is_sent_and_nothing_else_changes(tmp_path: Path) -> None:
