@@ -210,7 +210,7 @@ def without_echoed_option_list(text: str, options: Sequence[tuple[str, str]]) ->
     an answer: a small model that echoed the list scored whatever option came last. One option
     line alone ("D. 依那普利") is a real answer and is kept; only a complete list is dropped.
     """
-    if len(options) < 2:
+    if len(options) < 2 or text.count("\n") + 1 < len(options):  # each option needs a line of its own
         return text, False
     lines = text.split("\n")
     folded = [fold(line).strip() for line in lines]
