@@ -216,6 +216,64 @@ def test_classification(demo):
     assert none.value == 0.0 and none.details["parsed"] is None
 
 
+COLD_LABELS = ["风寒束表证", "风热犯表证", "暑湿伤表证", "气虚外感证"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # gemma3-270m on cl_001 and cl_004 (demo run, cut at its budget): lists, not answers
+        "\n证型名称：风寒束表证\n证型名称：风热犯表证\n证型名称：暑湿伤表证\n证",
+        "\n1. 寒湿犯表证\n2. 暑湿伤表证\n3. 气虚外感证\n4. 风热",
+        "风寒束表证或风热犯表证",
+        "风寒束表证、风热犯表证、暑湿伤表证、气虚外感证",
+        "答案：风寒束表证/风热犯表证",
+    ],
+)
+def test_classification_enumeration_or_hedge_chooses_nothing(demo, answer):
+    """An answer must commit to one label: naming several is ambiguous and scores 0, whichever
+    label is the gold (the old "longest, then last named" credited a list that ended on it)."""
+    for local_id in ("cl_001", "cl_002", "cl_003", "cl_004"):
+        result = scored(demo[local_id], answer)
+        assert result.value == 0.0 and result.details["parsed"] is None, (local_id, result.details)
+        assert any(note.startswith("ambiguous: names several labels") for note in result.details["notes"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("辨证为风寒束表证，需与风热犯表证、暑湿伤表证鉴别。", "风寒束表证"),  # differential, not a second answer
+        ("排除风热犯表证，诊断为风寒束表证", "风寒束表证"),  # ruled out
+        ("恶寒重而发热轻，并非风热犯表证，当属风寒束表证", "风寒束表证"),
+        ("证型：风寒束表证。治宜辛温解表，与风热犯表证不同。", "风寒束表证"),  # explanation after 。
+        ("风寒束表证、风热犯表证、暑湿伤表证、气虚外感证\n答案：风热犯表证", "风热犯表证"),  # echo, then an answer
+        ("这是非常像风寒束表证的表现", "风寒束表证"),  # 非常 is not a negation
+    ],
+)
+def test_classification_reads_one_committed_label(answer, expected):
+    item = make("classification", "风寒束表证", track="tcm", meta={"labels": COLD_LABELS})
+    assert scored(item, answer).details["parsed"] == expected
+
+
+def test_classification_longer_label_hides_the_shorter_inside_it():
+    """TCM-SD's label set nests names (气虚证 inside 气虚血瘀证): the whole mention is the label named."""
+    item = make("classification", "气虚血瘀证", track="tcm", meta={"labels": ["气虚证", "气虚血瘀证", "血瘀证"]})
+    assert scored(item, "辨证：气虚血瘀证").value == 1.0
+    assert scored(item, "气虚证").details["parsed"] == "气虚证"
+    assert scored(item, "气虚证，血瘀证").details["parsed"] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.permutations(COLD_LABELS), k=st.integers(2, 4),
+       joiner=st.sampled_from(["、", "，", "\n", "或", "\n- ", "；也可能是", " / "]))  # fmt: skip
+def test_classification_listing_labels_never_scores(order, k, joiner):
+    """Property: an answer that names k ≥ 2 distinct labels scores 0 against every gold."""
+    answer = joiner.join(order[:k])
+    for gold in COLD_LABELS:
+        item = make("classification", gold, track="tcm", meta={"labels": COLD_LABELS})
+        assert scored(item, answer).value == 0.0
+
+
 # ---------------------------------------------------------------------------------------------
 # Extraction and doses
 

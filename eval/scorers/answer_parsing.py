@@ -361,21 +361,80 @@ def _fill_from_question(text: str, question: str) -> str | None:
     return None
 
 
-def parse_classification(text: str, labels: Sequence[str], tau: float = 0.7) -> Parsed:
-    """One label of a known label set: the longest label found verbatim in the answer segment (ties:
-    the one named last); else the label with the best char-F1 ≥ tau against an answer piece; else
-    None (scored wrong)."""
+# A label right after one of these (in the same clause) is ruled out, not chosen: "排除风热犯表证".
+_RULED_OUT = re.compile(r"(?:排除|除外|不是|并非|而非|不属于?|不考虑|不像|不符合)[^,;:.!?。\n]{0,4}$")
+# A label between 与/和 and 鉴别 in one clause ("需与X证、Y证鉴别") is a differential, not the answer.
+_DIFFERENTIAL_BEFORE = re.compile(r"(?:与|和|同)[^,;:.!?。\n]{0,30}$")
+_DIFFERENTIAL_AFTER = re.compile(r"^[^,;:.!?。\n]{0,30}?(?:相?鉴别|区别|区分)")
+
+
+def labels_named(segment: str, labels: Sequence[str]) -> list[str]:
+    """The labels the segment names as its answer, in order of first appearance.
+
+    Only whole mentions count: a label inside a longer label's mention ("脾虚证" within "脾虚湿盛证")
+    is not named. Mentions ruled out ("排除X", "不是X", "而非X") or set as a differential ("与X鉴别")
+    are not named either.
+    """
+    mentions = []
+    for label in {fold(label): label for label in labels}.items():
+        folded, original = label
+        start = segment.find(folded)
+        while start >= 0:
+            mentions.append((start, start + len(folded), original))
+            start = segment.find(folded, start + 1)
+    named: list[str] = []
+    for start, end, label in sorted(mentions):
+        inside_longer = any(s <= start and end <= e and (s, e) != (start, end) for s, e, _ in mentions)
+        before, after = segment[:start], segment[end:]
+        if inside_longer or _RULED_OUT.search(before):
+            continue
+        if _DIFFERENTIAL_BEFORE.search(before) and _DIFFERENTIAL_AFTER.match(after):
+            continue
+        if label not in named:
+            named.append(label)
+    return named
+
+
+def _classification_segments(text: str) -> tuple[list[str], str]:
+    """Where a classification answer is: the last explicit answer (``答案：X``); else every segment
+    after a 证型/辨证/诊断 marker (all of them, so an enumeration of "证型名称：X" lines is seen as
+    one); each up to its first 。; else the whole answer up to 200 characters; else its last line."""
+    explicit = explicit_answer(text)
+    if explicit is not None:
+        return [_first_sentence(explicit)], "explicit answer marker"
+    marked = [_first_sentence(text[m.end() :].split("\n", 1)[0]) for m in _LABEL_MARKER.finditer(text)]
+    if any(marked):
+        return [segment for segment in marked if segment], "after the 证型/辨证/诊断 markers"
     segment, how = answer_segment(text, short=200)
+    return [segment], how
+
+
+def _first_sentence(segment: str) -> str:
+    """The segment up to its first 。 (what follows is explanation: "X证。治宜…，与Y证不同")."""
+    return segment.split("。", 1)[0].strip() or segment.strip()
+
+
+def parse_classification(text: str, labels: Sequence[str], tau: float = 0.7) -> Parsed:
+    """One label of a known label set, or None (scored wrong).
+
+    The answer must commit to one label. In the answer's segments (:func:`_classification_segments`),
+    then in the whole answer when the segments name none, the labels named
+    (:func:`labels_named`) decide: exactly one is the prediction; several are an enumeration or a
+    hedge, ``ambiguous`` with no prediction (listing every label cannot win). When no label is
+    named, the label with the best char-F1 ≥ tau against a piece of the segment is taken.
+    """
+    segments, how = _classification_segments(text)
+    for where, haystacks in ((how, segments), ("whole answer", [text])):
+        named: list[str] = []
+        for haystack in haystacks:
+            named.extend(label for label in labels_named(haystack, labels) if label not in named)
+        if len(named) == 1:
+            return Parsed(named[0], (where, "exact label match"))
+        if named:
+            return Parsed(None, (where, f"ambiguous: names several labels {named}, not one answer"),
+                          ambiguous=True, candidates=tuple(named))  # fmt: skip
+    segment = segments[-1]
     folded_labels = {fold(label): label for label in labels}
-    for where, haystack in ((how, segment), ("whole answer", text)):
-        hits = [(len(f), haystack.rfind(f), original) for f, original in folded_labels.items() if f in haystack]
-        if hits:
-            _, _, best = max(hits)
-            named = sorted({original for _, _, original in hits})
-            notes = [where, "exact label match"]
-            if len(named) > 1:
-                notes.append(f"several labels named {named}: took the longest, then the last named")
-            return Parsed(best, tuple(notes))
     pieces = split_labels(segment) or [segment]
     best_score, best_label, best_piece = 0.0, None, None
     for piece in pieces:
