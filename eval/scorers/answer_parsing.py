@@ -212,16 +212,28 @@ def without_echoed_option_list(text: str, options: Sequence[tuple[str, str]]) ->
     """
     if len(options) < 2 or text.count("\n") + 1 < len(options):  # each option needs a line of its own
         return text, False
+    wanted = {(fold(label), _sentence_body(fold(body))) for label, body in options}
     lines = text.split("\n")
-    folded = [fold(line).strip() for line in lines]
     echoed: set[int] = set()
-    for label, body in options:
-        pattern = re.compile(rf"\(?{re.escape(fold(label))}\)?\s*[.、:)]\s*{re.escape(fold(body).strip())}[.。]?")
-        hits = [i for i, line in enumerate(folded) if pattern.fullmatch(line)]
-        if not hits:
-            return text, False
-        echoed.update(hits)
+    found: set[tuple[str, str]] = set()
+    for index, line in enumerate(lines):
+        match = _OPTION_LINE.fullmatch(fold(line).strip())
+        key = (match.group(1), _sentence_body(match.group(2))) if match else None
+        if key in wanted:
+            echoed.add(index)
+            found.add(key)
+    if found != wanted:
+        return text, False
     return "\n".join(line for i, line in enumerate(lines) if i not in echoed), True
+
+
+# "A. text", "(B) text", "C、text", "D: text" — one pattern for every option list (compiled once).
+_OPTION_LINE = re.compile(r"\(?([^\s.、:()]+)\)?\s*[.、:)]\s*(.*)")
+
+
+def _sentence_body(text: str) -> str:
+    """An option text as compared: stripped, without the full stop that may end it."""
+    return text.strip().rstrip(".。").strip()
 
 
 def parse_choice(text: str, options: Sequence[tuple[str, str]], multi: bool) -> Parsed:
