@@ -327,6 +327,13 @@ class _Run:
                     on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
                     budget=self.budget, answer_max_age_s=options.get("cache_max_age"),
                 )
+                stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
+                                     judge=judge, endpoints=backends.endpoints, scheduler=scheduler,
+                                     log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
+                                     rejudge_sample=options.get("rejudge_sample") or 0,
+                                     anchor_sample=options.get("anchor_sample") or 0)
+                # judge-free answers are scored as they are recorded, while the run waits on the network
+                scheduler.on_recorded = stage.score_on_arrival
                 try:
                     if totals:
                         dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
@@ -334,11 +341,7 @@ class _Run:
                             self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
                 finally:
                     progress.close()
-                stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
-                                     judge=judge, endpoints=backends.endpoints, scheduler=scheduler,
-                                     log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
-                                     rejudge_sample=options.get("rejudge_sample") or 0,
-                                     anchor_sample=options.get("anchor_sample") or 0)
+                    scheduler.on_recorded = None
                 await stage.run()
                 stage.write(self.run_dir)
                 return stage.tally()

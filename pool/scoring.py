@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -139,11 +140,33 @@ class ScoringStage:
         self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.anchors)
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
+        self._arrivals: _ArrivalSpool | None = None  # rows scored by score_on_arrival, not yet taken by run()
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> Iterator[Result]:
         """The run's answers to this run's items, streamed from the store in (model, item_id) order."""
         return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
+
+    def score_on_arrival(self, answer: Result) -> None:
+        """Score a judge-free answer as soon as it is recorded (the scheduler's ``on_recorded``).
+
+        The run still waits on the network then, so the scoring costs no wall time; :meth:`run`
+        copies the row instead of scoring the answer after the last one arrived. Anything else —
+        judged items, infra errors, judge units, an answer whose scorer raises — is left to
+        :meth:`run`, which scores (or raises) exactly as it would have.
+        """
+        if answer.stage != ANSWER_STAGE or answer.status == "infra_error" or answer.item_id not in self.items:
+            return
+        try:
+            outcome = score_answer(self.items[answer.item_id], answer.text, answer.status)
+            if isinstance(outcome, NeedsJudge):
+                return
+            row = self._row(answer, outcome)
+        except Exception:  # noqa: BLE001 - run() scores this answer again and raises there
+            return
+        if self._arrivals is None:
+            self._arrivals = _ArrivalSpool(self.store.run_dir)
+        self._arrivals.add(answer.model, answer.item_id, row)
 
     async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
         """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
@@ -184,13 +207,19 @@ class ScoringStage:
         """Score every answer; :meth:`write` writes scores.jsonl and :meth:`tally` counts it.
 
         Answers stream from the store: a judge-free score's row goes straight to a spool file,
-        so only the answers the judge must see (and their scores) are held in memory.
+        so only the answers the judge must see (and their scores) are held in memory. Rows
+        :meth:`score_on_arrival` made during answering are copied, not scored again.
         """
         self._rows = _RowSpool(self.store.run_dir)
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
+        arrivals, self._arrivals = self._arrivals, None
         for answer in self._answers():
+            entry = arrivals.take(answer.model, answer.item_id) if arrivals is not None else None
+            if entry is not None:  # scored when it arrived: the same row, already serialised
+                self._rows.spool_entry(entry)
+                continue
             item = self.items[answer.item_id]
             outcome = score_answer(item, answer.text, answer.status)
             if isinstance(outcome, NeedsJudge):
@@ -202,6 +231,8 @@ class ScoringStage:
                         checked[(answer.model, answer.item_id)] = outcome
             else:
                 self._rows.spool(self._row(answer, outcome))
+        if arrivals is not None:
+            arrivals.close()
         if to_judge:
             await self._judge(to_judge, scores)
             if self.rejudge_sample:
@@ -407,8 +438,11 @@ class _RowSpool:
         self.judged: list[dict[str, Any]] = []
 
     def spool(self, row: dict[str, Any]) -> None:
-        meta, line = _meta_and_line(row)
-        self.file.write(json.dumps(meta, ensure_ascii=False) + "\t" + line)
+        self.file.write(_spool_entry(row))
+
+    def spool_entry(self, entry: str) -> None:
+        """A row already serialised by :func:`_spool_entry` (in the store's order like the rest)."""
+        self.file.write(entry)
 
     def merged(self) -> Iterator[tuple[list[Any], str]]:
         """(meta, line) of every row, sorted by (model, item_id)."""
@@ -416,6 +450,44 @@ class _RowSpool:
         spooled = ((json.loads(head), line) for head, _, line in (entry.partition("\t") for entry in self.file))
         judged = (_meta_and_line(row) for row in sorted(self.judged, key=lambda r: (r["model"], r["item_id"])))
         return heapq.merge(spooled, judged, key=lambda pair: (pair[0][0], pair[0][1]))
+
+
+class _ArrivalSpool:
+    """Rows scored as their answers arrived, in arrival order, in an anonymous file in the run
+    folder; an index from hash((model, item_id)) to the row's offset lets :meth:`ScoringStage.run`
+    take each back in the store's order. Holds two ints per row, never the rows."""
+
+    def __init__(self, folder: Path) -> None:
+        self.file = tempfile.TemporaryFile("w+b", dir=folder)  # noqa: SIM115 (closed by close())
+        self.offsets: dict[int, int] = {}
+
+    def add(self, model: str, item_id: str, row: dict[str, Any]) -> None:
+        self.file.seek(0, os.SEEK_END)
+        self.offsets[_slot(model, item_id)] = self.file.tell()
+        self.file.write(_spool_entry(row).encode("utf-8"))
+
+    def take(self, model: str, item_id: str) -> str | None:
+        """The row's spool entry, or None (not scored on arrival, or its slot went to a colliding key)."""
+        offset = self.offsets.pop(_slot(model, item_id), None)
+        if offset is None:
+            return None
+        self.file.seek(offset)
+        entry = self.file.readline().decode("utf-8")
+        return entry if json.loads(entry.partition("\t")[0])[:2] == [model, item_id] else None
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _slot(model: str, item_id: str) -> int:
+    """The arrival index's key: an int, not two strings, per row (a collision costs a re-score)."""
+    return hash((model, item_id))
+
+
+def _spool_entry(row: dict[str, Any]) -> str:
+    """``meta TAB row`` (see :class:`_RowSpool`), one line."""
+    meta, line = _meta_and_line(row)
+    return json.dumps(meta, ensure_ascii=False) + "\t" + line
 
 
 def _meta_and_line(row: dict[str, Any]) -> tuple[list[Any], str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import pool.scoring as scoring_module
 import pool.store as store_module
 from eval.items import Item, Source
 from pool.config import parse_pool
@@ -76,3 +77,46 @@ def test_judged_rows_are_merged_into_their_place(tmp_path: Path) -> None:
     assert [meta[4] for meta, _ in merged] == [0, 1, 0, 1, 0, 1]  # judge infra errors on answered items
     assert json.loads(merged[0][1])["text"] == "tab\there, newline\nhere \u2028"
     assert list(spool.merged()) == merged  # the spool reads back the same a second time
+
+
+def _record_all(store: RunStore, units: list[Unit], rng: random.Random, on_recorded=None) -> None:
+    for unit in units:
+        text = rng.choice(["答案：B", "答案：A", "", "B\n换行 \u2028 与\t制表"])
+        error = "timeout" if rng.random() < 0.1 else None  # an infra error: never scored on arrival
+        response = GenerationResponse(text, "stop", 5, 2, rng.random(), (Attempt(1, 200, None, 0.1),), error_class=error)
+        result = result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
+                                      started_at="t0", finished_at="t1")  # fmt: skip
+        if store.record(result) and on_recorded is not None:
+            on_recorded(result)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         collide: bool) -> None:  # fmt: skip
+    """score_on_arrival only moves work earlier: a run whose answers were scored as they were recorded
+    (some of them: the rest came from a killed predecessor) writes the bytes a scoring of the
+    finished store writes, with the same tally; with every key in one slot too (collisions re-score)."""
+    if collide:
+        monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
+    items = {item.id: item for item in map(_item, range(14))}
+    rng = random.Random(5)
+    units = [Unit(m, i) for m in ("zeta", "alpha", "mid") for i in items] + [Unit("alpha", "s/gone/1")]
+    rng.shuffle(units)
+    config = parse_pool(POOL, "<test pool>")
+    outputs = []
+    for name in ("arrival", "after"):
+        folder = tmp_path / name
+        folder.mkdir()
+        with RunStore(folder) as store:
+            store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
+            stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judge=None,
+                                 endpoints=None, scheduler=None)  # fmt: skip
+            half = len(units) // 2
+            _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
+            _record_all(store, units[half:], random.Random(8), stage.score_on_arrival if name == "arrival" else None)
+            if name == "arrival":  # judge-free answers of this half were scored and spooled already
+                assert stage._arrivals is not None and (len(stage._arrivals.offsets) == 1 if collide else len(stage._arrivals.offsets) > 5)
+            asyncio.run(stage.run())
+            outputs.append((stage.write(folder).read_bytes(), stage.tally()))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0].count(b"\n") == len(items) * 3
