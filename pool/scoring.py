@@ -53,6 +53,9 @@ from pool.store import RunStore
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
 # answer must not become a 21 MB judge request. Far above any real answer to one question.
 JUDGE_ANSWER_MAX_CHARS = 24_000
+# Answers scored together by ScoringStage.score_on_arrival: ~2 ms of scoring per batch, short enough
+# not to hold up a latency-bound run (128 did), long enough to keep the scorers' caches warm.
+ARRIVAL_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class ScoringStage:
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self._arrivals: _ArrivalSpool | None = None  # rows scored by score_on_arrival, not yet taken by run()
+        self._arrived: list[Result] = []  # recorded answers waiting for the next arrival batch
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> Iterator[Result]:
@@ -148,25 +152,36 @@ class ScoringStage:
         return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
 
     def score_on_arrival(self, answer: Result) -> None:
-        """Score a judge-free answer as soon as it is recorded (the scheduler's ``on_recorded``).
+        """Score a judge-free answer soon after it is recorded (the scheduler's ``on_recorded``).
 
-        The run still waits on the network then, so the scoring costs no wall time; :meth:`run`
-        copies the row instead of scoring the answer after the last one arrived. Anything else —
-        judged items, infra errors, judge units, an answer whose scorer raises — is left to
-        :meth:`run`, which scores (or raises) exactly as it would have.
+        The run still waits on the network then, so the scoring costs little wall time; :meth:`run`
+        copies the row instead of scoring the answer after the last one arrived. Answers are scored
+        in batches of ``ARRIVAL_BATCH``: interleaved one by one with the HTTP work, the same
+        scoring took more CPU; in batches of 128 it held the event loop long enough to slow a
+        latency-bound run. Where the driver is CPU-bound (a server answering at once) it costs a
+        little more than it saves (bench/README.md). Anything else — judged items, infra errors,
+        judge units, an answer whose scorer raises — is left to :meth:`run`, which scores (or
+        raises) as it would have.
         """
         if answer.stage != ANSWER_STAGE or answer.status == "infra_error" or answer.item_id not in self.items:
             return
-        try:
-            outcome = score_answer(self.items[answer.item_id], answer.text, answer.status)
-            if isinstance(outcome, NeedsJudge):
-                return
-            row = self._row(answer, outcome)
-        except Exception:  # noqa: BLE001 - run() scores this answer again and raises there
-            return
-        if self._arrivals is None:
-            self._arrivals = _ArrivalSpool(self.store.run_dir)
-        self._arrivals.add(answer.model, answer.item_id, row)
+        self._arrived.append(answer)
+        if len(self._arrived) >= ARRIVAL_BATCH:
+            self._score_arrived()
+
+    def _score_arrived(self) -> None:
+        arrived, self._arrived = self._arrived, []
+        for answer in arrived:
+            try:
+                outcome = score_answer(self.items[answer.item_id], answer.text, answer.status)
+                if isinstance(outcome, NeedsJudge):
+                    continue
+                row = self._row(answer, outcome)
+            except Exception:  # noqa: BLE001 - run() scores this answer again and raises there
+                continue
+            if self._arrivals is None:
+                self._arrivals = _ArrivalSpool(self.store.run_dir)
+            self._arrivals.add(answer.model, answer.item_id, row)
 
     async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
         """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
@@ -214,6 +229,7 @@ class ScoringStage:
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
+        self._score_arrived()
         arrivals, self._arrivals = self._arrivals, None
         for answer in self._answers():
             entry = arrivals.take(answer.model, answer.item_id) if arrivals is not None else None
@@ -454,25 +470,28 @@ class _RowSpool:
 
 class _ArrivalSpool:
     """Rows scored as their answers arrived, in arrival order, in an anonymous file in the run
-    folder; an index from hash((model, item_id)) to the row's offset lets :meth:`ScoringStage.run`
-    take each back in the store's order. Holds two ints per row, never the rows."""
+    folder; an index from :func:`_slot` to the row's place (offset and length, packed in one int)
+    lets :meth:`ScoringStage.run` take each back in the store's order. Holds two ints per row, never
+    the rows; appends are buffered and reads are positioned (``os.pread``), so neither seeks."""
 
     def __init__(self, folder: Path) -> None:
-        self.file = tempfile.TemporaryFile("w+b", dir=folder)  # noqa: SIM115 (closed by close())
-        self.offsets: dict[int, int] = {}
+        self.file = tempfile.TemporaryFile("wb", dir=folder)  # noqa: SIM115 (closed by close())
+        self.places: dict[int, int] = {}
+        self._end = 0
 
     def add(self, model: str, item_id: str, row: dict[str, Any]) -> None:
-        self.file.seek(0, os.SEEK_END)
-        self.offsets[_slot(model, item_id)] = self.file.tell()
-        self.file.write(_spool_entry(row).encode("utf-8"))
+        data = _spool_entry(row).encode("utf-8")
+        self.places[_slot(model, item_id)] = self._end << 32 | len(data)
+        self.file.write(data)
+        self._end += len(data)
 
     def take(self, model: str, item_id: str) -> str | None:
         """The row's spool entry, or None (not scored on arrival, or its slot went to a colliding key)."""
-        offset = self.offsets.pop(_slot(model, item_id), None)
-        if offset is None:
+        place = self.places.pop(_slot(model, item_id), None)
+        if place is None:
             return None
-        self.file.seek(offset)
-        entry = self.file.readline().decode("utf-8")
+        self.file.flush()
+        entry = os.pread(self.file.fileno(), place & 0xFFFFFFFF, place >> 32).decode("utf-8")
         return entry if json.loads(entry.partition("\t")[0])[:2] == [model, item_id] else None
 
     def close(self) -> None:

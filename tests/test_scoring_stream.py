@@ -93,11 +93,12 @@ def _record_all(store: RunStore, units: list[Unit], rng: random.Random, on_recor
 @pytest.mark.parametrize("collide", [False, True])
 def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          collide: bool) -> None:  # fmt: skip
-    """score_on_arrival only moves work earlier: a run whose answers were scored as they were recorded
-    (some of them: the rest came from a killed predecessor) writes the bytes a scoring of the
+    """score_on_arrival only moves work earlier: a run whose answers were scored in batches as they were
+    recorded (some of them: the rest came from a killed predecessor) writes the bytes a scoring of the
     finished store writes, with the same tally; with every key in one slot too (collisions re-score)."""
     if collide:
         monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
+    monkeypatch.setattr(scoring_module, "ARRIVAL_BATCH", 4)  # several batches, and a remainder run() scores
     items = {item.id: item for item in map(_item, range(14))}
     rng = random.Random(5)
     units = [Unit(m, i) for m in ("zeta", "alpha", "mid") for i in items] + [Unit("alpha", "s/gone/1")]
@@ -115,7 +116,7 @@ def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypa
             _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
             _record_all(store, units[half:], random.Random(8), stage.score_on_arrival if name == "arrival" else None)
             if name == "arrival":  # judge-free answers of this half were scored and spooled already
-                assert stage._arrivals is not None and (len(stage._arrivals.offsets) == 1 if collide else len(stage._arrivals.offsets) > 5)
+                assert stage._arrivals is not None and (len(stage._arrivals.places) == 1 if collide else len(stage._arrivals.places) > 5)
             asyncio.run(stage.run())
             outputs.append((stage.write(folder).read_bytes(), stage.tally()))
     assert outputs[0] == outputs[1]
