@@ -388,8 +388,7 @@ def labels_named(segment: str, labels: Sequence[str]) -> list[str]:
     are not named either.
     """
     mentions = []
-    for label in {fold(label): label for label in labels}.items():
-        folded, original = label
+    for folded, original in {fold(label): label for label in labels}.items():
         start = segment.find(folded)
         while start >= 0:
             mentions.append((start, start + len(folded), original))
