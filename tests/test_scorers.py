@@ -3,6 +3,8 @@ passthroughs, the registry, and every demo item scored against a hand-written id
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from eval.scorers import (
     register,
     score_answer,
 )
+from eval.scorers.orchestration_parsing import called_by_name
 from eval.scores import Score
 
 SOURCE = Source("tests/test_scorers.py", 1)
@@ -422,6 +425,16 @@ def test_tool_call_for_api_description_items():
     assert scored(item, '```json\n{"patient_id": "ZY01", "exam_type": "胸部CT"}\n```').value == 1.0
     assert scored(item, "CreateImagingExamOrder（patient_id: ZY01, exam_type: 胸部CT）").value == 1.0
     assert scored(item, "胸部CT需要空腹吗？一般不需要。").value == 0.0
+
+
+_CALL_TEXT = st.text(alphabet="ab_.( \t1中（", max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.text(alphabet="ab_.1中", max_size=3), text=_CALL_TEXT)
+def test_called_by_name_is_the_regex_it_replaced(name, text):
+    """Property: the str-based check agrees with ``(?<![\\w.])NAME\\s*\\(`` on any name and text."""
+    assert called_by_name(name, text) == bool(re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", text))
 
 
 # ---------------------------------------------------------------------------------------------

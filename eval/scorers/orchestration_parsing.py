@@ -107,6 +107,22 @@ def tool_vocabulary(instructions: str) -> tuple[set[str], set[str]]:
     return names, params - names
 
 
+_OPEN_PAREN = re.compile(r"\s*\(")
+
+
+def called_by_name(name: str, text: str) -> bool:
+    """Whether ``name`` appears followed by ``(`` and not as the tail of a longer name: the regex
+    ``(?<![\\w.])NAME\\s*\\(``, without compiling one pattern per tool name (a suite declares
+    hundreds, and Python's regex cache holds 512 patterns in all)."""
+    start = text.find(name)
+    while start >= 0:
+        before = text[start - 1] if start else ""
+        if not (before.isalnum() or before in ("_", ".")) and _OPEN_PAREN.match(text, start + len(name)):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
 def parse_tool_decision(text: str, instructions: str) -> Parsed:
     """ "call" when the answer emits a tool call, "direct" when it answers in prose, None when empty.
 
@@ -133,7 +149,7 @@ def parse_tool_decision(text: str, instructions: str) -> Parsed:
         if keys & _CALL_KEYS or keys & params or keys & names:
             return Parsed("call", (*think_notes, f"JSON call object with keys {sorted(keys)[:6]}"))
     for name in sorted(names, key=len, reverse=True):
-        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", cleaned):
+        if called_by_name(name, cleaned):
             return Parsed("call", (*think_notes, f"declared tool {name} followed by '('"))
     mentioned = sorted(name for name in names if name in cleaned)
     note = f"names {mentioned} without a call expression" if mentioned else "no tool call found"
