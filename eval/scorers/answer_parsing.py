@@ -312,6 +312,11 @@ def split_labels(segment: str) -> list[str]:
     return pieces
 
 
+def _first_sentence(segment: str) -> str:
+    """The segment up to its first 。 (what follows is explanation: "X证。治宜…，与Y证不同")."""
+    return segment.split("。", 1)[0].strip() or segment.strip()
+
+
 def parse_open_labels(text: str) -> Parsed:
     """Open labels (e.g. syndrome names): after the last ``答案/证型/辨证/诊断 为:`` marker, else
     the whole short answer, else its last line; then :func:`split_labels`."""
@@ -326,10 +331,7 @@ def parse_open_labels(text: str) -> Parsed:
         lines = [line.strip() for line in text.split("\n") if line.strip()]
         if how.endswith("last line") and len(lines[0]) <= 20 < len(lines[-1]):
             segment, how = lines[0], "no answer marker: short first line before a long explanation"
-    first_sentence = segment.split("。", 1)[0]
-    if first_sentence.strip():
-        segment = first_sentence
-    labels = split_labels(segment)
+    labels = split_labels(_first_sentence(segment))
     return Parsed(tuple(labels), (how,) if labels else (how, "no label found"))
 
 
@@ -418,11 +420,6 @@ def _classification_segments(text: str) -> tuple[list[str], str]:
         return [segment for segment in marked if segment], "after the 证型/辨证/诊断 markers"
     segment, how = answer_segment(text, short=200)
     return [segment], how
-
-
-def _first_sentence(segment: str) -> str:
-    """The segment up to its first 。 (what follows is explanation: "X证。治宜…，与Y证不同")."""
-    return segment.split("。", 1)[0].strip() or segment.strip()
 
 
 def parse_classification(text: str, labels: Sequence[str], tau: float = 0.7) -> Parsed:
