@@ -5,7 +5,8 @@ rubric, question and answer; the candidates' questions), and prompt reading is a
 product, which is where the CPU's instruction sets (AVX2, AVX-512, VNNI) decide the speed. Decoding
 one token at a time is bound by memory bandwidth and changes little. This bench measures both on
 the three shipped GGUF models, one thread (what a replica gets), straight through llama.cpp's C API
-(``llama_decode``), so the server's HTTP and sampling are left out (llama.cpp logs to the child's stderr, which is discarded).
+(``llama_decode``), so the server's HTTP and sampling are left out. llama.cpp logs to the child's
+stderr, which is shown only when the child fails.
 
 ``--baseline PYTHON`` names another interpreter whose ``llama_cpp`` is a different build of the same
 version (a venv built with other ``CMAKE_ARGS``); each model is measured in a fresh child process of
@@ -24,12 +25,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 PROMPT_TOKENS = 256
 DECODE_TOKENS = 16
 
 
-def child(model_file: str, reps: int) -> dict[str, float]:
+def child(model_file: str, reps: int) -> dict[str, Any]:
     """Best-of-``reps`` ms per token: one ``PROMPT_TOKENS`` batch, then ``DECODE_TOKENS`` single steps."""
     import llama_cpp as lib
 
@@ -66,7 +68,7 @@ def child(model_file: str, reps: int) -> dict[str, float]:
             "system_info": lib.llama_print_system_info().decode(errors="replace")}
 
 
-def measure(python: str, model_file: str, reps: int) -> dict[str, float]:
+def measure(python: str, model_file: str, reps: int) -> dict[str, Any]:
     proc = subprocess.run([python, "-m", "bench.llama_build", "--child", model_file, "--reps", str(reps)],
                           cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, check=False)
