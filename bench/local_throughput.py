@@ -1,4 +1,4 @@
-"""Local throughput: one 2-thread llama.cpp server against 1-thread replicas behind one balancer.
+"""Local throughput: one 2-thread llama.cpp server against 1-thread replicas and the batched server.
 
 For each local model of the pool (``model_pool.yaml``: the three GGUFs), the same fixed prompt set
 (24 short clinical questions, ``max_tokens`` 64, temperature 0) goes through
@@ -7,18 +7,22 @@ For each local model of the pool (``model_pool.yaml``: the three GGUFs), the sam
     is how a llamacpp backend ran before replicas;
 (b) **replicas**: the default replica layout for this machine (what a llamacpp backend with
     ``replicas``, ``n_threads`` and ``max_concurrency`` left out gets: one 1-thread server per core)
-    behind :class:`~runners.balanced.BalancedRunner`, with concurrency = replicas.
+    behind :class:`~runners.balanced.BalancedRunner`, with concurrency = replicas (``engine:
+    llama_cpp``);
+(c) **batched**: the default engine as sized for this machine (``engine: batched``: one server
+    with every core decoding ``slots`` requests per step), with concurrency = ``max_concurrency``.
 
-Both layouts run in this process, model by model, (a) then (b) back to back, so drift from other
+The layouts run in this process, model by model, back to back, so drift from other
 load on a shared machine hits both alike. Every server gets one warm-up request per model first
 (the first request after a model load pages the weights in and is several times slower).
 
 Reported per model and over all models:
 
 * ``tok/s`` = completion tokens (``usage``) / wall time of the batch;
-* ``speed-up`` = replicas tok/s / single tok/s (goal ≥ 1.6 on 2 cores);
+* ``speed-up`` = a layout's tok/s / single tok/s (goal ≥ 1.6 on 2 cores);
 * ``util`` = Σ server generation time / (wall × servers), the server time read from each
-  server's own log (``timings_since``: prompt eval + decode, no HTTP); goal ≥ 0.95 for replicas;
+  server's own log (``timings_since``: prompt eval + decode, no HTTP); goal ≥ 0.95 for replicas.
+  Not given for batched: its requests share steps, so their times overlap;
 * ``same`` = answers identical in both layouts. The thread count does not change a greedy answer
   (checked: 1 and 2 threads agree 24/24 with the same request order); a server's previous request
   does, because llama.cpp reuses the KV cache of a prompt prefix shared with it, computed in another
@@ -27,7 +31,7 @@ Reported per model and over all models:
     python -m bench.local_throughput                     # the pool's 3 local models, minutes on an idle
                                                          # 2-core machine, far longer under other load
     python -m bench.local_throughput --models smollm2-135m --prompts 8
-    python -m bench.local_throughput --replicas 2 --json out.json
+    python -m bench.local_throughput --replicas 2 --slots 4 --json out.json
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from pool.config_schema import LlamaCppBackend, Model
 from runners.balanced import BalancedRunner
 from runners.base import GenerationRequest, GenerationResponse, Runner
 from runners.llamacpp_replicas import ManagedLlamaReplicas
-from runners.llamacpp_server import ServedModel
+from runners.llamacpp_server import Engine, ServedModel
 from runners.registry import make_runner
 
 QUESTIONS = (
@@ -80,7 +84,8 @@ QUESTIONS = (
     "How is a migraine different from a tension headache?",
 )
 WARM_UP = "In one sentence, what is a pulse?"
-LOCAL_DEFAULT = LlamaCppBackend.model_validate({"type": "llamacpp"})  # sized to this machine
+LOCAL_DEFAULT = LlamaCppBackend.model_validate({"type": "llamacpp"})  # sized to this machine: batched
+REPLICAS_DEFAULT = LlamaCppBackend.model_validate({"type": "llamacpp", "engine": "llama_cpp"})
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,8 @@ class Layout:
     replicas: int
     n_threads: int
     concurrency: int
+    engine: Engine = "llama_cpp"
+    slots: int = 1
 
 
 @dataclass
@@ -111,8 +118,11 @@ class Row:
         return self.completion_tokens / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
-    def utilisation(self) -> float:
-        return self.server_s / (self.wall_s * self.replicas) if self.wall_s > 0 else 0.0
+    def utilisation(self) -> float | None:
+        """None for the batched engine: its requests share decode steps, so their times overlap."""
+        if self.layout == "batched" or self.wall_s <= 0:
+            return None
+        return self.server_s / (self.wall_s * self.replicas)
 
 
 def request_for(model: Model, question: str, max_tokens: int) -> GenerationRequest:
@@ -141,6 +151,7 @@ class ServedLayout:
         served = list({m.model: ServedModel(m.model, m.gguf or "") for m in models}.values())
         self.layout = layout
         self.group = ManagedLlamaReplicas(served, replicas=layout.replicas, n_threads=layout.n_threads,
+                                          engine=layout.engine, slots=layout.slots,
                                           n_ctx=2048, log_path=log_dir / f"llamacpp-{layout.name}.log")
         self.runners: list[Runner] = []
         self.balancer: BalancedRunner | None = None
@@ -207,35 +218,43 @@ async def run(models: Sequence[Model], layouts: Sequence[Layout], prompts: int, 
                 rows.append(row)
                 texts.append(answers)
                 print(f"  {row.model:<20} {row.layout:<9} {row.tokens_per_s:7.1f} tok/s  "
-                      f"util {row.utilisation:.3f}  ({row.completion_tokens} tokens in {row.wall_s:.1f} s)", flush=True)
+                      f"util {_util(row)}  ({row.completion_tokens} tokens in {row.wall_s:.1f} s)", flush=True)
             same[model.name] = sum(len(set(group)) == 1 for group in zip(*texts, strict=True))
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
     return rows, same
 
 
+def _util(row: Row) -> str:
+    util = row.utilisation
+    return "   —" if util is None else f"{util:.3f}"
+
+
 def summarise(rows: Sequence[Row], same: dict[str, int], prompts: int) -> str:
-    """Per model and overall: tok/s of each layout, the speed-up and each layout's utilisation."""
-    lines = [f"{'model':<20} {'single tok/s':>12} {'replicas tok/s':>14} {'speed-up':>8} "
-             f"{'util single':>11} {'util replicas':>13} {'per replica':>12} {'same':>6}"]
+    """Per model and overall: tok/s of each layout, its speed-up over single and its utilisation."""
+    names = list(dict.fromkeys(r.layout for r in rows))
+    lines = [f"{'model':<24} " + " ".join(f"{n + ' tok/s':>14}" for n in names) + " "
+             + " ".join(f"{n + ' ×':>11}" for n in names[1:]) + " "
+             + " ".join(f"{'util ' + n:>13}" for n in names) + f" {'same':>6}"]
     groups = [(m, [r for r in rows if r.model == m]) for m in dict.fromkeys(r.model for r in rows)]
     total = [Row("all", r.layout, r.replicas, r.n_threads, r.concurrency, 0, 0, 0.0, 0.0, ())
              for r in groups[0][1]]
-    for model, (single, replicas) in groups:
-        lines.append(f"{model:<20} {single.tokens_per_s:12.1f} {replicas.tokens_per_s:14.1f} "
-                     f"{replicas.tokens_per_s / single.tokens_per_s:7.2f}x {single.utilisation:11.3f} "
-                     f"{replicas.utilisation:13.3f} {'/'.join(map(str, replicas.per_replica)):>12} "
-                     f"{same[model]:>3}/{prompts}")
-        for acc, row in zip(total, (single, replicas), strict=True):
+    for model, measured in groups:
+        lines.append(_line(model, measured) + f" {same[model]:>3}/{prompts}")
+        for acc, row in zip(total, measured, strict=True):
             acc.requests += row.requests
             acc.completion_tokens += row.completion_tokens
             acc.wall_s += row.wall_s
             acc.server_s += row.server_s
-    single, replicas = total
-    lines.append(f"{'all (Σ tokens / Σ wall)':<20} {single.tokens_per_s:12.1f} {replicas.tokens_per_s:14.1f} "
-                 f"{replicas.tokens_per_s / single.tokens_per_s:7.2f}x {single.utilisation:11.3f} "
-                 f"{replicas.utilisation:13.3f}")
+    lines.append(_line("all (Σ tokens / Σ wall)", total))
     return "\n".join(lines)
+
+
+def _line(label: str, measured: Sequence[Row]) -> str:
+    base = measured[0].tokens_per_s
+    return (f"{label:<24} " + " ".join(f"{r.tokens_per_s:14.1f}" for r in measured) + " "
+            + " ".join(f"{r.tokens_per_s / base:10.2f}x" for r in measured[1:]) + " "
+            + " ".join(f"{_util(r):>13}" for r in measured))
 
 
 def _load_average() -> str:
@@ -255,7 +274,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         metavar=f"1..{len(QUESTIONS)}", help="how many of the fixed questions to send")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--replicas", type=int, help=f"replicas in layout (b) (default for this machine: "
-                                                     f"{LOCAL_DEFAULT.replicas})")
+                                                     f"{REPLICAS_DEFAULT.replicas})")
+    parser.add_argument("--slots", type=int, help=f"slots of layout (c) (default: {LOCAL_DEFAULT.slots})")
     parser.add_argument("--json", metavar="PATH", help="also write rows and machine details as JSON")
     return parser.parse_args(argv)
 
@@ -275,17 +295,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not local:
         print(f"error: {args.pool} has no enabled llamacpp model to measure", file=sys.stderr)
         return 2
-    replicas = args.replicas or LOCAL_DEFAULT.replicas
+    replicas = args.replicas or REPLICAS_DEFAULT.replicas
+    slots = args.slots or LOCAL_DEFAULT.slots
+    batched_threads = LOCAL_DEFAULT.n_threads or 2
     layouts = [Layout("single", 1, 2, 1),
-               Layout("replicas", replicas, 1, replicas)]
+               Layout("replicas", replicas, 1, replicas),
+               Layout("batched", 1, batched_threads, slots, engine="batched", slots=slots)]
     machine = {"cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                else None, "python": platform.python_version(), "platform": platform.platform(),
                "load_average_before": _load_average()}
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
     print(f"local throughput {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus; models "
           f"{', '.join(m.name for m in local)}; {args.prompts} prompts, max_tokens {args.max_tokens}; layouts "
-          + "; ".join(f"{lay.name}: {lay.replicas}×{lay.n_threads} thread(s), concurrency {lay.concurrency}"
-                      for lay in layouts), flush=True)
+          + "; ".join(f"{lay.name}: {lay.replicas}×{lay.n_threads} thread(s), {lay.slots} slot(s), "
+                      f"concurrency {lay.concurrency}" for lay in layouts), flush=True)
     with tempfile.TemporaryDirectory(prefix="medpool-throughput-") as tmp:
         try:
             rows, same = asyncio.run(run(local, layouts, args.prompts, args.max_tokens, Path(tmp)))

@@ -69,6 +69,7 @@ async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, 
         for m in models
     }.values())
     replicas = ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
+                                    engine=backend.engine, slots=backend.slots,
                                     n_ctx=backend.n_ctx, log_path=run_dir / f"llamacpp-{name}.log")
     await stack.enter_async_context(replicas)
     runner = BalancedRunner([_runner(config, name, url) for url in replicas.base_urls])

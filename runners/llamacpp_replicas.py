@@ -28,6 +28,7 @@ from typing import Any, Self
 
 from runners.base import Mode
 from runners.llamacpp_server import (
+    Engine,
     ManagedLlamaServer,
     ServedModel,
     ServerTiming,
@@ -63,7 +64,8 @@ def stop_leftover_replicas(log_path: Path) -> int:
 class ManagedLlamaReplicas:
     """``async with ManagedLlamaReplicas(models, replicas=2) as group:`` then use ``group.base_urls``.
 
-    Every replica serves every model with ``n_threads`` threads. If one fails to start, the others
+    Every replica serves every model with ``n_threads`` threads (and, with ``engine="batched"``,
+    ``slots`` requests per model at once). If one fails to start, the others
     are stopped and the first failure is raised; on exit, error or cancellation all are stopped.
     """
 
@@ -79,6 +81,8 @@ class ManagedLlamaReplicas:
         cache_dir: str | os.PathLike[str] | None = None,
         ready_timeout_s: float = 120.0,
         stop_timeout_s: float = 10.0,
+        engine: Engine = "llama_cpp",
+        slots: int = 1,
     ) -> None:
         if replicas < 1:
             raise ValueError(f"replicas must be at least 1, got {replicas}")
@@ -88,7 +92,7 @@ class ManagedLlamaReplicas:
             ManagedLlamaServer(
                 served, host=host, n_ctx=n_ctx, n_threads=n_threads, cache_dir=cache_dir,
                 log_path=replica_log_path(self.log_path, i, replicas) if self.log_path else None,
-                ready_timeout_s=ready_timeout_s, stop_timeout_s=stop_timeout_s,
+                ready_timeout_s=ready_timeout_s, stop_timeout_s=stop_timeout_s, engine=engine, slots=slots,
             )
             for i in range(replicas)
         ]

@@ -11,6 +11,12 @@ the server when the process that started it dies (``PR_SET_PDEATHSIG``). Everywh
 pid is recorded in ``<log stem>.pid`` next to its log, and the next start with the same log path
 (a ``--resume``) stops a server still listed there: :func:`stop_leftover_server`.
 
+Two engines run the same way (config file, process group, pid file, readiness): ``llama_cpp``
+(``python -m llama_cpp.server``, the default here) and ``batched``
+(``python -m runners.llamacpp_batched_server``, see :mod:`runners.llamacpp_batching`), which keeps
+every model loaded and decodes ``slots`` requests per model in one step. The facts below are
+``llama_cpp``'s.
+
 Facts a scheduler must respect (llama-cpp-python 0.3.x):
 
 * **One request at a time.** The app serialises every call behind a lock; concurrency 1 is the
@@ -61,7 +67,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import aiohttp
 
@@ -72,6 +78,9 @@ LLAMA_INSTALL_HINT = (
     "pip install 'medpool[local]'  (or: pip install 'llama-cpp-python[server]')"
 )
 SERVER_CMDLINE_MARKER = "llama_cpp.server"  # in every server's argv: ``python -m llama_cpp.server``
+Engine = Literal["llama_cpp", "batched"]
+# The module each engine runs (``python -m MODULE --config_file ...``); also its argv marker.
+ENGINE_MODULES: dict[str, str] = {"llama_cpp": SERVER_CMDLINE_MARKER, "batched": "runners.llamacpp_batched_server"}
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 logger = logging.getLogger(__name__)
@@ -179,7 +188,16 @@ class ManagedLlamaServer:
         cache_dir: str | os.PathLike[str] | None = None,
         ready_timeout_s: float = 120.0,
         stop_timeout_s: float = 10.0,
+        engine: Engine = "llama_cpp",
+        slots: int = 1,
     ) -> None:
+        if engine not in ENGINE_MODULES:
+            raise ValueError(f"engine must be one of {sorted(ENGINE_MODULES)}, got {engine!r}")
+        if slots < 1 or (engine == "llama_cpp" and slots != 1):
+            raise ValueError(f"slots must be 1 for llama_cpp (it answers one request at a time) and >= 1 "
+                             f"for batched, got {slots}")
+        self.engine: Engine = engine
+        self.slots = slots
         self.models = [
             m if isinstance(m, ServedModel) else ServedModel(*m) for m in models
         ]
@@ -249,7 +267,7 @@ class ManagedLlamaServer:
                 self.process = await asyncio.create_subprocess_exec(
                     sys.executable,
                     "-m",
-                    "llama_cpp.server",
+                    ENGINE_MODULES[self.engine],
                     "--config_file",
                     str(self.config_path),
                     stdin=asyncio.subprocess.DEVNULL,
@@ -261,7 +279,7 @@ class ManagedLlamaServer:
                 )
             _LIVE_GROUPS.add(self.process.pid)
             _write_pid_file(
-                self.pid_path, self.process.pid, self.port, self.config_path
+                self.pid_path, self.process.pid, self.port, self.config_path, ENGINE_MODULES[self.engine]
             )
             await self._wait_ready()
             self._ready = True
@@ -294,7 +312,10 @@ class ManagedLlamaServer:
             if spec and spec.chat_format:
                 entry["chat_format"] = spec.chat_format
             entries.append({**entry, **served.options})
-        return {"host": self.host, "port": self.port, "models": entries}
+        config: dict[str, Any] = {"host": self.host, "port": self.port, "models": entries}
+        if self.engine == "batched":
+            config["slots"] = self.slots
+        return config
 
     async def _wait_ready(self) -> None:
         assert self.process is not None
@@ -433,13 +454,14 @@ def server_pid_path(log_path: Path) -> Path:
     return log_path.with_suffix(".pid")
 
 
-def _write_pid_file(path: Path, pid: int, port: int, config_path: Path) -> None:
+def _write_pid_file(path: Path, pid: int, port: int, config_path: Path,
+                    marker: str = SERVER_CMDLINE_MARKER) -> None:  # fmt: skip
     record = {
         "pid": pid,
         "pgid": pid,  # start_new_session: the server leads its own group
         "port": port,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cmdline_marker": SERVER_CMDLINE_MARKER,
+        "cmdline_marker": marker,
         "config_file": str(config_path),
     }
     partial = path.with_suffix(".pid.partial")
@@ -450,7 +472,8 @@ def _write_pid_file(path: Path, pid: int, port: int, config_path: Path) -> None:
 def stop_leftover_server(pid_file: Path, grace_s: float = 5.0) -> bool:
     """Stop the server a killed run recorded in ``pid_file``; True if one was still running.
 
-    The pid is trusted only while its command line names ``llama_cpp.server`` (and the recorded
+    The pid is trusted only while its command line names the engine's server module, e.g.
+    ``llama_cpp.server`` (and the recorded
     config file), so a process that has since reused the pid is never signalled. SIGTERM first,
     SIGKILL after ``grace_s``. The pid file is removed either way.
     """
@@ -479,9 +502,11 @@ def _read_pid_file(pid_file: Path) -> dict[str, Any] | None:
 def _is_recorded_server(record: Mapping[str, Any]) -> bool:
     cmdline = _process_cmdline(record["pid"])
     config = record.get("config_file")
+    marker = record.get("cmdline_marker")
+    marker = marker if marker in ENGINE_MODULES.values() else SERVER_CMDLINE_MARKER  # only a server of ours
     return (
         cmdline is not None
-        and SERVER_CMDLINE_MARKER in cmdline
+        and marker in cmdline
         and (not isinstance(config, str) or config in cmdline)
     )
 

@@ -1,4 +1,4 @@
-"""How a llamacpp backend's replicas, threads and concurrency are sized when the file leaves them out."""
+"""How a llamacpp backend's engine, replicas, threads, slots and concurrency are sized when the file leaves them out."""
 
 from __future__ import annotations
 
@@ -30,10 +30,13 @@ def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     return set_cores
 
 
+LLAMA_CPP = "    engine: llama_cpp\n"
+
+
 @pytest.mark.parametrize(
     ("machine", "lines", "expected"),
     [
-        # (cores, backend lines, (replicas, n_threads, max_concurrency))
+        # (cores, backend lines, (replicas, n_threads, max_concurrency)), llama-cpp-python's server
         (2, "", (2, 1, 2)),  # one 1-thread replica per core, one request in flight each
         (8, "", (8, 1, 8)),
         (64, "", (16, 1, 16)),  # capped
@@ -51,14 +54,50 @@ def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
 def test_left_out_settings_are_sized_to_the_machine(tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str,
                                                      expected: tuple[int, int | None, int]) -> None:
     cores(machine)
+    backend = _backend(tmp_path, LLAMA_CPP + lines)
+    assert backend.engine == "llama_cpp"
+    assert (backend.replicas, backend.n_threads, backend.max_concurrency, backend.slots) == (*expected, 1)
+
+
+@pytest.mark.parametrize(
+    ("machine", "lines", "expected"),
+    [
+        # (cores, backend lines, (replicas, n_threads, slots, max_concurrency)), the batched server
+        (2, "", (1, 2, 4, 4)),  # one server with every core, 4 requests per step
+        (8, "", (1, 8, 4, 4)),
+        (8, "    replicas: 2\n", (2, 4, 4, 8)),  # the cores shared out
+        (2, "    slots: 8\n", (1, 2, 8, 8)),
+        (2, "    slots: 8\n    max_concurrency: 3\n", (1, 2, 8, 3)),  # fewer in flight: the user's call
+        (2, "    n_threads: 1\n    slots: 2\n", (1, 1, 2, 2)),
+        (2, "    engine: batched\n    slots:\n", (1, 2, 4, 4)),  # null = the default
+    ],
+)
+def test_the_batched_engine_is_the_default_and_sized_to_the_machine(
+        tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str,
+        expected: tuple[int, int, int, int]) -> None:  # fmt: skip
+    cores(machine)
     backend = _backend(tmp_path, lines)
-    assert (backend.replicas, backend.n_threads, backend.max_concurrency) == expected
+    assert backend.engine == "batched"
+    assert (backend.replicas, backend.n_threads, backend.slots, backend.max_concurrency) == expected
+
+
+def test_slots_without_the_batched_engine_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(PoolConfigError) as info:
+        _backend(tmp_path, LLAMA_CPP + "    slots: 4\n")
+    assert "model_pool.yaml:5: backends.local.slots: 4 slots need engine: batched" in str(info.value)
+
+
+def test_an_unknown_engine_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(PoolConfigError) as info:
+        _backend(tmp_path, "    engine: vllm\n")
+    assert "backends.local.engine" in str(info.value)
+    assert "batched" in str(info.value) and "llama_cpp" in str(info.value)
 
 
 def test_fewer_requests_in_flight_than_replicas_is_an_error_naming_the_field(tmp_path: Path) -> None:
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, "    replicas: 4\n    max_concurrency: 2\n")
-    assert "model_pool.yaml:5: backends.local.max_concurrency: 2 is fewer than replicas (4)" in str(info.value)
+        _backend(tmp_path, LLAMA_CPP + "    replicas: 4\n    max_concurrency: 2\n")
+    assert "model_pool.yaml:6: backends.local.max_concurrency: 2 is fewer than replicas (4)" in str(info.value)
     assert "set max_concurrency to at least 4 or replicas to 2" in str(info.value)
 
 
@@ -68,15 +107,19 @@ def test_a_bad_replica_count_is_reported_alone(tmp_path: Path, value: str, words
     with pytest.raises(PoolConfigError) as info:
         _backend(tmp_path, f"    replicas: {value}\n")
     assert [(i.line, i.field) for i in info.value.issues] == [(4, "backends.local.replicas")]
+    with pytest.raises(PoolConfigError) as info:
+        _backend(tmp_path, f"    replicas: {value}\n" + LLAMA_CPP)
+    assert [(i.line, i.field) for i in info.value.issues] == [(4, "backends.local.replicas")]
     assert words in str(info.value)
 
 
-SINGLE = "    max_concurrency: 1\n    n_threads: 2\n"  # the shipped pool's local backend before replicas
+SINGLE = LLAMA_CPP + "    max_concurrency: 1\n    n_threads: 2\n"  # the shipped pool's local backend before replicas
 
 
 def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: Path,
                                                                       cores: Callable[[int], None]) -> None:
-    """replicas: 1 is left out of dumps, so pools planned before replicas existed still resume."""
+    """replicas: 1 and engine: llama_cpp are left out of dumps, so pools planned with llama-cpp-python's
+    server before replicas and engines existed still resume."""
     cores(2)
     path = tmp_path / "model_pool.yaml"
     path.write_text(f"backends:\n  local:\n    type: llamacpp\n{SINGLE}{MODEL}", encoding="utf-8")
@@ -85,7 +128,11 @@ def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: 
     assert "replicas" not in single.backends["local"].model_dump()
     # computed by the schema before replicas existed, for this same file
     assert single.fingerprint() == "d58737a98bd7f4bc96b27994fd1bcffc3f9ca9a469cdf4acd8c14881d4e191f3"
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n    replicas: 2\n{MODEL}", encoding="utf-8")
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}    replicas: 2\n{MODEL}", encoding="utf-8")
     replicated = load_pool(path)
     assert replicated.backends["local"].model_dump()["replicas"] == 2
     assert replicated.fingerprint() != single.fingerprint()
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{MODEL}", encoding="utf-8")
+    batched = load_pool(path)
+    assert batched.backends["local"].model_dump()["engine"] == "batched"
+    assert batched.fingerprint() not in {single.fingerprint(), replicated.fingerprint()}  # other answers

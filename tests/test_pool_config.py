@@ -69,11 +69,11 @@ def test_shipped_pool_loads_and_runs_without_keys() -> None:
     assert list(config.backends) == ["local"]
     local = config.backends["local"]
     assert isinstance(local, LlamaCppBackend)
-    # sized to the machine: one 1-thread replica per usable core (one request in flight each)
+    # sized to the machine: one batched server with every usable core, 4 requests per step
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    replicas = max(1, min(16, cores))
-    assert (local.replicas, local.max_concurrency, local.n_ctx) == (replicas, replicas, 2048)
-    assert local.n_threads == (1 if replicas > 1 else None)
+    assert local.engine == "batched"
+    assert (local.replicas, local.slots, local.max_concurrency, local.n_ctx) == (1, 4, 4, 2048)
+    assert local.n_threads == cores
     assert [m.name for m in config.models] == ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
     gemma = config.model("gemma3-270m")
     assert gemma.mode == "completion" and gemma.gguf == "gemma3-270m"
@@ -175,7 +175,9 @@ models:
     api = config.backends["api"]
     assert isinstance(api, OpenAIBackend)
     assert (api.max_concurrency, api.timeout_s, api.max_retries) == (8, 120.0, 3)
-    assert config.backends["local"].max_concurrency == config.backends["local"].replicas  # one per single-slot server
+    local = config.backends["local"]
+    assert isinstance(local, LlamaCppBackend)
+    assert local.max_concurrency == local.replicas * local.slots  # every slot of every server busy
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": "x"}) == []
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": ""}) == ["DEEPSEEK_API_KEY"]
 
