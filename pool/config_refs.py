@@ -68,6 +68,14 @@ def _backend_issues(
         problem = check_gguf(entry.gguf)
         if problem:
             issues.append(_issue((*where, "gguf"), problem))
+        if entry.chat_format is not None and getattr(config.backends[backend_name], "engine", None) == "batched":
+            issues.append(
+                _issue(
+                    (*where, "chat_format"),
+                    f"chat_format needs llama-cpp-python's server: add 'engine: llama_cpp' to backend "
+                    f"'{backend_name}' (the batched engine uses the GGUF's own chat template), or remove it",
+                )
+            )
     else:
         for key in ("gguf", "chat_format"):
             if getattr(entry, key) is not None:

@@ -49,7 +49,7 @@ class BadRequest(ValueError):
     """The request cannot be served as sent (HTTP 400)."""
 
 
-class ServedModel:
+class AliasedModel:
     """One alias: the batched model and how to turn a request into tokens."""
 
     def __init__(self, alias: str, model: BatchedModel) -> None:
@@ -76,7 +76,7 @@ class ServedModel:
 class Engine:
     """The thread that steps every model; requests come in from the event loop."""
 
-    def __init__(self, models: Mapping[str, ServedModel]) -> None:
+    def __init__(self, models: Mapping[str, AliasedModel]) -> None:
         self.models = dict(models)
         self._wake = threading.Event()
         self._stopping = False
@@ -90,7 +90,7 @@ class Engine:
         self._wake.set()
         self._thread.join(timeout=30)
 
-    def submit(self, served: ServedModel, job: Job) -> None:
+    def submit(self, served: AliasedModel, job: Job) -> None:
         served.model.submit(job)
         self._wake.set()
 
@@ -265,9 +265,9 @@ def _quiet_llama_log() -> None:
     llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
 
 
-def load_models(config: Mapping[str, Any]) -> dict[str, ServedModel]:
+def load_models(config: Mapping[str, Any]) -> dict[str, AliasedModel]:
     slots = int(config.get("slots", DEFAULT_SLOTS))
-    served: dict[str, ServedModel] = {}
+    served: dict[str, AliasedModel] = {}
     for entry in config["models"]:
         options = set(entry) - {"model", "model_alias", "n_ctx", "n_threads", "n_threads_batch", "n_gpu_layers",
                                 "logits_all", "verbose"}  # fmt: skip
@@ -277,7 +277,7 @@ def load_models(config: Mapping[str, Any]) -> dict[str, ServedModel]:
         alias = entry.get("model_alias") or Path(entry["model"]).stem
         model = BatchedModel(entry["model"], slots=slots, n_ctx=int(entry.get("n_ctx", 2048)),
                              n_threads=int(entry.get("n_threads", 2)))  # fmt: skip
-        served[alias] = ServedModel(alias, model)
+        served[alias] = AliasedModel(alias, model)
         print(f"loaded {alias} from {entry['model']} ({slots} slots of {model.n_ctx} tokens)", flush=True)
     return served
 

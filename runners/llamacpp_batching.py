@@ -39,6 +39,9 @@ from typing import Any
 import llama_cpp as llama
 
 LAST_N_PENALISED = 64  # llama-cpp-python's last_n_tokens_size
+# A prefix another slot holds (or is reading) is copied (or waited for) only when it saves reading
+# more than this many tokens; below it, reading them again is as cheap as the copy.
+SHARE_MIN_TOKENS = 64
 DEFAULT_SEED = 0xFFFFFFFF  # llama.cpp's "random seed" value
 
 
@@ -223,12 +226,25 @@ class BatchedModel:
             with self._lock:
                 if not self._waiting:
                     return
-                job = self._waiting.popleft()
-            if job.cancelled:
-                continue
-            slot = max(free, key=lambda s: _common_prefix(s.cached, job.prompt))
+                job = self._waiting[0]
+                if job.cancelled:
+                    self._waiting.popleft()
+                    continue
+                slot = max(free, key=lambda s: _common_prefix(s.cached, job.prompt))
+                own = _common_prefix(slot.cached, job.prompt)
+                donor = max(self._slots, key=lambda s: _common_prefix(s.cached, job.prompt))
+                shared = _common_prefix(donor.cached, job.prompt)
+                if self._worth_waiting(job.prompt, max(own, shared)):
+                    return  # another slot is reading this prompt's prefix: copy it when read
+                self._waiting.popleft()
             free.remove(slot)
-            keep = min(_common_prefix(slot.cached, job.prompt), len(job.prompt) - 1)  # re-read >= 1 token
+            if shared > own + SHARE_MIN_TOKENS:
+                # Another slot holds a longer prefix: copy its cache (a whole-stream copy, the only
+                # kind llama.cpp makes between sequences of separate buffers), then cut it back.
+                llama.llama_memory_seq_cp(self._memory, donor.seq_id, slot.seq_id, -1, -1)
+                slot.cached = donor.cached[:shared]
+                own = shared
+            keep = min(own, len(job.prompt) - 1)  # re-read >= 1 token
             llama.llama_memory_seq_rm(self._memory, slot.seq_id, keep, -1)
             del slot.cached[keep:]
             slot.job = job
@@ -239,6 +255,15 @@ class BatchedModel:
             slot.generated = slot.multibyte_fix = 0
             slot.text_bytes = bytearray()
             slot.prompt_ms = slot.predicted_ms = 0.0
+
+    def _worth_waiting(self, prompt: list[int], cached: int) -> bool:
+        """True when a slot still reading its prompt will soon hold a much longer prefix of this one."""
+        for slot in self._slots:
+            if slot.job is not None and slot.to_read:
+                coming = _common_prefix(slot.job.prompt, prompt)
+                if coming > cached + SHARE_MIN_TOKENS:
+                    return True
+        return False
 
     def step(self) -> bool:
         """One llama_decode over every active slot; False when there was nothing to do."""

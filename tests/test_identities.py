@@ -34,6 +34,7 @@ def pool_text(judge: str = "", models: str = "", url: str = DEEPSEEK) -> str:
     base_url: {url}
   local:
     type: llamacpp
+    engine: llama_cpp
 models:
   - name: m
     backend: api

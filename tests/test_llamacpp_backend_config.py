@@ -136,3 +136,16 @@ def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: 
     batched = load_pool(path)
     assert batched.backends["local"].model_dump()["engine"] == "batched"
     assert batched.fingerprint() not in {single.fingerprint(), replicated.fingerprint()}  # other answers
+
+
+def test_a_chat_format_on_the_batched_engine_is_an_error_naming_the_model_field(tmp_path: Path) -> None:
+    """The batched engine renders the GGUF's own template; llama-cpp-python's named formats need its server."""
+    path = tmp_path / "model_pool.yaml"
+    model = "models:\n  - {name: m, backend: local, gguf: gemma3-270m, chat_format: chatml}\n"
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{model}", encoding="utf-8")
+    with pytest.raises(PoolConfigError) as info:
+        load_pool(path)
+    assert [(i.line, i.field) for i in info.value.issues] == [(5, "models[0].chat_format")]
+    assert "add 'engine: llama_cpp' to backend 'local'" in str(info.value)
+    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}{model}", encoding="utf-8")
+    assert load_pool(path).model("m").chat_format == "chatml"

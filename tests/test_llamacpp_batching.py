@@ -117,6 +117,49 @@ def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
         (alone.text, alone.completion_tokens, alone.finish_reason)  # fmt: skip
 
 
+def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives() -> None:
+    """Slot 0 holds the shared prefix and is busy, so the request goes to slot 1 with a copy of it."""
+    from runners.llamacpp_batching import SHARE_MIN_TOKENS, BatchedModel, Completion, Job, Sampling
+
+    path = str(model_path("smollm2-135m-instruct"))
+    preamble = "You are a careful clinician. Answer in one short sentence. " * 8
+    first, second = preamble + "Question: what is a fever?", preamble + "Question: what is a cough?"
+
+    def job(model: BatchedModel, text: str, out: list[Completion | BaseException]) -> Job:
+        return Job(prompt=model.tokenize(text, add_special=True), max_tokens=16,
+                   sampling=Sampling(temperature=0), stop=(), done=out.append)  # fmt: skip
+
+    def finish(model: BatchedModel, out: list[Completion | BaseException]) -> Completion:
+        while model.has_work:
+            model.step()
+        assert len(out) == 1 and isinstance(out[0], Completion)
+        return out[0]
+
+    warm = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
+    fresh = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
+    try:
+        first_out: list[Completion | BaseException] = []
+        warm.submit(job(warm, first, first_out))
+        finish(warm, first_out)
+        holder = warm._slots[0]  # keeps its cached prefix but looks busy: nothing to read, no token
+        holder.job = job(warm, first, [])
+        copied_out: list[Completion | BaseException] = []
+        warm.submit(job(warm, second, copied_out))
+        warm.step()
+        assert warm._slots[1].job is not None  # admitted to the other slot
+        holder.job = None
+        copied = finish(warm, copied_out)
+        alone_out: list[Completion | BaseException] = []
+        fresh.submit(job(fresh, second, alone_out))
+        alone = finish(fresh, alone_out)
+    finally:
+        warm.close()
+        fresh.close()
+    assert copied.prompt_tokens - copied.prompt_tokens_evaluated > SHARE_MIN_TOKENS  # the prefix was copied
+    assert (copied.text, copied.completion_tokens, copied.finish_reason) == \
+        (alone.text, alone.completion_tokens, alone.finish_reason)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [
