@@ -10,7 +10,8 @@ One model, one context, ``slots`` sequences (each with ``n_ctx`` positions of it
 :meth:`BatchedModel.step` builds one batch: the pending token of every generating slot plus as
 much of the waiting prompts as fits in ``n_batch``, so a new request starts without stalling the
 others. A freed slot keeps its tokens in the KV cache; a new request goes to the free slot sharing
-the longest prefix with it (a judge's fixed instructions are read once per slot, not per request).
+the longest prefix with it, or copies a longer one from a busy slot (or waits for a slot still
+reading it), so a judge's fixed instructions are read about once, not once per request or slot.
 
 Behaviour follows llama-cpp-python's server, so switching engines changes speed, not semantics:
 a fresh sampler chain per request (repeat penalty over the last 64 generated tokens, default 1.1;
