@@ -66,7 +66,10 @@ class AliasedModel:
     def chat_prompt(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
         if self._chat is None:
             raise BadRequest(f"model {self.alias!r} has no chat template in its GGUF: use /v1/completions")
-        rendered = self._chat(messages=list(messages))
+        try:
+            rendered = self._chat(messages=list(messages))
+        except Exception as exc:  # the template's own raise_exception, or a message it cannot render
+            raise BadRequest(f"model {self.alias!r}: its chat template rejected the messages: {exc}") from exc
         return self.model.tokenize(rendered.prompt, add_special=False), tuple(rendered.stop or ())
 
     def completion_prompt(self, prompt: str) -> list[int]:

@@ -167,6 +167,8 @@ def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives()
         ({"model": "gemma", "prompt": "x " * 600}, "a slot's context is 512"),
         ({"model": "gemma", "prompt": "x", "stream": True}, "streaming is not supported"),
         ({"model": "smol", "messages": "hi"}, "messages must be a list"),
+        ({"model": "smol", "messages": [{"role": "user", "content": {"nested": 1}}]},
+         "its chat template rejected the messages"),
         ({"model": "gemma", "prompt": "x", "max_tokens": "ten"}, "max_tokens must be an integer"),
         ({"model": "gemma", "prompt": "x", "stop": [1]}, "stop must be a string or a list of strings"),
     ],
