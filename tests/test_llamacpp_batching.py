@@ -119,7 +119,13 @@ def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
 
 def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives() -> None:
     """Slot 0 holds the shared prefix and is busy, so the request goes to slot 1 with a copy of it."""
-    from runners.llamacpp_batching import SHARE_MIN_TOKENS, BatchedModel, Completion, Job, Sampling
+    from runners.llamacpp_batching import (
+        SHARE_MIN_TOKENS,
+        BatchedModel,
+        Completion,
+        Job,
+        Sampling,
+    )
 
     path = str(model_path("smollm2-135m-instruct"))
     preamble = "You are a careful clinician. Answer in one short sentence. " * 8
