@@ -45,6 +45,7 @@ from pool.config_values import (
     parse_yaml_bool,
 )
 from runners.base import GenerationParams, Mode
+from runners.llamacpp_engines import DEFAULT_SLOTS, Engine
 
 ThinkSetting = bool | Literal["low", "medium", "high"]
 YamlBool = Annotated[bool, PlainValidator(parse_yaml_bool)]
@@ -126,7 +127,6 @@ class OllamaBackend(_BackendBase):
 
 
 MAX_REPLICAS = 16  # per llamacpp backend: each replica holds its own copy of the weights
-DEFAULT_SLOTS = 4  # batched engine: 4 sequences per step reached 1.45-1.57x on 2 cores; 8 no more
 
 
 def _available_cpus() -> int:
@@ -170,7 +170,7 @@ class LlamaCppBackend(_BackendBase):
     """
 
     type: Literal["llamacpp"]
-    engine: Literal["batched", "llama_cpp"] = Field(default="batched", exclude_if=lambda e: e == "llama_cpp")
+    engine: Engine = Field(default="batched", exclude_if=lambda e: e == "llama_cpp")
     # declared before max_concurrency, whose check reads them
     replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS, exclude_if=lambda count: count == 1)
     slots: int = Field(default=1, ge=1, le=MAX_SLOTS, exclude_if=lambda count: count == 1)

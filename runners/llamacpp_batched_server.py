@@ -40,8 +40,8 @@ from runners.llamacpp_batching import (
     PromptTooLong,
     Sampling,
 )
+from runners.llamacpp_engines import DEFAULT_SLOTS
 
-DEFAULT_SLOTS = 4
 _LOG_WARN = 3  # ggml_log_level: 2 info, 3 warn, 4 error
 
 

@@ -341,6 +341,9 @@ class BatchedModel:
             slot.next_token = token
             return
         if job.stop:
+            # Detected on the new bytes only (a window as long as the longest stop), so the check
+            # stays O(stop) per token; _finish cuts on the decoded text, where the cut is a
+            # character index. A stop string may end inside a multi-byte character of the text.
             longest = max(len(s.encode()) for s in job.stop)
             window = bytes(slot.text_bytes[max(0, before - longest):])
             if any(s.encode() in window for s in job.stop):
@@ -371,8 +374,7 @@ class BatchedModel:
         slot.sampler = None
         slot.job = None
         slot.next_token = None
-        if slot.to_read:  # cut off mid-prompt: the cache holds only what was read
-            slot.to_read = []
+        slot.to_read = []  # cut off mid-prompt, the cache holds only what was read
 
     def fail_all(self, error: BaseException) -> None:
         for slot in self._slots:

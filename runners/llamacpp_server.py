@@ -67,20 +67,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import aiohttp
 
 from runners.base import Mode
 from runners.gguf_models import MODELS, model_path
+from runners.llamacpp_engines import ENGINE_MODULES, SERVER_CMDLINE_MARKER, Engine
 
 LLAMA_INSTALL_HINT = (
     "pip install 'medpool[local]'  (or: pip install 'llama-cpp-python[server]')"
 )
-SERVER_CMDLINE_MARKER = "llama_cpp.server"  # in every server's argv: ``python -m llama_cpp.server``
-Engine = Literal["llama_cpp", "batched"]
-# The module each engine runs (``python -m MODULE --config_file ...``); also its argv marker.
-ENGINE_MODULES: dict[str, str] = {"llama_cpp": SERVER_CMDLINE_MARKER, "batched": "runners.llamacpp_batched_server"}
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ a fresh model gives; bad requests are 400s that say why.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -19,11 +18,8 @@ import pytest
 
 from runners.gguf_models import model_path
 from runners.llamacpp_server import ManagedLlamaServer, ServedModel
+from tests.local_models import requires_llama
 
-requires_llama = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None and os.environ.get("CI") != "true",
-    reason="llama_cpp not importable: pip install 'medpool[local]' (these tests are required when CI=true)",
-)
 pytestmark = requires_llama
 
 MODELS = [ServedModel("smol", "smollm2-135m-instruct"), ServedModel("gemma", "gemma3-270m")]
@@ -86,28 +82,43 @@ def test_requests_in_flight_together_each_get_their_own_budget_and_stops() -> No
         assert answer["timings"]["predicted_n"] == usage["completion_tokens"]
 
 
+def _greedy_job(model: Any, text: str, out: list[Any], max_tokens: int) -> Any:
+    """An engine job for ``text`` whose result (a Completion or an error) is appended to ``out``."""
+    from runners.llamacpp_batching import Job, Sampling
+
+    return Job(prompt=model.tokenize(text, add_special=True), max_tokens=max_tokens,
+               sampling=Sampling(temperature=0), stop=(), done=out.append)  # fmt: skip
+
+
+def _drain(model: Any, out: list[Any]) -> Any:
+    """Steps the engine until it is idle; the one result in ``out`` must be a Completion."""
+    from runners.llamacpp_batching import Completion
+
+    while model.has_work:
+        model.step()
+    assert len(out) == 1 and isinstance(out[0], Completion)
+    return out[0]
+
+
+def _run_alone(model: Any, text: str, max_tokens: int) -> Any:
+    out: list[Any] = []
+    model.submit(_greedy_job(model, text, out, max_tokens))
+    return _drain(model, out)
+
+
 def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
-    from runners.llamacpp_batching import BatchedModel, Completion, Job, Sampling
+    from runners.llamacpp_batching import BatchedModel
 
     path = str(model_path("smollm2-135m-instruct"))
     first = "The patient has a fever and a cough. Question: what should the patient do first?"
     second = "The patient has a fever and a cough. Question: when should the patient see a doctor?"
 
-    def run(model: BatchedModel, text: str) -> Completion:
-        out: list[Completion | BaseException] = []
-        model.submit(Job(prompt=model.tokenize(text, add_special=True), max_tokens=20,
-                         sampling=Sampling(temperature=0), stop=(), done=out.append))  # fmt: skip
-        while model.has_work:
-            model.step()
-        assert len(out) == 1 and isinstance(out[0], Completion)
-        return out[0]
-
     warm = BatchedModel(path, slots=2, n_ctx=256, n_threads=1)
     fresh = BatchedModel(path, slots=2, n_ctx=256, n_threads=1)
     try:
-        run(warm, first)
-        reused = run(warm, second)
-        alone = run(fresh, second)
+        _run_alone(warm, first, 20)
+        reused = _run_alone(warm, second, 20)
+        alone = _run_alone(fresh, second, 20)
     finally:
         warm.close()
         fresh.close()
@@ -119,45 +130,25 @@ def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
 
 def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives() -> None:
     """Slot 0 holds the shared prefix and is busy, so the request goes to slot 1 with a copy of it."""
-    from runners.llamacpp_batching import (
-        SHARE_MIN_TOKENS,
-        BatchedModel,
-        Completion,
-        Job,
-        Sampling,
-    )
+    from runners.llamacpp_batching import SHARE_MIN_TOKENS, BatchedModel
 
     path = str(model_path("smollm2-135m-instruct"))
     preamble = "You are a careful clinician. Answer in one short sentence. " * 8
     first, second = preamble + "Question: what is a fever?", preamble + "Question: what is a cough?"
 
-    def job(model: BatchedModel, text: str, out: list[Completion | BaseException]) -> Job:
-        return Job(prompt=model.tokenize(text, add_special=True), max_tokens=16,
-                   sampling=Sampling(temperature=0), stop=(), done=out.append)  # fmt: skip
-
-    def finish(model: BatchedModel, out: list[Completion | BaseException]) -> Completion:
-        while model.has_work:
-            model.step()
-        assert len(out) == 1 and isinstance(out[0], Completion)
-        return out[0]
-
     warm = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
     fresh = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
     try:
-        first_out: list[Completion | BaseException] = []
-        warm.submit(job(warm, first, first_out))
-        finish(warm, first_out)
+        _run_alone(warm, first, 16)
         holder = warm._slots[0]  # keeps its cached prefix but looks busy: nothing to read, no token
-        holder.job = job(warm, first, [])
-        copied_out: list[Completion | BaseException] = []
-        warm.submit(job(warm, second, copied_out))
+        holder.job = _greedy_job(warm, first, [], 16)
+        copied_out: list[Any] = []
+        warm.submit(_greedy_job(warm, second, copied_out, 16))
         warm.step()
         assert warm._slots[1].job is not None  # admitted to the other slot
         holder.job = None
-        copied = finish(warm, copied_out)
-        alone_out: list[Completion | BaseException] = []
-        fresh.submit(job(fresh, second, alone_out))
-        alone = finish(fresh, alone_out)
+        copied = _drain(warm, copied_out)
+        alone = _run_alone(fresh, second, 16)
     finally:
         warm.close()
         fresh.close()

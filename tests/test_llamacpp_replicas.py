@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -23,14 +22,14 @@ from runners.llamacpp_replicas import (
     replica_log_path,
     stop_leftover_replicas,
 )
-from runners.llamacpp_server import SERVER_CMDLINE_MARKER, LlamaServerError, ManagedLlamaServer, server_pid_path
-from runners.registry import make_runner
-
-HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-requires_llama = pytest.mark.skipif(
-    not HAVE_LLAMA and os.environ.get("CI") != "true",
-    reason="llama_cpp not importable: pip install 'medpool[local]' (these tests are required when CI=true)",
+from runners.llamacpp_server import (
+    SERVER_CMDLINE_MARKER,
+    LlamaServerError,
+    ManagedLlamaServer,
+    server_pid_path,
 )
+from runners.registry import make_runner
+from tests.local_models import requires_llama
 
 SMOL = [("smollm2", "smollm2-135m-instruct")]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -27,14 +26,10 @@ from runners.llamacpp_server import (
     server_pid_path,
     stop_leftover_server,
 )
+from tests.local_models import requires_llama
 
 REPO = Path(__file__).resolve().parents[1]
 
-HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-requires_llama = pytest.mark.skipif(
-    not HAVE_LLAMA and os.environ.get("CI") != "true",
-    reason="llama_cpp not importable: pip install 'medpool[local]' (these tests are required when CI=true)",
-)
 
 ALL_THREE = [
     ServedModel("smollm2", "smollm2-135m-instruct"),

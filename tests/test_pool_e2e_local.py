@@ -8,22 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
+
+from tests.local_models import requires_llama
 
 REPO = Path(__file__).resolve().parents[1]
 
-try:
-    import llama_cpp  # noqa: F401
-
-    HAVE_LLAMA = True
-except ImportError:
-    HAVE_LLAMA = False
-
-pytestmark = pytest.mark.skipif(
-    not HAVE_LLAMA and os.environ.get("CI") != "true",
-    reason="llama-cpp-python is not installed (pip install -e '.[local]'); required under CI=true",
-)
+pytestmark = requires_llama
 
 
 def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
