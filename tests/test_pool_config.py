@@ -81,7 +81,7 @@ def test_shipped_pool_loads_and_runs_without_keys() -> None:
     assert all(m.temperature == 0 and m.max_tokens == 256 for m in config.models)
     judge = config.judge_model()
     assert judge is not None and judge.name == "qwen2.5-coder-0.5b"
-    assert (judge.temperature, judge.max_tokens) == (0, 512)
+    assert (judge.temperature, judge.max_tokens) == (0, 256)
     assert missing_api_keys(config, environ={}) == []
 
 
