@@ -315,7 +315,7 @@ class _Run:
         plan, options = self.plan, self.options
         judge = run_judge(plan, options)
         serve = [m for m in plan.models if m.name in totals] + ([judge] if judge is not None else [])
-        cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"))
+        cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
         sigterm = self._cancel_on_sigterm()
         try:
             async with open_execution(plan.config, serve, self.run_dir, executor=self.executor_name,

@@ -9,6 +9,7 @@ Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see `
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import heapq
 import json
@@ -145,6 +146,7 @@ class ScoringStage:
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self._arrivals: _ArrivalSpool | None = None  # rows scored by score_on_arrival, not yet taken by run()
         self._arrived: list[Result] = []  # recorded answers waiting for the next arrival batch
+        self._batch_due = False  # a full batch is scheduled to be scored on the event loop
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> Iterator[Result]:
@@ -166,10 +168,19 @@ class ScoringStage:
         if answer.stage != ANSWER_STAGE or answer.status == "infra_error" or answer.item_id not in self.items:
             return
         self._arrived.append(answer)
-        if len(self._arrived) >= ARRIVAL_BATCH:
-            self._score_arrived()
+        if len(self._arrived) >= ARRIVAL_BATCH and not self._batch_due:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called outside a run's event loop: score now
+                self._score_arrived()
+                return
+            # After the recording worker has sent its next request, not before: scoring is off the
+            # path from one answer to the next request.
+            self._batch_due = True
+            loop.call_soon(self._score_arrived)
 
     def _score_arrived(self) -> None:
+        self._batch_due = False
         arrived, self._arrived = self._arrived, []
         for answer in arrived:
             try:

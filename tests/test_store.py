@@ -144,6 +144,44 @@ def test_only_answered_responses_are_cached(tmp_path: Path) -> None:
         assert len(cache) == 2
 
 
+def test_write_behind_holds_puts_that_lookups_see_and_writes_them_together(tmp_path: Path) -> None:
+    """A run's cache holds its puts in memory; every put reaches the file by the batch size or at close."""
+    from pool.response_cache import WRITE_BEHIND_ROWS
+
+    with ResponseCache(tmp_path, write_behind=True) as cache:
+        assert cache.put("k0", _response(n=2))
+        assert not cache.put("k0", _response("other"))  # first answer wins among held puts too
+        assert cache.get("k0") == dataclasses.replace(_response(n=2), attempts=())  # seen while held
+        with ResponseCache(tmp_path) as other:
+            assert other.get("k0") is None  # not written yet
+        assert not cache.put("bad", _response("", None, "timeout"))
+        for k in range(1, WRITE_BEHIND_ROWS):
+            assert cache.put(f"k{k}", _response(f"answer {k}"))
+        with ResponseCache(tmp_path) as other:
+            assert len(other) == WRITE_BEHIND_ROWS  # the batch was written in one go
+        assert cache.put("last", _response("the last"))
+        assert cache.put("k1", _response("fresh"), replace=True)  # a stale entry asked again
+    with ResponseCache(tmp_path) as cache:  # close wrote what was held
+        assert len(cache) == WRITE_BEHIND_ROWS + 1
+        assert cache.get("last") is not None and cache.get("k1").text == "fresh"
+        assert cache.get("k0").text == "Answer: B"
+
+
+def test_write_behind_writes_a_held_put_after_at_most_a_second(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pool.response_cache as response_cache
+
+    clock = [100.0]
+    monkeypatch.setattr(response_cache.time, "monotonic", lambda: clock[0])
+    with ResponseCache(tmp_path, write_behind=True) as cache, ResponseCache(tmp_path) as reader:
+        cache.put("a", _response("a"))
+        clock[0] += response_cache.WRITE_BEHIND_S / 2
+        cache.put("b", _response("b"))
+        assert len(reader) == 0
+        clock[0] += response_cache.WRITE_BEHIND_S / 2
+        cache.put("c", _response("c"))  # the oldest held put is a second old: all three are written
+        assert len(reader) == 3
+
+
 # -- classify -------------------------------------------------------------------------------
 
 
