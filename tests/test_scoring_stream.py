@@ -90,12 +90,20 @@ def _record_all(store: RunStore, units: list[Unit], rng: random.Random, on_recor
             on_recorded(result)
 
 
-@pytest.mark.parametrize("collide", [False, True])
+async def _record_in_loop(store: RunStore, units: list[Unit], rng: random.Random, on_recorded) -> None:
+    """As a run records: on the event loop, which runs a scheduled arrival batch between records."""
+    for k in range(0, len(units), 3):
+        _record_all(store, units[k:k + 3], rng, on_recorded)
+        await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize(("collide", "in_loop"), [(False, False), (True, False), (False, True)])
 def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         collide: bool) -> None:  # fmt: skip
+                                                         collide: bool, in_loop: bool) -> None:  # fmt: skip
     """score_on_arrival only moves work earlier: a run whose answers were scored in batches as they were
     recorded (some of them: the rest came from a killed predecessor) writes the bytes a scoring of the
-    finished store writes, with the same tally; with every key in one slot too (collisions re-score)."""
+    finished store writes, with the same tally; with every key in one slot too (collisions re-score),
+    and on an event loop, where a full batch is scored by a callback after the record returns."""
     if collide:
         monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
     monkeypatch.setattr(scoring_module, "ARRIVAL_BATCH", 4)  # several batches, and a remainder run() scores
@@ -114,7 +122,11 @@ def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypa
                                  endpoints=None, scheduler=None)  # fmt: skip
             half = len(units) // 2
             _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
-            _record_all(store, units[half:], random.Random(8), stage.score_on_arrival if name == "arrival" else None)
+            hook = stage.score_on_arrival if name == "arrival" else None
+            if in_loop:
+                asyncio.run(_record_in_loop(store, units[half:], random.Random(8), hook))
+            else:
+                _record_all(store, units[half:], random.Random(8), hook)
             if name == "arrival":  # judge-free answers of this half were scored and spooled already
                 assert stage._arrivals is not None and (len(stage._arrivals.places) == 1 if collide else len(stage._arrivals.places) > 5)
             asyncio.run(stage.run())
