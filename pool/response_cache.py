@@ -23,7 +23,6 @@ the stale one. Judge verdicts are not aged (judge drift is measured by ``--ancho
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from datetime import UTC, datetime
@@ -69,6 +68,13 @@ def age_seconds(created_at: str) -> float:
     return (datetime.now(UTC) - stamp).total_seconds()
 
 
+def _as_stored(response: GenerationResponse) -> GenerationResponse:
+    """What a lookup returns for ``response`` once written: the stored fields, no attempts."""
+    return GenerationResponse(text=response.text, finish_reason=response.finish_reason,
+                              prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+                              latency_s=response.latency_s, attempts=(), server_timing_s=response.server_timing_s)
+
+
 class ResponseCache(SqliteHandle):
     """get/put of successful responses. Use from one thread (the event loop); see RunStore."""
 
@@ -91,7 +97,7 @@ class ResponseCache(SqliteHandle):
         so the fresh answer replaces it (``put(..., replace=True)``)."""
         held = self._held.get(key)
         if held is not None:  # put tonight, not yet written: fresh by definition
-            return dataclasses.replace(held[0], attempts=()), False
+            return _as_stored(held[0]), False
         row = self._conn.execute("SELECT * FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None, False

@@ -151,14 +151,17 @@ def test_write_behind_holds_puts_that_lookups_see_and_writes_them_together(tmp_p
     with ResponseCache(tmp_path, write_behind=True) as cache:
         assert cache.put("k0", _response(n=2))
         assert not cache.put("k0", _response("other"))  # first answer wins among held puts too
+        assert cache.put("thinking", dataclasses.replace(_response(), reasoning="a trace the cache keeps no copy of"))
         assert cache.get("k0") == dataclasses.replace(_response(n=2), attempts=())  # seen while held
+        held_hit = cache.get("thinking")
         with ResponseCache(tmp_path) as other:
             assert other.get("k0") is None  # not written yet
         assert not cache.put("bad", _response("", None, "timeout"))
-        for k in range(1, WRITE_BEHIND_ROWS):
+        for k in range(1, WRITE_BEHIND_ROWS - 1):
             assert cache.put(f"k{k}", _response(f"answer {k}"))
         with ResponseCache(tmp_path) as other:
             assert len(other) == WRITE_BEHIND_ROWS  # the batch was written in one go
+            assert other.get("thinking") == held_hit  # a held hit is what the written entry gives
         assert cache.put("last", _response("the last"))
         assert cache.put("k1", _response("fresh"), replace=True)  # a stale entry asked again
     with ResponseCache(tmp_path) as cache:  # close wrote what was held
