@@ -31,7 +31,7 @@ import yaml
 
 from pool.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError, load_pool
-from pool.costs import cost_summary
+from pool.costs import CostTally
 from pool.dispatch import Dispatcher
 from pool.endpoints import open_execution
 from pool.export import export_results_jsonl, write_summary
@@ -254,7 +254,7 @@ class _Run:
                 status = EXIT_INFRA
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
                 store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
-            extra: dict[str, Any] = {"costs": cost_summary(self.plan.config, store.iter_results(self.run_id))}
+            extra: dict[str, Any] = {"costs": {}}  # filled by the export's pass over the results, below
         if scoring is not None:
             extra["scoring"] = scoring
         if self.budget is not None:
@@ -264,7 +264,9 @@ class _Run:
                                "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
         try:
-            export_results_jsonl(self.run_dir, self.run_id)
+            costs = CostTally(self.plan.config)
+            export_results_jsonl(self.run_dir, self.run_id, observe=costs.add)
+            extra["costs"] = costs.summary()
             summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra)
             if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
                 status = EXIT_INFRA

@@ -9,7 +9,6 @@ A model without a price has ``cost: null`` — unknown, never 0.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
 from typing import Any
 
 from pool.budget import call_cost
@@ -17,20 +16,26 @@ from pool.config import PoolConfig
 from pool.outcome import Result
 
 
-def cost_summary(config: PoolConfig, results: Iterable[Result]) -> dict[str, Any]:
-    """``{"models": {name: {...}}, "total_cost": float | None, "currency_note": ...}``."""
-    per_model: dict[str, dict[str, Any]] = {}
-    latencies: dict[str, list[float]] = {}
-    names = {m.name: m for m in config.models}
-    judge = config.judge_model()
-    if judge is not None:
-        names.setdefault(judge.name, judge)
-    for result in results:
+class CostTally:
+    """``{"models": {name: {...}}, "total_cost": float | None, "priced": [...]}`` (:meth:`summary`),
+    counted one result at a time, so a pass made anyway (the results.jsonl export) feeds it
+    instead of a pass of its own over the store."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.per_model: dict[str, dict[str, Any]] = {}
+        self.latencies: dict[str, list[float]] = {}
+        self.names = {m.name: m for m in config.models}
+        judge = config.judge_model()
+        if judge is not None:
+            self.names.setdefault(judge.name, judge)
+
+    def add(self, result: Result) -> None:
         who = result.answered_by or result.model
-        entry = per_model.setdefault(who, {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                           "cost": 0.0, "cost_if_uncached": 0.0, "median_latency_s": None})
-        model = names.get(who)
-        price = config.price_of(model) if model is not None else None
+        entry = self.per_model.setdefault(who, {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                                "cost": 0.0, "cost_if_uncached": 0.0, "median_latency_s": None})
+        model = self.names.get(who)
+        price = self.config.price_of(model) if model is not None else None
         cost = call_cost(price, result.prompt_tokens, result.completion_tokens)
         entry["prompt_tokens"] += result.prompt_tokens or 0
         entry["completion_tokens"] += result.completion_tokens or 0
@@ -39,19 +44,22 @@ def cost_summary(config: PoolConfig, results: Iterable[Result]) -> dict[str, Any
         else:
             entry["calls"] += 1
             if result.latency_s is not None:
-                latencies.setdefault(who, []).append(result.latency_s)
+                self.latencies.setdefault(who, []).append(result.latency_s)
         if price is None:
             entry["cost"] = entry["cost_if_uncached"] = None
         elif entry["cost"] is not None:
             entry["cost"] += 0.0 if result.cached else (cost or 0.0)
             entry["cost_if_uncached"] += cost or 0.0
-    for who, entry in per_model.items():
-        if latencies.get(who):
-            entry["median_latency_s"] = round(statistics.median(latencies[who]), 4)
-        for key in ("cost", "cost_if_uncached"):
-            if entry[key] is not None:
-                entry[key] = round(entry[key], 6)
-    costs = [e["cost"] for e in per_model.values()]
-    total = round(sum(costs), 6) if costs and all(c is not None for c in costs) else None
-    return {"models": per_model, "total_cost": total,
-            "priced": sorted(w for w, e in per_model.items() if e["cost"] is not None)}
+
+    def summary(self) -> dict[str, Any]:
+        per_model = {who: dict(entry) for who, entry in self.per_model.items()}
+        for who, entry in per_model.items():
+            if self.latencies.get(who):
+                entry["median_latency_s"] = round(statistics.median(self.latencies[who]), 4)
+            for key in ("cost", "cost_if_uncached"):
+                if entry[key] is not None:
+                    entry[key] = round(entry[key], 6)
+        costs = [e["cost"] for e in per_model.values()]
+        total = round(sum(costs), 6) if costs and all(c is not None for c in costs) else None
+        return {"models": per_model, "total_cost": total,
+                "priced": sorted(w for w, e in per_model.items() if e["cost"] is not None)}

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,16 +69,24 @@ def result_record(r: Result) -> dict[str, Any]:
     return {name: getattr(r, name) for name in EXPORT_FIELDS}
 
 
-def export_results_jsonl(run_dir: Path | str, run_id: str | None = None) -> Path:
+def export_results_jsonl(run_dir: Path | str, run_id: str | None = None, *,
+                         observe: Callable[[Result], None] | None = None) -> Path:  # fmt: skip
     """Write ``RUN_DIR/results.jsonl``; ``run_id`` may be omitted when the dir holds one run.
 
     Rows stream from the store to the file a page at a time: memory does not grow with the run.
+    ``observe`` sees every row, in file order (the run's cost summary rides on this pass).
     """
     run_dir = Path(run_dir)
     path = run_dir / RESULTS_FILENAME
+
+    def lines(rows: Iterable[Result]) -> Iterator[str]:
+        for r in rows:
+            if observe is not None:
+                observe(r)
+            yield json.dumps(result_record(r), ensure_ascii=False) + "\n"
+
     with RunStore(run_dir) as store:
-        rows = store.iter_results(_resolve_run_id(store, run_id))
-        atomic_write_lines(path, (json.dumps(result_record(r), ensure_ascii=False) + "\n" for r in rows))
+        atomic_write_lines(path, lines(store.iter_results(_resolve_run_id(store, run_id))))
     return path
 
 

@@ -146,6 +146,28 @@ def counted_cached_share(run_dir: Path) -> dict[str, Any]:
     return _share(answers, hits)
 
 
+def summary_cached_share(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """:func:`counted_cached_share` from summary.json's per-stage counts, which pool.export writes from
+    the same store state as results.jsonl; None for a summary without them (then read the rows)."""
+    models = summary.get("models")
+    if not isinstance(models, dict) or not models:
+        return None
+    answers = hits = 0
+    for entry in models.values():
+        stages = entry.get("stages") if isinstance(entry, dict) else None
+        if not isinstance(stages, dict):
+            return None
+        tally = stages.get(ANSWER_STAGE)
+        if tally is None:
+            continue  # a judge that answered no item
+        try:
+            answers += int(tally["results"]) - int(tally["status"]["infra_error"])
+            hits += int(tally["cache_hits"])
+        except (KeyError, TypeError, ValueError):
+            return None
+    return _share(answers, hits)
+
+
 def _share(answers: int, hits: int) -> dict[str, Any]:
     return {"answers": answers, "cached": hits, "share": round(hits / answers, 4) if answers else None}
 
@@ -160,7 +182,8 @@ def _stored_dir(root: Path, run_dir: Path) -> str:
 
 
 def snapshot(root: Path, run_dir: Path) -> IndexEntry:
-    """The index entry for a run folder (reads summary.json, scores.jsonl and results.jsonl)."""
+    """The index entry for a run folder (reads summary.json and scores.jsonl; results.jsonl only for a
+    summary without per-stage counts)."""
     summary = read_summary_json(run_dir)
     problems: list[str] = []
     models: dict[str, Any] = {}
@@ -186,7 +209,7 @@ def snapshot(root: Path, run_dir: Path) -> IndexEntry:
         data_fingerprint=summary.get("data_fingerprint"), appended_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         models=models, judges=judges, judges_by_family=by_family,
         totals=summary.get("totals") if isinstance(summary.get("totals"), dict) else {},
-        cached=counted_cached_share(run_dir), scores=scores, problems=tuple(problems),
+        cached=summary_cached_share(summary) or counted_cached_share(run_dir), scores=scores, problems=tuple(problems),
     )  # fmt: skip
 
 

@@ -66,8 +66,9 @@ def _result(unit: Unit, response: GenerationResponse, *, cached: bool = False, a
         cached=cached, answered_by=answered_by)  # fmt: skip
 
 
-def _fill(store: RunStore, seed: int) -> list[Unit]:
-    """A run of candidates, a judge (stages charged to it), retried infra errors and a failed model."""
+def _fill(store: RunStore, seed: int, *, cached_infra_errors: bool = True) -> list[Unit]:
+    """A run of candidates, a judge (stages charged to it), retried infra errors and a failed model;
+    ``cached_infra_errors=False`` keeps the scheduler's rule that a cache hit is an answer."""
     rng = random.Random(seed)
     units = [Unit(m, f"i{k:02d}", stage) for m in ("b", "a", "c") for k in range(rng.randint(0, 9))
              for stage in ("answer", "judge:x")]  # fmt: skip
@@ -77,7 +78,9 @@ def _fill(store: RunStore, seed: int) -> list[Unit]:
         if rng.random() < 0.2:
             continue  # still pending
         answerer = "judge" if unit.stage != "answer" else unit.model
-        store.record(_result(unit, _response(rng), cached=rng.random() < 0.2, answered_by=answerer))
+        response = _response(rng)
+        cached = rng.random() < 0.2 and (response.ok or cached_infra_errors)
+        store.record(_result(unit, response, cached=cached, answered_by=answerer))
         if rng.random() < 0.5:  # a retry resume: replaces an infra_error row only
             store.record(_result(unit, _response(rng), answered_by=answerer), retry_infra_errors=True)
     if rng.random() < 0.5:
@@ -125,6 +128,37 @@ def test_export_streams_the_same_lines(store: RunStore, tmp_path: Path) -> None:
     _fill(store, 3)
     expected = "".join(json.dumps(result_record(r), ensure_ascii=False) + "\n" for r in store.results(RUN))
     assert export_results_jsonl(tmp_path, RUN).read_text(encoding="utf-8") == expected
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10**6))
+def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_again(
+        tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:  # fmt: skip
+    """The run reads results.jsonl's rows once, in the export: the costs it feeds equal a pass of their
+    own over the store, and the index's cached-answer share read off summary.json equals the one
+    counted from results.jsonl (retried infra errors, cache hits, judge stages, a failed model; a cache
+    hit is always an answer, as the scheduler records one)."""
+    from pool.config import parse_pool
+    from pool.costs import CostTally
+    from pool.export import write_summary
+    from routing.history import counted_cached_share, summary_cached_share
+
+    config = parse_pool("backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
+                        "    price: {input_per_million: 1.5, output_per_million: 6}\nmodels:\n"
+                        "  - {name: a, backend: b, model: a}\n  - {name: b, backend: b, model: b}\n"
+                        "  - {name: c, backend: b, model: c}\njudge: {model: a}\n", "<test pool>")
+    run_dir = tmp_path_factory.mktemp("run")
+    with RunStore(run_dir) as store:
+        store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
+        _fill(store, seed, cached_infra_errors=False)
+        own_pass = CostTally(config)
+        for result in store.iter_results(RUN):
+            own_pass.add(result)
+    riding = CostTally(config)
+    export_results_jsonl(run_dir, RUN, observe=riding.add)
+    assert json.dumps(riding.summary()) == json.dumps(own_pass.summary())
+    summary = write_summary(run_dir, 1.0, run_id=RUN)
+    assert summary_cached_share(summary) == counted_cached_share(run_dir)
 
 
 @given(st.text(max_size=20), st.text(max_size=40), st.text(max_size=30), st.floats(0, 2), st.integers(1, 99))
