@@ -231,10 +231,10 @@ class BatchedModel:
                 if job.cancelled:
                     self._waiting.popleft()
                     continue
-                slot = max(free, key=lambda s: _common_prefix(s.cached, job.prompt))
-                own = _common_prefix(slot.cached, job.prompt)
-                donor = max(self._slots, key=lambda s: _common_prefix(s.cached, job.prompt))
-                shared = _common_prefix(donor.cached, job.prompt)
+                prefix = {s: _common_prefix(s.cached, job.prompt) for s in self._slots}  # each slot's, once
+                slot = max(free, key=prefix.__getitem__)
+                donor = max(self._slots, key=prefix.__getitem__)
+                own, shared = prefix[slot], prefix[donor]
                 if self._worth_waiting(job.prompt, max(own, shared)):
                     return  # another slot is reading this prompt's prefix: copy it when read
                 self._waiting.popleft()
