@@ -11,7 +11,8 @@ Everything runs in one process tree: this process starts the fake OpenAI-compati
 (``tests.fakes.serve_openai``, its own process and core) and then each measured path in a fresh
 child process (``python -m bench.driver_bench --child …``), interleaved, so both see the same
 machine. A child times only its own work (``perf_counter`` wall, ``process_time`` CPU — the
-imports and, for the bare loop, building the payloads are left out) and reports its peak resident
+imports and, for the bare loop, building the payloads are left out; the pool's arrival-scoring
+worker, a process of its own, is reported in a column of its own) and reports its peak resident
 memory (``VmHWM``: Python objects, SQLite's page cache and the interpreter itself).
 
 Workload: a synthetic JSONL suite of ``--items-per-model`` single-choice items (judge-free
@@ -92,6 +93,11 @@ class Measured:
     def cpu_ms_per_unit(self) -> float:
         return 1e3 * self.cpu_s / self.units
 
+    @property
+    def worker_cpu_ms_per_unit(self) -> float:
+        """The arrival-scoring worker's CPU (0 for paths and trees without one)."""
+        return 1e3 * self.detail.get("worker_cpu_s", 0.0) / self.units
+
 
 # -- the workload -----------------------------------------------------------------------------
 
@@ -140,14 +146,22 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
 
         profile = cProfile.Profile()
         profile.enable()
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, children = time.perf_counter(), time.process_time(), _children_cpu_s()
     result = run_pool(spec)
     wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     if profile is not None:
         profile.disable()
         profile.dump_stats(args.profile)
+    # The arrival-scoring worker (pool.arrival_scoring) is a child: its CPU is reported beside the driver's.
+    worker = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
-            "detail": {"exit_code": result.exit_code, "counts": result.counts}}
+            "detail": {"exit_code": result.exit_code, "counts": result.counts,
+                       "worker_cpu_s": _children_cpu_s() - children, "worker_peak_rss_mb": worker.ru_maxrss / 1024}}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def child_driver(args: argparse.Namespace) -> dict[str, Any]:
@@ -293,7 +307,8 @@ class Workbench:
 
 
 def _report(prefix: str, m: Measured) -> None:
-    print(f"    {prefix} {m.path}: {m.rate:,.0f} units/s, {m.cpu_ms_per_unit:.3f} ms CPU/unit, "
+    worker = f" (+ worker {m.worker_cpu_ms_per_unit:.3f})" if m.worker_cpu_ms_per_unit else ""
+    print(f"    {prefix} {m.path}: {m.rate:,.0f} units/s, {m.cpu_ms_per_unit:.3f} ms CPU/unit{worker}, "
           f"peak {m.peak_rss_mb:.0f} MB", flush=True)
 
 
@@ -319,6 +334,7 @@ def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, A
         for path in bench.pool_paths():
             rows.append({"config": config, "path": path, "units": units,
                          "rate": best[path].rate, "cpu_ms": best[path].cpu_ms_per_unit,
+                         "worker_cpu_ms": best[path].worker_cpu_ms_per_unit,
                          "bare_rate": best["bare"].rate, "bare_cpu_ms": best["bare"].cpu_ms_per_unit,
                          "ratio": best[path].rate / best["bare"].rate, "goal": goal,
                          "peak_rss_mb": best[path].peak_rss_mb, "bare_peak_rss_mb": best["bare"].peak_rss_mb,
@@ -370,11 +386,12 @@ def format_tables(driver: Sequence[dict[str, Any]], throughput: Sequence[dict[st
         lines.append("")
     if throughput:
         lines += [("| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
-                   "| CPU ms/unit pool | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                   "| CPU ms/unit pool | + scoring worker | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in throughput:
             lines.append(f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
-                         f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['bare_cpu_ms']:.3f} "
+                         f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['worker_cpu_ms']:.3f} "
+                         f"| {r['bare_cpu_ms']:.3f} "
                          f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |")
         lines.append("")
     if memory:

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from pool.arrival_scoring import MIN_ANSWERS, ArrivalWorker
 from pool.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError, load_pool
 from pool.costs import CostTally
@@ -172,6 +173,11 @@ def _plan(options: Mapping[str, Any]) -> tuple[Plan, int]:
         return Plan(config, models, tuple(items)), len(loaded.skipped)
 
     return _checked(build)
+
+
+def plan_for_options(options: Mapping[str, Any]) -> Plan:
+    """The plan a run's options give (a resume's, and the arrival-scoring worker's, way back to it)."""
+    return _plan(options)[0]
 
 
 def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
@@ -334,16 +340,19 @@ class _Run:
                                      log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
                                      rejudge_sample=options.get("rejudge_sample") or 0,
                                      anchor_sample=options.get("anchor_sample") or 0)
-                # judge-free answers are scored as they are recorded, while the run waits on the network
-                scheduler.on_recorded = stage.score_on_arrival
+                # judge-free answers are scored in a process of their own while the run waits on the network
+                worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
                 try:
                     if totals:
                         dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
                         await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
                             self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
+                    if worker is not None:
+                        stage.arrivals = await worker.finish()
                 finally:
                     progress.close()
-                    scheduler.on_recorded = None
+                    if worker is not None:
+                        await worker.close()
                 await stage.run()
                 stage.write(self.run_dir)
                 return stage.tally()
@@ -354,6 +363,12 @@ class _Run:
                 raise KeyboardInterrupt
             if cache is not None:
                 cache.close()
+
+    def _worth_a_worker(self, totals: Mapping[str, int]) -> bool:
+        """Whether this run scores enough judge-free answers to pay for the arrival-scoring worker."""
+        items = self.plan.items
+        judge_free = sum(item.gold_type not in JUDGED_GOLD_TYPES for item in items)
+        return sum(totals.values()) * judge_free >= MIN_ANSWERS * max(len(items), 1)
 
     @staticmethod
     def _cancel_on_sigterm() -> list[bool]:

@@ -135,7 +135,6 @@ class Scheduler:
         max_consecutive_failures: int = 5,
         retry_infra_errors: bool = False,
         on_model_failed: Callable[[str, str], None] | None = None,
-        on_recorded: Callable[[Result], None] | None = None,
         budget: Budget | None = None,
         answer_max_age_s: float | None = None,
     ) -> None:
@@ -149,7 +148,6 @@ class Scheduler:
         self.health = ModelHealth(max_consecutive_failures)
         self.retry_infra_errors = retry_infra_errors
         self.on_model_failed = on_model_failed
-        self.on_recorded = on_recorded  # told of each result written, after its transaction commits
         self.counters = RunCounters()
         self.budget = budget
         self.answer_max_age_s = answer_max_age_s  # older cached answers are asked again (judge verdicts are not)
@@ -223,9 +221,7 @@ class Scheduler:
             started_at=opened.started_at, finished_at=utc_now_iso(),
             cached=cached, extra=extra, answered_by=model, endpoint=job.endpoint_identity,
         )
-        written = self.store.record(result, retry_infra_errors=self.retry_infra_errors)
-        if written and self.on_recorded is not None:
-            self.on_recorded(result)
+        self.store.record(result, retry_infra_errors=self.retry_infra_errors)
         self.counters.recorded += 1
         self.counters.cache_hits += cached
         reason = self.health.observe(model, result)

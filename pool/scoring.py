@@ -9,7 +9,6 @@ Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see `
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import heapq
 import json
@@ -18,7 +17,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from eval.files import atomic_write_lines
 from eval.gold_types import RUBRIC_GOLD_TYPES
@@ -54,9 +53,6 @@ from pool.store import RunStore
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
 # answer must not become a 21 MB judge request. Far above any real answer to one question.
 JUDGE_ANSWER_MAX_CHARS = 24_000
-# Answers scored together by ScoringStage.score_on_arrival: ~2 ms of scoring per batch, short enough
-# not to hold up a latency-bound run (128 did), long enough to keep the scorers' caches warm.
-ARRIVAL_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -144,55 +140,27 @@ class ScoringStage:
         self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.anchors)
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
-        self._arrivals: _ArrivalSpool | None = None  # rows scored by score_on_arrival, not yet taken by run()
-        self._arrived: list[Result] = []  # recorded answers waiting for the next arrival batch
-        self._batch_due = False  # a full batch is scheduled to be scored on the event loop
+        self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.arrival_scoring), taken by run()
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self) -> Iterator[Result]:
         """The run's answers to this run's items, streamed from the store in (model, item_id) order."""
         return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
 
-    def score_on_arrival(self, answer: Result) -> None:
-        """Score a judge-free answer soon after it is recorded (the scheduler's ``on_recorded``).
-
-        The run still waits on the network then, so the scoring costs little wall time; :meth:`run`
-        copies the row instead of scoring the answer after the last one arrived. Answers are scored
-        in batches of ``ARRIVAL_BATCH``: interleaved one by one with the HTTP work, the same
-        scoring took more CPU; in batches of 128 it held the event loop long enough to slow a
-        latency-bound run. Where the driver is CPU-bound (a server answering at once) it costs a
-        little more than it saves (bench/README.md). Anything else — judged items, infra errors,
-        judge units, an answer whose scorer raises — is left to :meth:`run`, which scores (or
-        raises) as it would have.
-        """
+    def arrival_entry(self, answer: Result) -> str | None:
+        """The spool entry of a judge-free answer's row, made before :meth:`run` (by the worker of
+        :mod:`pool.arrival_scoring`, while the run is still answering); None for what :meth:`run`
+        must do itself: judged items, infra errors, other stages, items not in this run, and an
+        answer whose scorer raises (run() scores it again and raises there)."""
         if answer.stage != ANSWER_STAGE or answer.status == "infra_error" or answer.item_id not in self.items:
-            return
-        self._arrived.append(answer)
-        if len(self._arrived) >= ARRIVAL_BATCH and not self._batch_due:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # called outside a run's event loop: score now
-                self._score_arrived()
-                return
-            # After the recording worker has sent its next request, not before: scoring is off the
-            # path from one answer to the next request.
-            self._batch_due = True
-            loop.call_soon(self._score_arrived)
-
-    def _score_arrived(self) -> None:
-        self._batch_due = False
-        arrived, self._arrived = self._arrived, []
-        for answer in arrived:
-            try:
-                outcome = score_answer(self.items[answer.item_id], answer.text, answer.status)
-                if isinstance(outcome, NeedsJudge):
-                    continue
-                row = self._row(answer, outcome)
-            except Exception:  # noqa: BLE001 - run() scores this answer again and raises there
-                continue
-            if self._arrivals is None:
-                self._arrivals = _ArrivalSpool(self.store.run_dir)
-            self._arrivals.add(answer.model, answer.item_id, row)
+            return None
+        try:
+            outcome = score_answer(self.items[answer.item_id], answer.text, answer.status)
+            if isinstance(outcome, NeedsJudge):
+                return None
+            return _spool_entry(self._row(answer, outcome))
+        except Exception:  # noqa: BLE001 - see the docstring
+            return None
 
     async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
         """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
@@ -234,14 +202,13 @@ class ScoringStage:
 
         Answers stream from the store: a judge-free score's row goes straight to a spool file,
         so only the answers the judge must see (and their scores) are held in memory. Rows
-        :meth:`score_on_arrival` made during answering are copied, not scored again.
+        the arrival worker made during answering (:attr:`arrivals`) are copied, not scored again.
         """
         self._rows = _RowSpool(self.store.run_dir)
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
-        self._score_arrived()
-        arrivals, self._arrivals = self._arrivals, None
+        arrivals, self.arrivals = self.arrivals, None
         for answer in self._answers():
             entry = arrivals.take(answer.model, answer.item_id) if arrivals is not None else None
             if entry is not None:  # scored when it arrived: the same row, already serialised
@@ -479,29 +446,25 @@ class _RowSpool:
         return heapq.merge(spooled, judged, key=lambda pair: (pair[0][0], pair[0][1]))
 
 
-class _ArrivalSpool:
-    """Rows scored as their answers arrived, in arrival order, in an anonymous file in the run
-    folder; an index from :func:`_slot` to the row's place (offset and length, packed in one int)
-    lets :meth:`ScoringStage.run` take each back in the store's order. Holds two ints per row, never
-    the rows; appends are buffered and reads are positioned (``os.pread``), so neither seeks."""
+class ArrivalSpool:
+    """Rows scored before :meth:`ScoringStage.run` (:mod:`pool.arrival_scoring`), in arrival order, in
+    an anonymous file; an index from :func:`_slot` to the row's place (offset and length, packed in
+    one int) lets run() take each back in the store's order. Holds two ints per row, never the rows;
+    reads are positioned (``os.pread``), so they do not move the writer's offset."""
 
-    def __init__(self, folder: Path) -> None:
-        self.file = tempfile.TemporaryFile("wb", dir=folder)  # noqa: SIM115 (closed by close())
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
         self.places: dict[int, int] = {}
-        self._end = 0
 
-    def add(self, model: str, item_id: str, row: dict[str, Any]) -> None:
-        data = _spool_entry(row).encode("utf-8")
-        self.places[_slot(model, item_id)] = self._end << 32 | len(data)
-        self.file.write(data)
-        self._end += len(data)
+    def place(self, model: str, item_id: str, offset: int, length: int) -> None:
+        """Where the row of (model, item_id) is in the file."""
+        self.places[_slot(model, item_id)] = offset << 32 | length
 
     def take(self, model: str, item_id: str) -> str | None:
-        """The row's spool entry, or None (not scored on arrival, or its slot went to a colliding key)."""
+        """The row's spool entry, or None (not scored ahead, or its slot went to a colliding key)."""
         place = self.places.pop(_slot(model, item_id), None)
         if place is None:
             return None
-        self.file.flush()
         entry = os.pread(self.file.fileno(), place & 0xFFFFFFFF, place >> 32).decode("utf-8")
         return entry if json.loads(entry.partition("\t")[0])[:2] == [model, item_id] else None
 

@@ -513,6 +513,17 @@ class RunStore(SqliteHandle):
                 (*args, last[_FIELD["model"]], last[_FIELD["item_id"]], last[_FIELD["stage"]], _CHUNK_ROWS),
             ).fetchall()
 
+    def results_after(self, run_id: str, stage: str, rowid: int, limit: int = _CHUNK_ROWS) -> list[tuple[int, Result]]:
+        """(rowid, result) of up to ``limit`` rows of one stage written after the row ``rowid``, in
+        write order: what a reader tailing a live run has not seen yet. A replaced infra error
+        comes back under a new rowid."""
+        cursor = self._conn.cursor()
+        cursor.row_factory = None
+        rows = cursor.execute(f"SELECT rowid, {', '.join(_RESULT_FIELDS)} FROM results"
+                              " WHERE rowid > ? AND run_id = ? AND stage = ? ORDER BY rowid LIMIT ?",
+                              (rowid, run_id, stage, limit)).fetchall()
+        return [(row[0], _row_to_result(row[1:])) for row in rows]
+
     def set_extra(self, run_id: str, unit: Unit, extra: Mapping[str, Any]) -> None:
         """Replace a result's ``extra`` JSON (scores and the like, added by later stages)."""
         with transaction(self._conn):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -15,9 +16,10 @@ import pytest
 import pool.scoring as scoring_module
 import pool.store as store_module
 from eval.items import Item, Source
+from pool.arrival_scoring import _Tail
 from pool.config import parse_pool
 from pool.outcome import Unit, result_from_response
-from pool.scoring import ScoringStage, _RowSpool
+from pool.scoring import ArrivalSpool, ScoringStage, _RowSpool
 from pool.store import RunStore
 from runners.base import Attempt, GenerationResponse
 
@@ -79,56 +81,51 @@ def test_judged_rows_are_merged_into_their_place(tmp_path: Path) -> None:
     assert list(spool.merged()) == merged  # the spool reads back the same a second time
 
 
-def _record_all(store: RunStore, units: list[Unit], rng: random.Random, on_recorded=None) -> None:
+def _record_all(store: RunStore, units: list[Unit], rng: random.Random, *, retry: bool = False) -> None:
     for unit in units:
         text = rng.choice(["答案：B", "答案：A", "", "B\n换行 \u2028 与\t制表"])
-        error = "timeout" if rng.random() < 0.1 else None  # an infra error: never scored on arrival
+        error = "timeout" if rng.random() < 0.1 else None  # an infra error: never scored ahead
         response = GenerationResponse(text, "stop", 5, 2, rng.random(), (Attempt(1, 200, None, 0.1),), error_class=error)
-        result = result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
-                                      started_at="t0", finished_at="t1")  # fmt: skip
-        if store.record(result) and on_recorded is not None:
-            on_recorded(result)
+        store.record(result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
+                                          started_at="t0", finished_at="t1"), retry_infra_errors=retry)  # fmt: skip
 
 
-async def _record_in_loop(store: RunStore, units: list[Unit], rng: random.Random, on_recorded) -> None:
-    """As a run records: on the event loop, which runs a scheduled arrival batch between records."""
-    for k in range(0, len(units), 3):
-        _record_all(store, units[k:k + 3], rng, on_recorded)
-        await asyncio.sleep(0)
-
-
-@pytest.mark.parametrize(("collide", "in_loop"), [(False, False), (True, False), (False, True)])
-def test_rows_scored_on_arrival_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         collide: bool, in_loop: bool) -> None:  # fmt: skip
-    """score_on_arrival only moves work earlier: a run whose answers were scored in batches as they were
-    recorded (some of them: the rest came from a killed predecessor) writes the bytes a scoring of the
-    finished store writes, with the same tally; with every key in one slot too (collisions re-score),
-    and on an event loop, where a full batch is scored by a callback after the record returns."""
+@pytest.mark.parametrize("collide", [False, True])
+def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+    """The arrival worker's tail only moves work earlier: a run whose answers were scored as they were
+    committed, a few at a time (a killed predecessor's answers, then this run's, then the infra
+    errors asked again under new rowids), writes the bytes a scoring of the finished store writes,
+    with the same tally; with every key in one slot too (collisions are scored again)."""
     if collide:
         monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
-    monkeypatch.setattr(scoring_module, "ARRIVAL_BATCH", 4)  # several batches, and a remainder run() scores
     items = {item.id: item for item in map(_item, range(14))}
     rng = random.Random(5)
     units = [Unit(m, i) for m in ("zeta", "alpha", "mid") for i in items] + [Unit("alpha", "s/gone/1")]
     rng.shuffle(units)
     config = parse_pool(POOL, "<test pool>")
     outputs = []
-    for name in ("arrival", "after"):
+    for name in ("ahead", "after"):
         folder = tmp_path / name
         folder.mkdir()
-        with RunStore(folder) as store:
+        with RunStore(folder) as store, tempfile.TemporaryFile("w+b", dir=folder) as file:
             store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
             stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judge=None,
                                  endpoints=None, scheduler=None)  # fmt: skip
+            tail = _Tail(stage, file)
             half = len(units) // 2
             _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
-            hook = stage.score_on_arrival if name == "arrival" else None
-            if in_loop:
-                asyncio.run(_record_in_loop(store, units[half:], random.Random(8), hook))
-            else:
-                _record_all(store, units[half:], random.Random(8), hook)
-            if name == "arrival":  # judge-free answers of this half were scored and spooled already
-                assert stage._arrivals is not None and (len(stage._arrivals.places) == 1 if collide else len(stage._arrivals.places) > 5)
+            for k in range(half, len(units), 4):
+                if name == "ahead":
+                    tail.catch_up()
+                _record_all(store, units[k:k + 4], random.Random(k))
+            _record_all(store, units, random.Random(9), retry=True)  # infra errors asked again: new rowids
+            if name == "ahead":
+                tail.catch_up()
+                file.flush()
+                stage.arrivals = ArrivalSpool(file)
+                for place in tail.places:
+                    stage.arrivals.place(*place)
+                assert len(stage.arrivals.places) == 1 if collide else len(stage.arrivals.places) > 20
             asyncio.run(stage.run())
             outputs.append((stage.write(folder).read_bytes(), stage.tally()))
     assert outputs[0] == outputs[1]

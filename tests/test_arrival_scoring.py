@@ -1,0 +1,143 @@
+"""The arrival-scoring worker (FAKE models) only moves work off the driver: a run whose judge-free
+answers were scored by the worker while it answered writes the scores.jsonl bytes that scoring its
+finished store writes; a worker that fails leaves the stage to score everything itself; a worker
+whose driver is gone exits without a word."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pool.api as api_module
+from pool import RunSpec, rescore, run_pool
+from pool.api import EXIT_OK
+from pool.arrival_scoring import FINISH, ArrivalWorker
+from tests.fakes import ThreadedFakes, ok
+from tests.fakes.openai_fake import FakeOpenAIServer
+
+ITEMS = [
+    *({"id": f"mcq{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
+       "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(12)),
+    *({"id": f"qa{i:02d}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}",
+       "gold": "参考答案"} for i in range(3)),  # judged items: never scored by the worker
+]  # fmt: skip
+ANSWERS = {"alpha": "答案：A", "beta": "B because 乙", "gamma": ""}  # gamma's empty answers are status "error"
+
+
+def behave(index: int, payload: dict[str, Any]) -> Any:
+    return ok(ANSWERS[payload["model"]])
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    fakes = ThreadedFakes()
+    url = fakes.start(FakeOpenAIServer(behave=behave)).base_url
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"""backends:
+  fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}
+models:
+""" + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS), encoding="utf-8")
+    yield data, pool
+    fakes.stop_all()
+
+
+def _watch_finish(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """How many rows each worker handed over (None: it failed)."""
+    handed: list[int | None] = []
+    finish = ArrivalWorker.finish
+
+    async def watched(self: ArrivalWorker) -> Any:
+        spool = await finish(self)
+        handed.append(None if spool is None else len(spool.places))
+        return spool
+
+    monkeypatch.setattr(ArrivalWorker, "finish", watched)
+    return handed
+
+
+def _scores_then_rescored(run_dir: Path) -> tuple[bytes, bytes]:
+    """scores.jsonl as the run wrote it, and as scoring its finished store writes it."""
+    written = (run_dir / "scores.jsonl").read_bytes()
+    assert rescore(run_dir, RunSpec(no_routing=True)).exit_code == EXIT_OK
+    return written, (run_dir / "scores.jsonl").read_bytes()
+
+
+def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tuple[Path, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    data, pool = setup
+    monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
+    handed = _watch_finish(monkeypatch)
+    run_dir = tmp_path / "run"
+    result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    assert result.exit_code == EXIT_OK
+    assert handed == [12 * 3]  # every judge-free answer (gamma's empty ones too), no judged one
+    written, rescored = _scores_then_rescored(run_dir)
+    assert written == rescored
+    assert written.count(b"\n") == len(ITEMS) * 3
+
+
+def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: tuple[Path, Path],
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    """A worker pointed at a run its store does not hold says the plan changed and exits 2: the run
+    warns, scores every answer after the last one, and writes the same rows."""
+    data, pool = setup
+    monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
+    start = ArrivalWorker.start
+    monkeypatch.setattr(ArrivalWorker, "start", classmethod(lambda cls, run_dir, run_id: start(run_dir, "no-such-run")))
+    handed = _watch_finish(monkeypatch)
+    run_dir = tmp_path / "run"
+    with caplog.at_level(logging.WARNING, logger="pool.arrival_scoring"):
+        result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    assert result.exit_code == EXIT_OK
+    assert handed == [None]
+    assert "the scoring worker ended with 2; the scoring stage scores every answer itself" in caplog.text
+    written, rescored = _scores_then_rescored(run_dir)
+    assert written == rescored and written.count(b"\n") == len(ITEMS) * 3
+
+
+def test_small_runs_start_no_worker(tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    data, pool = setup
+    handed = _watch_finish(monkeypatch)  # 36 judge-free answers: far below MIN_ANSWERS
+    assert run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True)).exit_code == EXIT_OK
+    assert handed == []
+
+
+def _worker(run_dir: Path, run_id: str, file: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "pool.arrival_scoring", str(run_dir), run_id, str(file.fileno())],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(file.fileno(),))
+
+
+def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    """End of file on stdin without ``finish`` (the driver died): exit 1, nothing printed. With
+    ``finish``: exit 0 and the place of every judge-free answer's row, each row the one it names."""
+    data, pool = setup
+    run_dir = tmp_path / "run"
+    result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file:
+        orphan = _worker(run_dir, result.run_id, file)
+        out, _ = orphan.communicate(b"", timeout=120)
+        assert (orphan.returncode, out) == (1, b"")
+        told = _worker(run_dir, result.run_id, file)
+        out, _ = told.communicate(FINISH, timeout=120)
+        assert told.returncode == 0
+        places = json.loads(out)
+        judge_free = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert sorted((m, i) for m, i, _, _ in places) == sorted(
+            (row["model"], row["item_id"]) for row in judge_free if row["gold_type"] == "single_choice")
+        assert len(places) == 12 * 3
+        file.seek(0)
+        rows = file.read()
+    for model, item_id, offset, length in places:
+        meta, _, row = rows[offset:offset + length].decode("utf-8").partition("\t")
+        assert json.loads(meta)[:2] == [model, item_id] and json.loads(row)["item_id"] == item_id
