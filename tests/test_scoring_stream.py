@@ -94,7 +94,7 @@ def _record_all(store: RunStore, units: list[Unit], rng: random.Random, *, retry
 def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
     """The arrival worker's tail only moves work earlier: a run whose answers were scored as they were
     committed, a few at a time (a killed predecessor's answers, then this run's, then the infra
-    errors asked again under new rowids), writes the bytes a scoring of the finished store writes,
+    errors asked again, replaced in place: the stage scores those), writes the bytes a scoring of the finished store writes,
     with the same tally; with every key in one slot too (collisions are scored again)."""
     if collide:
         monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
@@ -118,7 +118,7 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
                 if name == "ahead":
                     tail.catch_up()
                 _record_all(store, units[k:k + 4], random.Random(k))
-            _record_all(store, units, random.Random(9), retry=True)  # infra errors asked again: new rowids
+            _record_all(store, units, random.Random(9), retry=True)  # infra errors asked again
             if name == "ahead":
                 tail.catch_up()
                 file.flush()

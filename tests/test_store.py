@@ -243,6 +243,32 @@ def test_infra_error_replaced_only_with_retry_flag(store: RunStore) -> None:
     assert [s["attempts"] for s in store.superseded_infra_errors(RUN)] == [3]
 
 
+def test_results_after_tails_one_stage_in_write_order(store: RunStore) -> None:
+    """What the arrival-scoring worker reads: rows of one stage written after a rowid, in write
+    order (an infra error replaced by a retry keeps its rowid: not again), the request left out;
+    found by rowid, not by scanning the run (a poll a few times a second must not make a run quadratic)."""
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    store.record(_result(Unit("b", "i1"), _response("", None, "timeout")))
+    store.record(_result(Unit("a", "i2")))
+    store.record(_result(Unit("a", "i1", "judge:x")))
+    first = store.results_after(RUN, "answer", 0)
+    assert [(r.model, r.item_id, r.status) for _, r in first] == [("b", "i1", "infra_error"), ("a", "i2", "ok")]
+    assert all(r.request_json == "" for _, r in first)
+    last = first[-1][0]
+    assert store.results_after(RUN, "answer", last) == []
+    store.record(_result(Unit("b", "i1")), retry_infra_errors=True)
+    for model in ("c", "d"):
+        store.record(_result(Unit(model, "i1")))
+    later = store.results_after(RUN, "answer", last, limit=1)
+    assert [(r.model, r.status) for _, r in later] == [("c", "ok")]
+    assert [r.model for _, r in store.results_after(RUN, "answer", later[0][0])] == ["d"]
+    store._conn.set_trace_callback(None)
+    query = next(q for q in statements if "rowid >" in q)
+    plan = store._conn.execute("EXPLAIN QUERY PLAN " + query).fetchall()
+    assert [tuple(row)[3] for row in plan] == ["SEARCH results USING INTEGER PRIMARY KEY (rowid>?)"]
+
+
 def test_pending_units_after_partial_progress(store: RunStore) -> None:
     plan = [Unit(m, f"i{i}", s) for m in ("a", "b") for i in range(3) for s in ("answer", "judge")]
     assert store.save_plan(RUN, plan) == 12
