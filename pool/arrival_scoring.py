@@ -6,9 +6,9 @@ to a worker: ``python -m pool.arrival_scoring RUN_DIR RUN_ID FD`` rebuilds the p
 folder as a resume would, tails the run store (answers committed since the last look, by rowid,
 every ``POLL_S``), makes each judge-free answer's scores.jsonl row with the scoring stage's own
 code (:meth:`ScoringStage.arrival_entry`) and appends it to the anonymous file the driver passed
-as FD. When answering is over the driver writes ``finish``; the worker scores what is left and
-prints where each row is (JSON: model, item_id, offset, length), which becomes the stage's
-:class:`ArrivalSpool`.
+as FD, then reports where the batch's rows are (a JSON line of model, item_id, offset, length on
+stdout), which the driver adds to the stage's :class:`ArrivalSpool` as it runs. When answering is
+over the driver writes ``finish``; the worker scores what is left and exits 0.
 
 Nothing depends on the worker: a row it did not make — judged item, infra error, scorer that
 raised, a worker that failed or was killed — is scored by :meth:`ScoringStage.run` as without it,
@@ -29,7 +29,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from pool.plan import ANSWER_STAGE
 from pool.run_spec import stored_options
@@ -43,49 +43,58 @@ log = logging.getLogger(__name__)
 MIN_ANSWERS = 2_000
 POLL_S = 0.05  # how often the worker looks for new answers: rows wait at most this long
 FINISH = b"finish\n"
+LINE_LIMIT = 1 << 22  # one report line: the places of up to a page of the store's rows (~100 bytes each)
 
 
 class ArrivalWorker:
-    """The driver's side: start the worker, tell it to finish, take its rows (or stop it)."""
+    """The driver's side: start the worker, index its rows as it reports them, tell it to finish."""
 
     def __init__(self, proc: asyncio.subprocess.Process, file: BinaryIO) -> None:
         self.proc = proc
-        self.file: BinaryIO | None = file
+        self.spool: ArrivalSpool | None = ArrivalSpool(file)
+        self.reading = asyncio.ensure_future(self._read_places())
 
     @classmethod
     async def start(cls, run_dir: Path, run_id: str) -> ArrivalWorker | None:
         """The worker for ``run_id`` in ``run_dir`` (whose store holds the run and its options), or
         None when no process can be started (the stage then scores every answer itself)."""
-        file = tempfile.TemporaryFile("w+b", dir=run_dir)  # noqa: SIM115 - handed to the spool, closed there
+        file = tempfile.TemporaryFile("w+b", dir=run_dir)  # noqa: SIM115 - the spool's, closed with it
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "pool.arrival_scoring", str(run_dir), run_id, str(file.fileno()),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, pass_fds=(file.fileno(),))
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, pass_fds=(file.fileno(),),
+                limit=LINE_LIMIT)
         except OSError as exc:
             file.close()
             log.warning("answers are scored after the last one arrives: no scoring worker (%s)", exc)
             return None
         return cls(proc, file)
 
+    async def _read_places(self) -> None:
+        """Index each batch of rows the worker reports (a JSON line of [model, item_id, offset, length])."""
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            if self.spool is not None:
+                for model, item_id, offset, length in json.loads(line):
+                    self.spool.place(model, item_id, offset, length)
+
     async def finish(self) -> ArrivalSpool | None:
         """Tell the worker answering is over and take the rows it made; None if it failed (logged)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         with contextlib.suppress(ConnectionError):  # a worker that already exited: its exit code says why
             self.proc.stdin.write(FINISH)
             await self.proc.stdin.drain()
         self.proc.stdin.close()
-        said = await self.proc.stdout.read()
-        code = await self.proc.wait()
         try:
-            places = json.loads(said) if code == 0 else None
-        except ValueError:
-            places = None
-        if not isinstance(places, list) or self.file is None:
+            await self.reading
+            code: int | str = await self.proc.wait()
+        except (ValueError, TypeError) as exc:  # a garbled report: the rows are not trusted
+            code = f"{type(exc).__name__}: {exc}"
+        if code != 0 or self.spool is None:
             log.warning("the scoring worker ended with %s; the scoring stage scores every answer itself", code)
+            await self.close()
             return None
-        spool, self.file = ArrivalSpool(self.file), None
-        for model, item_id, offset, length in places:
-            spool.place(model, item_id, offset, length)
+        spool, self.spool = self.spool, None
         return spool
 
     async def close(self) -> None:
@@ -93,36 +102,41 @@ class ArrivalWorker:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            with contextlib.suppress(Exception):
-                await self.proc.wait()
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        self.reading.cancel()
+        await asyncio.wait([self.reading])  # ended, whatever it raised; a cancel of this task still propagates
+        with contextlib.suppress(Exception):
+            await self.proc.wait()
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
 
 
 class _Tail:
-    """The worker's side: the answers already read (by rowid) and where each row went in ``out``."""
+    """The worker's side: the answers already read (by rowid) and the end of ``out``. Each batch's rows
+    are flushed to ``out`` before their places are reported on ``report``, so a place the driver has
+    always points at bytes in the file; nothing grows with the run."""
 
-    def __init__(self, stage: ScoringStage, out: BinaryIO) -> None:
-        self.stage, self.out = stage, out
+    def __init__(self, stage: ScoringStage, out: BinaryIO, report: TextIO) -> None:
+        self.stage, self.out, self.report = stage, out, report
         self.after = 0  # rowid of the last answer read
         self.end = 0  # bytes written to out
-        self.places: list[tuple[str, str, int, int]] = []
 
     def catch_up(self) -> None:
         """Score every answer committed since the last call."""
-        while True:
-            rows = self.stage.store.results_after(self.stage.run_id, ANSWER_STAGE, self.after)
+        while rows := self.stage.store.results_after(self.stage.run_id, ANSWER_STAGE, self.after):
+            places = []
             for rowid, answer in rows:
                 self.after = rowid
                 entry = self.stage.arrival_entry(answer)
                 if entry is not None:
                     data = entry.encode("utf-8")
                     self.out.write(data)
-                    self.places.append((answer.model, answer.item_id, self.end, len(data)))
+                    places.append((answer.model, answer.item_id, self.end, len(data)))
                     self.end += len(data)
-            if not rows:
-                return
+            if places:
+                self.out.flush()
+                self.report.write(json.dumps(places, ensure_ascii=False) + "\n")
+                self.report.flush()
 
 
 def _follow(tail: _Tail, control: int) -> bool:
@@ -140,7 +154,7 @@ def _follow(tail: _Tail, control: int) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The worker; exit 0 having printed the rows' places, 1 when the driver went away, 2 on a changed plan."""
+    """The worker; exit 0 having reported every row's place, 1 when the driver went away, 2 on a changed plan."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver ends the worker
     run_dir, run_id, fd = argv if argv is not None else sys.argv[1:]
     # The driver's module, imported here because it imports this one.
@@ -155,10 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
                              judge=None, endpoints=None, scheduler=None)
-        tail = _Tail(stage, out)
-        if not _follow(tail, sys.stdin.fileno()):
+        if not _follow(_Tail(stage, out, sys.stdout), sys.stdin.fileno()):
             return 1
-    sys.stdout.write(json.dumps(tail.places, ensure_ascii=False))
     return 0
 
 

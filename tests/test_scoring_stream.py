@@ -5,6 +5,7 @@ in that order, judged rows merged into their place."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import random
 import tempfile
@@ -111,7 +112,8 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
             store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
             stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judge=None,
                                  endpoints=None, scheduler=None)  # fmt: skip
-            tail = _Tail(stage, file)
+            report = io.StringIO()
+            tail = _Tail(stage, file, report)
             half = len(units) // 2
             _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
             for k in range(half, len(units), 4):
@@ -123,8 +125,9 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
                 tail.catch_up()
                 file.flush()
                 stage.arrivals = ArrivalSpool(file)
-                for place in tail.places:
-                    stage.arrivals.place(*place)
+                for line in report.getvalue().splitlines():
+                    for place in json.loads(line):
+                        stage.arrivals.place(*place)
                 assert len(stage.arrivals.places) == 1 if collide else len(stage.arrivals.places) > 20
             asyncio.run(stage.run())
             outputs.append((stage.write(folder).read_bytes(), stage.tally()))
