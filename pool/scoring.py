@@ -465,8 +465,12 @@ class ArrivalSpool:
         place = self.places.pop(_slot(model, item_id), None)
         if place is None:
             return None
-        entry = os.pread(self.file.fileno(), place & 0xFFFFFFFF, place >> 32).decode("utf-8")
-        return entry if json.loads(entry.partition("\t")[0])[:2] == [model, item_id] else None
+        try:
+            entry = os.pread(self.file.fileno(), place & 0xFFFFFFFF, place >> 32).decode("utf-8")
+            named = json.loads(entry.partition("\t")[0])[:2]
+        except ValueError:  # bytes that are not the row (never seen): scored again, as for a collision
+            return None
+        return entry if named == [model, item_id] else None
 
     def close(self) -> None:
         self.file.close()

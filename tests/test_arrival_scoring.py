@@ -1,15 +1,19 @@
 """The arrival-scoring worker (FAKE models) only moves work off the driver: a run whose judge-free
 answers were scored by the worker while it answered writes the scores.jsonl bytes that scoring its
 finished store writes; a worker that fails leaves the stage to score everything itself; a worker
-whose driver is gone exits without a word."""
+whose driver is gone (SIGKILLed mid-run) exits, and the resume completes the run to those bytes."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +21,9 @@ from typing import Any
 import pytest
 
 import pool.api as api_module
-from pool import RunSpec, rescore, run_pool
+from pool import RunSpec, rescore, resume, run_pool
 from pool.api import EXIT_OK
-from pool.arrival_scoring import FINISH, ArrivalWorker
+from pool.arrival_scoring import FINISH, MIN_ANSWERS, ArrivalWorker
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -143,3 +147,62 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
     for model, item_id, offset, length in places:
         meta, _, row = rows[offset:offset + length].decode("utf-8").partition("\t")
         assert json.loads(meta)[:2] == [model, item_id] and json.loads(row)["item_id"] == item_id
+
+
+def _workers_of(run_dir: Path) -> list[int]:
+    """Live (not zombie) arrival-scoring workers of ``run_dir``, by pid."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b"pool.arrival_scoring" in cmdline and str(run_dir).encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _answers_in(run_dir: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for(condition: Any, what: str, limit_s: float = 120.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores(tmp_path: Path) -> None:
+    fakes = ThreadedFakes()
+    url = fakes.start(FakeOpenAIServer(behave=behave, latency_s=0.005)).base_url
+    n_items = MIN_ANSWERS // len(ANSWERS) + 50  # just enough answers for a worker: it starts by itself
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({**ITEMS[0], "id": f"mcq{i:04d}"}, ensure_ascii=False) + "\n"
+                            for i in range(n_items)), encoding="utf-8")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(f"""backends:\n  fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}\nmodels:\n"""
+                    + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
+                    encoding="utf-8")
+    run_dir = tmp_path / "run"
+    try:
+        driver = subprocess.Popen([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data),
+                                   "--out", str(run_dir), "--no-cache", "--no-routing"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(lambda: _workers_of(run_dir) and _answers_in(run_dir) >= 300, "the worker and 300 answers")
+        assert driver.poll() is None, "the run ended before it could be killed: give it more items"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(60)
+        assert _answers_in(run_dir) < n_items * len(ANSWERS)
+        _wait_for(lambda: not _workers_of(run_dir), "the orphaned worker to exit")
+        assert resume(run_dir, RunSpec(no_routing=True)).exit_code == EXIT_OK
+    finally:
+        fakes.stop_all()
+    written, rescored = _scores_then_rescored(run_dir)
+    assert written == rescored and written.count(b"\n") == n_items * len(ANSWERS)
