@@ -18,6 +18,7 @@ that dies closes the worker's stdin; the worker sees end of file without ``finis
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -39,7 +40,7 @@ from pool.store import RunStore
 log = logging.getLogger(__name__)
 
 # Below this many judge-free answers to score, the worker's start (a Python process importing the
-# scorers and loading the suite, ~0.7 s of CPU) costs more than scoring them after the last answer.
+# scorers and loading the suite, ~0.9 s of CPU) costs more than scoring them after the last answer.
 MIN_ANSWERS = 2_000
 POLL_S = 0.05  # how often the worker looks for new answers: rows wait at most this long
 FINISH = b"finish\n"
@@ -155,17 +156,24 @@ def _follow(tail: _Tail, control: int) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker; exit 0 having reported every row's place, 1 when the driver went away, 2 on a changed plan."""
+    parser = argparse.ArgumentParser(prog="python -m pool.arrival_scoring",
+                                     description="Internal: started by pool.run for a run with many judge-free "
+                                                 "answers; scores them while the run answers (see the module doc).")
+    parser.add_argument("run_dir", type=Path, help="the run's folder (its run.sqlite holds the run and its options)")
+    parser.add_argument("run_id")
+    parser.add_argument("fd", type=int, help="an open file descriptor the rows are appended to")
+    args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver ends the worker
-    run_dir, run_id, fd = argv if argv is not None else sys.argv[1:]
+    run_dir, run_id, fd = args.run_dir, args.run_id, args.fd
     # The driver's module, imported here because it imports this one.
     from pool.api import plan_for_options
 
-    plan = plan_for_options(stored_options(Path(run_dir)))
-    with RunStore(Path(run_dir), create=False) as store, open(int(fd), "wb") as out:
+    plan = plan_for_options(stored_options(run_dir))
+    with RunStore(run_dir, create=False) as store, open(fd, "wb") as out:
         run = store.get_run(run_id)
         if run is None or (run.pool_fingerprint, run.data_fingerprint) != plan.fingerprints():
-            print(f"{run_dir}: the pool or data changed since run {run_id!r} was planned; answers are scored "
-                  "after the last one arrives", file=sys.stderr)
+            why = f"no run {run_id!r}" if run is None else f"the pool or data changed since run {run_id!r} was planned"
+            print(f"{run_dir}: {why}; its answers are scored after the last one arrives", file=sys.stderr)
             return 2
         stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
                              judge=None, endpoints=None, scheduler=None)
