@@ -93,8 +93,8 @@ def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tu
 def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: tuple[Path, Path],
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
-    """A worker pointed at a run its store does not hold says the plan changed and exits 2: the run
-    warns, scores every answer after the last one, and writes the same rows."""
+    """A worker pointed at a run its store does not hold says so and exits 2: the run warns, scores
+    every answer after the last one, and writes the same rows."""
     data, pool = setup
     monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
     start = ArrivalWorker.start
