@@ -146,7 +146,8 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
 
         profile = cProfile.Profile()
         profile.enable()
-    wall, cpu, children = time.perf_counter(), time.process_time(), _children_cpu_s()
+    wall, cpu = time.perf_counter(), time.process_time()
+    children = _cpu_s(resource.getrusage(resource.RUSAGE_CHILDREN))
     result = run_pool(spec)
     wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     if profile is not None:
@@ -156,11 +157,10 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
     worker = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
             "detail": {"exit_code": result.exit_code, "counts": result.counts,
-                       "worker_cpu_s": _children_cpu_s() - children, "worker_peak_rss_mb": worker.ru_maxrss / 1024}}
+                       "worker_cpu_s": _cpu_s(worker) - children, "worker_peak_rss_mb": worker.ru_maxrss / 1024}}
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _cpu_s(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 

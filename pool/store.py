@@ -517,8 +517,8 @@ class RunStore(SqliteHandle):
     def results_after(self, run_id: str, stage: str, rowid: int, limit: int = _CHUNK_ROWS) -> list[tuple[int, Result]]:
         """(rowid, result) of up to ``limit`` rows of one stage written after the row ``rowid``, in
         write order: what a reader tailing a live run has not seen yet. An infra error replaced by a
-        retry keeps its rowid, so it does not come back. ``request_json`` is left empty: a reader scoring answers does
-        not need the requests, a third of a row's bytes."""
+        retry keeps its rowid, so it does not come back. ``request_json`` is left empty: a reader
+        scoring answers does not need the requests, a third of a row's bytes."""
         cursor = self._conn.cursor()
         cursor.row_factory = None
         # The unary + keeps SQLite off the primary key's index: with it, every call scanned all of

@@ -9,11 +9,9 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from pool.api import EXIT_OK
 from pool.arrival_scoring import FINISH, MIN_ANSWERS, ArrivalWorker
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.processes import count_results, eventually, pids_with
 
 ITEMS = [
     *({"id": f"mcq{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
@@ -150,33 +149,7 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
 
 
 def _workers_of(run_dir: Path) -> list[int]:
-    """Live (not zombie) arrival-scoring workers of ``run_dir``, by pid."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if b"pool.arrival_scoring" in cmdline and str(run_dir).encode() in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _answers_in(run_dir: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
-            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _wait_for(condition: Any, what: str, limit_s: float = 120.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.01)
+    return pids_with(b"pool.arrival_scoring", str(run_dir).encode())
 
 
 def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores(tmp_path: Path) -> None:
@@ -195,12 +168,13 @@ def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores
         driver = subprocess.Popen([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data),
                                    "--out", str(run_dir), "--no-cache", "--no-routing"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for(lambda: _workers_of(run_dir) and _answers_in(run_dir) >= 300, "the worker and 300 answers")
+        assert eventually(lambda: bool(_workers_of(run_dir)) and count_results(run_dir / "run.sqlite") >= 300, 120), \
+            "no worker, or not 300 answers"
         assert driver.poll() is None, "the run ended before it could be killed: give it more items"
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(60)
-        assert _answers_in(run_dir) < n_items * len(ANSWERS)
-        _wait_for(lambda: not _workers_of(run_dir), "the orphaned worker to exit")
+        assert count_results(run_dir / "run.sqlite") < n_items * len(ANSWERS)
+        assert eventually(lambda: not _workers_of(run_dir), 120), "the orphaned worker did not exit"
         assert resume(run_dir, RunSpec(no_routing=True)).exit_code == EXIT_OK
     finally:
         fakes.stop_all()

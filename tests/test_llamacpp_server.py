@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -27,6 +27,7 @@ from runners.llamacpp_server import (
     stop_leftover_server,
 )
 from tests.local_models import requires_llama
+from tests.processes import alive, eventually
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -308,24 +309,6 @@ def _write_record(pid_file: Path, pid: int, **extra: object) -> None:
     pid_file.write_text(json.dumps({**record, "cmdline_marker": SERVER_CMDLINE_MARKER, **extra}))
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's zombie lingers until init reaps it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _eventually(condition: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 @requires_llama
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only"
@@ -344,12 +327,12 @@ def test_server_dies_with_its_sigkilled_parent(
         assert json.loads(pid_file.read_text())["pid"] == pid
         parent.kill()
         parent.wait()
-        assert _eventually(lambda: not _running(pid), 10), "server outlived its parent"
-        assert _eventually(lambda: not _port_open("127.0.0.1", port), 10)
+        assert eventually(lambda: not alive(pid), 10), "server outlived its parent"
+        assert eventually(lambda: not _port_open("127.0.0.1", port), 10)
         assert stop_leftover_server(pid_file) is False  # a stale record: nothing left to stop
         assert not pid_file.exists()
     finally:
-        if _running(pid):
+        if alive(pid):
             os.killpg(pid, signal.SIGKILL)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from tests.local_models import requires_llama
+from tests.processes import alive
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,14 +54,6 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
         (r["model"], r["item_id"], r["stage"], r["text"]) for r in rows]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead, only unreaped
-    except FileNotFoundError:
-        return False
-
-
 def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_judges(tmp_path):
     """The real pool: SIGKILL while the judge works leaves no llama.cpp server behind; SIGTERM exits
     130; the resume stores every verdict as the judge's, never a candidate's answer."""
@@ -93,10 +86,10 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
         if sig == signal.SIGTERM:
             assert code == 130
         gone_by = time.monotonic() + 30
-        while any(_pid_alive(pid) for pid in server_pids) and time.monotonic() < gone_by:
+        while any(alive(pid) for pid in server_pids) and time.monotonic() < gone_by:
             time.sleep(0.1)
-        alive = [pid for pid in server_pids if _pid_alive(pid)]
-        assert not alive, f"llama.cpp server(s) {alive} outlived pool.run ({sig!r})"
+        survivors = [pid for pid in server_pids if alive(pid)]
+        assert not survivors, f"llama.cpp server(s) {survivors} outlived pool.run ({sig!r})"
     done = subprocess.run(resume, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]

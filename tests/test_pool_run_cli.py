@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.processes import count_results
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,14 +68,6 @@ def rows(run_dir: Path) -> list[tuple]:
 
 def answers(run_dir: Path) -> list[tuple]:
     return [row for row in rows(run_dir) if row[2] == "answer"]
-
-
-def count_results(db: Path) -> int:
-    try:
-        with sqlite3.connect(db, timeout=5) as conn:
-            return conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
 
 
 def wait_for_results(db: Path, proc: subprocess.Popen, at_least: int) -> None:
