@@ -216,6 +216,7 @@ class _Run:
         self.spec, self.plan, self.options, self.run_dir, self.mode = spec, plan, options, run_dir, mode
         self.executor_name, self.ray_address = executor
         self.run_id = run_dir.name
+        self.exported_costs: dict[str, Any] | None = None  # results.jsonl's cost tally, when the worker wrote it
 
     def go(self) -> RunResult:
         previous = signal.signal(signal.SIGTERM, _interrupt) if _on_main_thread() else None
@@ -270,9 +271,12 @@ class _Run:
                                "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
         try:
-            costs = CostTally(self.plan.config)
-            export_results_jsonl(self.run_dir, self.run_id, observe=costs.add)
-            extra["costs"] = costs.summary()
+            if self.exported_costs is not None:  # written by the scoring worker while the stage scored
+                extra["costs"] = self.exported_costs
+            else:
+                costs = CostTally(self.plan.config)
+                export_results_jsonl(self.run_dir, self.run_id, observe=costs.add)
+                extra["costs"] = costs.summary()
             summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra)
             if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
                 status = EXIT_INFRA
@@ -342,19 +346,26 @@ class _Run:
                                      anchor_sample=options.get("anchor_sample") or 0)
                 # judge-free answers are scored in a process of their own while the run waits on the network
                 worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
+                # Without a judge the stage writes nothing to the store: the worker exports results.jsonl meanwhile.
+                export, exporting = judge is None, False
                 try:
-                    if totals:
-                        dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
-                        await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
-                            self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
-                    if worker is not None:
-                        stage.arrivals = await worker.finish()
+                    try:
+                        if totals:
+                            dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
+                            await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
+                                self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
+                        if worker is not None:
+                            stage.arrivals = await worker.finish(export=export)
+                            exporting = export and stage.arrivals is not None
+                    finally:
+                        progress.close()
+                    await stage.run()
+                    stage.write(self.run_dir)
+                    if worker is not None and exporting:
+                        self.exported_costs = await worker.exported()
                 finally:
-                    progress.close()
                     if worker is not None:
                         await worker.close()
-                await stage.run()
-                stage.write(self.run_dir)
                 return stage.tally()
         finally:
             if _on_main_thread():

@@ -8,11 +8,16 @@ every ``POLL_S``), makes each judge-free answer's scores.jsonl row with the scor
 code (:meth:`ScoringStage.arrival_entry`) and appends it to the anonymous file the driver passed
 as FD, then reports where the batch's rows are (a JSON line of model, item_id, offset, length on
 stdout), which the driver adds to the stage's :class:`ArrivalSpool` as it runs. When answering is
-over the driver writes ``finish``; the worker scores what is left and exits 0.
+over the driver writes ``finish``; the worker scores what is left, reports ``{"scored": true}`` and
+exits 0. A run without a judge writes nothing to its store after answering, so its driver writes
+``export`` instead: the worker then also writes results.jsonl (:func:`pool.export.export_results_jsonl`)
+and reports that pass's cost tally (``{"costs": ...}``) while the driver scores and writes
+scores.jsonl — the two last passes over the run run side by side, on two cores.
 
 Nothing depends on the worker: a row it did not make — judged item, infra error, scorer that
 raised, a worker that failed or was killed — is scored by :meth:`ScoringStage.run` as without it,
-and the bytes of scores.jsonl are the same either way (tests/test_arrival_scoring.py). A driver
+and the bytes of scores.jsonl are the same either way (tests/test_arrival_scoring.py); so are those
+of results.jsonl, which the driver exports itself when the worker's export failed. A driver
 that dies closes the worker's stdin; the worker sees end of file without ``finish`` and exits.
 """
 
@@ -30,8 +35,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
+from pool.costs import CostTally
+from pool.export import export_results_jsonl
 from pool.plan import ANSWER_STAGE
 from pool.run_spec import stored_options
 from pool.scoring import ArrivalSpool, ScoringStage
@@ -43,7 +50,9 @@ log = logging.getLogger(__name__)
 # scorers and loading the suite, ~0.9 s of CPU) costs more than scoring them after the last answer.
 MIN_ANSWERS = 2_000
 POLL_S = 0.05  # how often the worker looks for new answers: rows wait at most this long
-FINISH = b"finish\n"
+FINISH = b"finish\n"  # score what is left, then exit
+EXPORT = b"export\n"  # finish, then export results.jsonl: the store will not change any more
+STOP_WAIT_S = 10.0  # how long an interrupted run waits for a worker to drop its half-written export
 LINE_LIMIT = 1 << 22  # one report line: the places of up to a page of the store's rows (~100 bytes each)
 
 
@@ -53,7 +62,10 @@ class ArrivalWorker:
     def __init__(self, proc: asyncio.subprocess.Process, file: BinaryIO) -> None:
         self.proc = proc
         self.spool: ArrivalSpool | None = ArrivalSpool(file)
-        self.reading = asyncio.ensure_future(self._read_places())
+        self.scored = asyncio.Event()  # the reports of scoring are over (all_scored: as they should be)
+        self.all_scored = False
+        self.costs: dict[str, Any] | None = None  # the export's cost tally, once reported
+        self.reading = asyncio.ensure_future(self._read_reports())
 
     @classmethod
     async def start(cls, run_dir: Path, run_id: str) -> ArrivalWorker | None:
@@ -71,38 +83,74 @@ class ArrivalWorker:
             return None
         return cls(proc, file)
 
-    async def _read_places(self) -> None:
-        """Index each batch of rows the worker reports (a JSON line of [model, item_id, offset, length])."""
+    async def _read_reports(self) -> None:
+        """Index each batch of rows the worker reports (a JSON list of [model, item_id, offset, length]);
+        note the end of scoring (``{"scored": true}``) and the export's cost tally (``{"costs": {...}}``)."""
         assert self.proc.stdout is not None
-        while line := await self.proc.stdout.readline():
-            if self.spool is not None:
-                for model, item_id, offset, length in json.loads(line):
-                    self.spool.place(model, item_id, offset, length)
+        try:
+            while line := await self.proc.stdout.readline():
+                report = json.loads(line)
+                if isinstance(report, list):
+                    if self.spool is not None:
+                        for model, item_id, offset, length in report:
+                            self.spool.place(model, item_id, offset, length)
+                elif report.get("scored") is True:
+                    self.all_scored = True
+                    self.scored.set()
+                else:
+                    self.costs = dict(report["costs"])
+        finally:
+            self.scored.set()  # wakes finish() whatever ended the reports
 
-    async def finish(self) -> ArrivalSpool | None:
-        """Tell the worker answering is over and take the rows it made; None if it failed (logged)."""
+    def _ended_with(self) -> str:
+        """Why the worker's reports ended: a garbled report, or its exit code."""
+        if self.reading.done() and not self.reading.cancelled() and self.reading.exception() is not None:
+            exc = self.reading.exception()
+            return f"{type(exc).__name__}: {exc}"
+        return str(self.proc.returncode)
+
+    async def finish(self, export: bool = False) -> ArrivalSpool | None:
+        """Tell the worker answering is over and take the rows it made; None if it failed (logged).
+        ``export``: the store will not change any more, so the worker goes on to write results.jsonl
+        (:meth:`exported`) while the driver scores."""
         assert self.proc.stdin is not None
         with contextlib.suppress(ConnectionError):  # a worker that already exited: its exit code says why
-            self.proc.stdin.write(FINISH)
+            self.proc.stdin.write(EXPORT if export else FINISH)
             await self.proc.stdin.drain()
         self.proc.stdin.close()
-        try:
-            await self.reading
-            code: int | str = await self.proc.wait()
-        except (ValueError, TypeError) as exc:  # a garbled report: the rows are not trusted
-            code = f"{type(exc).__name__}: {exc}"
-        if code != 0 or self.spool is None:
-            log.warning("the scoring worker ended with %s; the scoring stage scores every answer itself", code)
+        await self.scored.wait()
+        done = self.all_scored and (export or await self.proc.wait() == 0)
+        if not done or self.spool is None:
             await self.close()
+            log.warning("the scoring worker ended with %s; the scoring stage scores every answer itself",
+                        self._ended_with())
             return None
         spool, self.spool = self.spool, None
         return spool
 
+    async def exported(self) -> dict[str, Any] | None:
+        """The cost tally of the results.jsonl the worker wrote after ``finish(export=True)``; None if it
+        did not (logged: the run exports it as without a worker)."""
+        await asyncio.wait([self.reading])
+        await self.proc.wait()
+        costs = self.costs if self._ended_with() == "0" else None
+        if costs is None:
+            log.warning("the scoring worker ended with %s before its export; the run writes results.jsonl itself",
+                        self._ended_with())
+        await self.close()
+        return costs
+
     async def close(self) -> None:
-        """Stop the worker if it still runs (an interrupted run) and drop rows nobody took."""
+        """Stop the worker if it still runs (an interrupted run) and drop rows nobody took. SIGTERM
+        first: an export cut short removes its temporary file."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+                self.proc.terminate()
+            try:
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_WAIT_S)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
         self.reading.cancel()
         await asyncio.wait([self.reading])  # ended, whatever it raised; a cancel of this task still propagates
         with contextlib.suppress(Exception):
@@ -140,22 +188,33 @@ class _Tail:
                 self.report.flush()
 
 
-def _follow(tail: _Tail, control: int) -> bool:
-    """Score as answers come until the driver says ``finish`` (True), or is gone (False: end of file)."""
+def _follow(tail: _Tail, control: int) -> bytes | None:
+    """Score as answers come until the driver says ``finish`` or ``export`` (returned), or is gone (None:
+    end of file)."""
     said = b""
-    while not said.endswith(FINISH):
+    while not said.endswith((FINISH, EXPORT)):
         tail.catch_up()
         if select.select([control], [], [], POLL_S)[0]:
             chunk = os.read(control, 64)
             if not chunk:
-                return False
+                return None
             said += chunk
     tail.catch_up()  # everything committed before the driver said finish
-    return True
+    return said[-len(FINISH):] if said.endswith(FINISH) else EXPORT
+
+
+def _report(out: TextIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def _stop(signum: int, frame: Any) -> None:
+    sys.exit(128 + signum)  # unwinds: an export cut short removes its temporary file
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The worker; exit 0 having reported every row's place, 1 when the driver went away, 2 on a changed plan."""
+    """The worker; exit 0 having reported every row's place (and exported, when told to), 1 when the driver
+    went away, 2 on a changed plan."""
     parser = argparse.ArgumentParser(prog="python -m pool.arrival_scoring",
                                      description="Internal: started by pool.run for a run with many judge-free "
                                                  "answers; scores them while the run answers (see the module doc).")
@@ -164,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("fd", type=int, help="an open file descriptor the rows are appended to")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver ends the worker
+    signal.signal(signal.SIGTERM, _stop)
     run_dir, run_id, fd = args.run_dir, args.run_id, args.fd
     # The driver's module, imported here because it imports this one.
     from pool.api import plan_for_options
@@ -177,8 +237,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
                              judge=None, endpoints=None, scheduler=None)
-        if not _follow(_Tail(stage, out, sys.stdout), sys.stdin.fileno()):
+        said = _follow(_Tail(stage, out, sys.stdout), sys.stdin.fileno())
+        if said is None:
             return 1
+        _report(sys.stdout, {"scored": True})
+    if said == EXPORT:
+        costs = CostTally(plan.config)
+        export_results_jsonl(run_dir, run_id, observe=costs.add)
+        _report(sys.stdout, {"costs": costs.summary()})
     return 0
 
 

@@ -5,6 +5,7 @@ whose driver is gone (SIGKILLed mid-run) exits, and the resume completes the run
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -21,7 +22,10 @@ import pytest
 import pool.api as api_module
 from pool import RunSpec, rescore, resume, run_pool
 from pool.api import EXIT_OK
-from pool.arrival_scoring import FINISH, MIN_ANSWERS, ArrivalWorker
+from pool.arrival_scoring import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
+from pool.config import load_pool
+from pool.costs import CostTally
+from pool.export import export_results_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.processes import count_results, eventually, pids_with
@@ -59,13 +63,37 @@ def _watch_finish(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     handed: list[int | None] = []
     finish = ArrivalWorker.finish
 
-    async def watched(self: ArrivalWorker) -> Any:
-        spool = await finish(self)
+    async def watched(self: ArrivalWorker, export: bool = False) -> Any:
+        spool = await finish(self, export=export)
         handed.append(None if spool is None else len(spool.places))
         return spool
 
     monkeypatch.setattr(ArrivalWorker, "finish", watched)
     return handed
+
+
+def _watch_exports(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each worker told to export wrote results.jsonl (False: the run wrote it)."""
+    seen: list[bool] = []
+    exported = ArrivalWorker.exported
+
+    async def watched(self: ArrivalWorker) -> Any:
+        costs = await exported(self)
+        seen.append(costs is not None)
+        return costs
+
+    monkeypatch.setattr(ArrivalWorker, "exported", watched)
+    return seen
+
+
+def _results_as_exported_again(run_dir: Path, pool: Path) -> tuple[bytes, bytes, dict[str, Any], dict[str, Any]]:
+    """results.jsonl and summary.json's costs as the run wrote them, and as the run's own export of its
+    finished store makes them."""
+    written = (run_dir / "results.jsonl").read_bytes()
+    costs = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["extra"]["costs"]
+    tally = CostTally(load_pool(pool))
+    export_results_jsonl(run_dir, observe=tally.add)
+    return written, (run_dir / "results.jsonl").read_bytes(), costs, tally.summary()
 
 
 def _scores_then_rescored(run_dir: Path) -> tuple[bytes, bytes]:
@@ -79,11 +107,16 @@ def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tu
                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     data, pool = setup
     monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
-    handed = _watch_finish(monkeypatch)
+    handed, exported = _watch_finish(monkeypatch), _watch_exports(monkeypatch)
     run_dir = tmp_path / "run"
     result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
     assert result.exit_code == EXIT_OK
     assert handed == [12 * 3]  # every judge-free answer (gamma's empty ones too), no judged one
+    # No judge: the worker also wrote results.jsonl, the bytes and costs the run's own export makes.
+    assert exported == [True]
+    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
+    assert results == exported_again and results.count(b"\n") == len(ITEMS) * 3
+    assert costs == tallied_again and set(costs["models"]) == set(ANSWERS)
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored
     assert written.count(b"\n") == len(ITEMS) * 3
@@ -105,8 +138,58 @@ def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: 
     assert result.exit_code == EXIT_OK
     assert handed == [None]
     assert "the scoring worker ended with 2; the scoring stage scores every answer itself" in caplog.text
+    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
+    assert results == exported_again and costs == tallied_again
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored and written.count(b"\n") == len(ITEMS) * 3
+
+
+# A stand-in for the worker that reports the end of scoring (no rows) and exits 3 instead of exporting.
+NO_EXPORT = "import sys; sys.stdin.buffer.readline(); print('{\"scored\": true}', flush=True); sys.exit(3)"
+
+
+def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(tmp_path: Path, setup: tuple[Path, Path],
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    data, pool = setup
+    monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
+
+    async def start(cls: type[ArrivalWorker], run_dir: Path, run_id: str) -> ArrivalWorker:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", NO_EXPORT, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE)
+        return cls(proc, tempfile.TemporaryFile("w+b", dir=run_dir))
+
+    monkeypatch.setattr(ArrivalWorker, "start", classmethod(start))
+    handed, exported = _watch_finish(monkeypatch), _watch_exports(monkeypatch)
+    run_dir = tmp_path / "run"
+    with caplog.at_level(logging.WARNING, logger="pool.arrival_scoring"):
+        result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    assert result.exit_code == EXIT_OK
+    assert handed == [0] and exported == [False]  # scoring "finished" with no rows; no export
+    assert "the scoring worker ended with 3 before its export; the run writes results.jsonl itself" in caplog.text
+    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
+    assert results == exported_again and costs == tallied_again and results.count(b"\n") == len(ITEMS) * 3
+    written, rescored = _scores_then_rescored(run_dir)
+    assert written == rescored
+
+
+def test_a_worker_stopped_during_its_export_leaves_no_partial_file(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+    """An interrupted run stops a worker that may be exporting: SIGTERM, and its temporary file goes."""
+    data, pool = setup
+    run_dir = tmp_path / "run"
+    result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    (run_dir / "results.jsonl").unlink()
+
+    async def interrupted() -> int | None:
+        worker = await ArrivalWorker.start(run_dir, result.run_id)
+        assert worker is not None
+        assert await worker.finish(export=True) is not None
+        await worker.close()
+        return worker.proc.returncode
+
+    code = asyncio.run(interrupted())
+    assert code in (0, -signal.SIGTERM, 128 + signal.SIGTERM)  # done first, or stopped
+    assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_small_runs_start_no_worker(tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,7 +206,8 @@ def _worker(run_dir: Path, run_id: str, file: Any) -> subprocess.Popen[bytes]:
 
 def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """End of file on stdin without ``finish`` (the driver died): exit 1. With ``finish``: exit 0,
-    having reported (JSON lines) the place of every judge-free answer's row, each the row it names."""
+    having reported (JSON lines) the place of every judge-free answer's row, each the row it names,
+    then the end of scoring. With ``export``: results.jsonl too."""
     data, pool = setup
     run_dir = tmp_path / "run"
     result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
@@ -136,7 +220,9 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
         told = _worker(run_dir, result.run_id, file)
         out, _ = told.communicate(FINISH, timeout=120)
         assert told.returncode == 0
-        places = [place for line in out.decode("utf-8").splitlines() for place in json.loads(line)]
+        reports = [json.loads(line) for line in out.decode("utf-8").splitlines()]
+        assert reports[-1] == {"scored": True}
+        places = [place for report in reports[:-1] for place in report]
         judge_free = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
         assert sorted((m, i) for m, i, _, _ in places) == sorted(
             (row["model"], row["item_id"]) for row in judge_free if row["gold_type"] == "single_choice")
@@ -146,6 +232,14 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
     for model, item_id, offset, length in places:
         meta, _, row = rows[offset:offset + length].decode("utf-8").partition("\t")
         assert json.loads(meta)[:2] == [model, item_id] and json.loads(row)["item_id"] == item_id
+    # Told to export, it also writes results.jsonl (the run's own bytes) and reports that pass's costs.
+    results = (run_dir / "results.jsonl").read_bytes()
+    (run_dir / "results.jsonl").unlink()
+    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file:
+        out, _ = _worker(run_dir, result.run_id, file).communicate(EXPORT, timeout=120)
+    reports = [json.loads(line) for line in out.decode("utf-8").splitlines()]
+    assert reports[-2] == {"scored": True} and set(reports[-1]) == {"costs"}
+    assert (run_dir / "results.jsonl").read_bytes() == results
 
 
 def _workers_of(run_dir: Path) -> list[int]:
