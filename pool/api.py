@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -45,6 +45,9 @@ from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options,
 from pool.scheduler import Scheduler
 from pool.scoring import ScoringStage
 from pool.store import RunMismatchError, RunStore, StoreFormatError
+
+if TYPE_CHECKING:
+    from routing.load import ScoreDigest
 
 log = logging.getLogger("pool.run")
 
@@ -216,7 +219,8 @@ class _Run:
         self.spec, self.plan, self.options, self.run_dir, self.mode = spec, plan, options, run_dir, mode
         self.executor_name, self.ray_address = executor
         self.run_id = run_dir.name
-        self.exported_costs: dict[str, Any] | None = None  # results.jsonl's cost tally, when the worker wrote it
+        self.exported: dict[str, Any] | None = None  # results.jsonl's costs and the store's counts, when the worker wrote it
+        self.digest: ScoreDigest | None = None  # scores.jsonl read for the nightly index while the worker counted
 
     def go(self) -> RunResult:
         previous = signal.signal(signal.SIGTERM, _interrupt) if _on_main_thread() else None
@@ -271,13 +275,15 @@ class _Run:
                                "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
         try:
-            if self.exported_costs is not None:  # written by the scoring worker while the stage scored
-                extra["costs"] = self.exported_costs
+            counted = None
+            if self.exported is not None:  # written and counted by the scoring worker while the stage scored
+                extra["costs"], counted = self.exported["costs"], self.exported["summary"]
             else:
                 costs = CostTally(self.plan.config)
                 export_results_jsonl(self.run_dir, self.run_id, observe=costs.add)
                 extra["costs"] = costs.summary()
-            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra)
+            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra,
+                                    counted=counted)
             if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
                 status = EXIT_INFRA
         except KeyboardInterrupt:
@@ -316,7 +322,7 @@ class _Run:
 
         root = Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
         try:
-            outcome = after_run(root, self.run_dir, fail_on_regression=self.spec.fail_on_regression)
+            outcome = after_run(root, self.run_dir, fail_on_regression=self.spec.fail_on_regression, digest=self.digest)
         except (HistoryError, OSError, ValueError) as exc:  # the night's results stand; say why history is missing
             return None, False, [f"run not indexed in {root}: {exc}"]
         return outcome.base, outcome.exit_code == EXIT_REGRESSION, list(outcome.problems)
@@ -362,7 +368,8 @@ class _Run:
                     await stage.run()
                     stage.write(self.run_dir)
                     if worker is not None and exporting:
-                        self.exported_costs = await worker.exported()
+                        self.digest = _scores_digest(self.run_dir)  # the nightly index's read, while the worker counts
+                        self.exported = await worker.exported()
                 finally:
                     if worker is not None:
                         await worker.close()
@@ -398,6 +405,17 @@ class _Run:
 
         signal.signal(signal.SIGTERM, on_sigterm)
         return sigterm
+
+
+def _scores_digest(run_dir: Path) -> ScoreDigest | None:
+    """``routing.load.digest_scores`` of the run's scores.jsonl; None when it cannot be read (the nightly
+    step reads it again and says why)."""
+    from routing.load import LoadError, digest_scores
+
+    try:
+        return digest_scores(run_dir)
+    except LoadError:
+        return None
 
 
 def build_routing(run_dir: Path) -> bool:

@@ -11,8 +11,9 @@ stdout), which the driver adds to the stage's :class:`ArrivalSpool` as it runs. 
 over the driver writes ``finish``; the worker scores what is left, reports ``{"scored": true}`` and
 exits 0. A run without a judge writes nothing to its store after answering, so its driver writes
 ``export`` instead: the worker then also writes results.jsonl (:func:`pool.export.export_results_jsonl`)
-and reports that pass's cost tally (``{"costs": ...}``) while the driver scores and writes
-scores.jsonl — the two last passes over the run run side by side, on two cores.
+and counts the store for summary.json, and reports both (``{"costs": ..., "summary": ...}``) while
+the driver scores, writes scores.jsonl and reads it for the nightly index: the last passes over
+the run go side by side, on two cores.
 
 Nothing depends on the worker: a row it did not make — judged item, infra error, scorer that
 raised, a worker that failed or was killed — is scored by :meth:`ScoringStage.run` as without it,
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from pool.costs import CostTally
-from pool.export import export_results_jsonl
+from pool.export import export_results_jsonl, summarize_store
 from pool.plan import ANSWER_STAGE
 from pool.run_spec import stored_options
 from pool.scoring import ArrivalSpool, ScoringStage
@@ -64,7 +65,7 @@ class ArrivalWorker:
         self.spool: ArrivalSpool | None = ArrivalSpool(file)
         self.scored = asyncio.Event()  # the reports of scoring are over (all_scored: as they should be)
         self.all_scored = False
-        self.costs: dict[str, Any] | None = None  # the export's cost tally, once reported
+        self.exported_report: dict[str, Any] | None = None  # the export's cost tally and the store's counts
         self.reading = asyncio.ensure_future(self._read_reports())
 
     @classmethod
@@ -98,7 +99,7 @@ class ArrivalWorker:
                     self.all_scored = True
                     self.scored.set()
                 else:
-                    self.costs = dict(report["costs"])
+                    self.exported_report = {"costs": dict(report["costs"]), "summary": dict(report["summary"])}
         finally:
             self.scored.set()  # wakes finish() whatever ended the reports
 
@@ -129,16 +130,17 @@ class ArrivalWorker:
         return spool
 
     async def exported(self) -> dict[str, Any] | None:
-        """The cost tally of the results.jsonl the worker wrote after ``finish(export=True)``; None if it
-        did not (logged: the run exports it as without a worker)."""
+        """After ``finish(export=True)``: ``{"costs": ..., "summary": ...}``, the cost tally of the
+        results.jsonl the worker wrote and :func:`pool.export.summarize_store` of the final store; None
+        if it did not get that far (logged: the run exports and counts as without a worker)."""
         await asyncio.wait([self.reading])
         await self.proc.wait()
-        costs = self.costs if self._ended_with() == "0" else None
-        if costs is None:
+        report = self.exported_report if self._ended_with() == "0" else None
+        if report is None:
             log.warning("the scoring worker ended with %s before its export; the run writes results.jsonl itself",
                         self._ended_with())
         await self.close()
-        return costs
+        return report
 
     async def close(self) -> None:
         """Stop the worker if it still runs (an interrupted run) and drop rows nobody took. SIGTERM
@@ -244,7 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if said == EXPORT:
         costs = CostTally(plan.config)
         export_results_jsonl(run_dir, run_id, observe=costs.add)
-        _report(sys.stdout, {"costs": costs.summary()})
+        with RunStore(run_dir, create=False) as store:
+            counted = summarize_store(store, run_id, 0.0)
+        _report(sys.stdout, {"costs": costs.summary(), "summary": counted})
     return 0
 
 

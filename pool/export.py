@@ -198,14 +198,20 @@ def write_summary(
     wall_time_s: float,
     extra: Mapping[str, Any] | None = None,
     run_id: str | None = None,
+    counted: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``RUN_DIR/summary.json`` (run metadata + :func:`summarize`) and return it."""
+    """Write ``RUN_DIR/summary.json`` (run metadata + :func:`summarize`) and return it. ``counted``:
+    :func:`summarize_store` of this run's final store, made elsewhere (pool.run's scoring worker);
+    its wall time and extra are replaced by this call's."""
     run_dir = Path(run_dir)
     with RunStore(run_dir) as store:
         rid = _resolve_run_id(store, run_id)
         run = store.get_run(rid)
         assert run is not None
-        body = summarize_store(store, rid, wall_time_s, extra)
+        if counted is None:
+            body = summarize_store(store, rid, wall_time_s, extra)
+        else:
+            body = {**counted, "wall_time_s": wall_time_s, "extra": dict(extra or {})}
     summary = {
         "run_id": rid,
         "run_status": run.status,

@@ -131,9 +131,14 @@ _RESULT_COLUMNS = (
     "extra", "answered_by", "endpoint",
 )  # fmt: skip
 _UNIT_WHERE = "run_id = ? AND model = ? AND item_id = ? AND stage = ?"
+# The answerer check rides on the insert (one statement per result, not a SELECT before each): a row
+# goes in only if its unit was not planned for another model. A row that did not go in is looked at
+# again, to tell a finished unit (left alone) from a wrong answerer (refused).
+_PLANNED_FOR_ANOTHER = (f"SELECT 1 FROM plan WHERE {_UNIT_WHERE}"
+                        " AND answerer IS NOT NULL AND answerer != '' AND answerer IS NOT ?")
 _INSERT_RESULT = (
     f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)})"
-    f" VALUES ({', '.join('?' * len(_RESULT_COLUMNS))})"
+    f" SELECT {', '.join('?' * len(_RESULT_COLUMNS))} WHERE NOT EXISTS ({_PLANNED_FOR_ANOTHER})"
     " ON CONFLICT (run_id, model, item_id, stage) DO "
 )
 _INSERT_NEW = _INSERT_RESULT + "NOTHING"
@@ -464,18 +469,20 @@ class RunStore(SqliteHandle):
         written = 0
         with transaction(self._conn):
             for r in results:
-                expected = self.planned_answerer(r.run_id, r.unit)
-                if expected is not None and r.answered_by != expected:
-                    raise WrongAnswererError(
-                        f"{self.path}: refusing {r.unit}: planned to be answered by {expected!r},"
-                        f" got a row from {r.answered_by or '(unknown)'!r}")
+                params = [*_result_params(r), r.run_id, r.model, r.item_id, r.stage, r.answered_by]
                 if retry_infra_errors:
                     self._conn.execute(
                         _SUPERSEDE_INFRA, (utc_now_iso(), r.run_id, r.model, r.item_id, r.stage)
                     )
-                    cur = self._conn.execute(_INSERT_OR_REPLACE_INFRA, _result_params(r))
+                    cur = self._conn.execute(_INSERT_OR_REPLACE_INFRA, params)
                 else:
-                    cur = self._conn.execute(_INSERT_NEW, _result_params(r))
+                    cur = self._conn.execute(_INSERT_NEW, params)
+                if cur.rowcount == 0:  # finished already, or refused by the answerer check: which?
+                    expected = self.planned_answerer(r.run_id, r.unit)
+                    if expected is not None and r.answered_by != expected:
+                        raise WrongAnswererError(  # the transaction rolls back what it wrote
+                            f"{self.path}: refusing {r.unit}: planned to be answered by {expected!r},"
+                            f" got a row from {r.answered_by or '(unknown)'!r}")
                 written += cur.rowcount
         return written
 

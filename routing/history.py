@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from routing.load import SUMMARY_FILENAME, LoadError, digest_scores, parse_time
+from routing.load import SUMMARY_FILENAME, LoadError, ScoreDigest, digest_scores, parse_time
 from routing.run_scores import family_scores
 
 INDEX_FILENAME = "index.jsonl"
@@ -181,9 +181,9 @@ def _stored_dir(root: Path, run_dir: Path) -> str:
         return str(absolute)
 
 
-def snapshot(root: Path, run_dir: Path) -> IndexEntry:
-    """The index entry for a run folder (reads summary.json and scores.jsonl; results.jsonl only for a
-    summary without per-stage counts)."""
+def snapshot(root: Path, run_dir: Path, digest: ScoreDigest | None = None) -> IndexEntry:
+    """The index entry for a run folder (reads summary.json and scores.jsonl, unless ``digest`` is its
+    digest already; results.jsonl only for a summary without per-stage counts)."""
     summary = read_summary_json(run_dir)
     problems: list[str] = []
     models: dict[str, Any] = {}
@@ -191,7 +191,7 @@ def snapshot(root: Path, run_dir: Path) -> IndexEntry:
     by_family: dict[str, list[str]] = {}
     scores: dict[str, Any] = {}
     try:
-        digest = digest_scores(run_dir)
+        digest = digest if digest is not None else digest_scores(run_dir)
     except LoadError as exc:
         problems.append(f"scores not read: {exc}")
         models = {name: {"name": name, "key": None, "identity": None} for name in summary.get("models") or {}}
@@ -243,12 +243,13 @@ def _append_line(path: Path, data: bytes) -> None:
             os.close(dir_fd)
 
 
-def append_run(root: Path, run_dir: Path) -> IndexEntry:
-    """Append ``run_dir`` to ``root/index.jsonl`` (created with the root) and return the entry written."""
+def append_run(root: Path, run_dir: Path, digest: ScoreDigest | None = None) -> IndexEntry:
+    """Append ``run_dir`` to ``root/index.jsonl`` (created with the root) and return the entry written;
+    ``digest``: its scores.jsonl's, when the caller read it already (:func:`snapshot`)."""
     root, run_dir = Path(root), Path(run_dir)
     if not run_dir.is_dir():
         raise HistoryError(f"{run_dir}: not a directory; pass the run directory pool.run wrote")
-    entry = snapshot(root, run_dir)
+    entry = snapshot(root, run_dir, digest)
     line = json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
     _append_line(root / INDEX_FILENAME, line.encode("utf-8"))
     return _located(root, entry)

@@ -37,7 +37,7 @@ from routing.compare import (
     write_comparison,
 )
 from routing.history import HistoryError, IndexEntry, append_run, latest_comparable
-from routing.load import LoadError
+from routing.load import LoadError, ScoreDigest
 from routing.report import update_report_file
 from routing.report_history import since_last_night_section, trends_section
 from routing.trends import DEFAULT_LAST, trend_data
@@ -67,11 +67,12 @@ def refresh_report(root: Path, run_dir: Path, last: int = DEFAULT_LAST) -> bool:
 
 
 def after_run(root: Path, run_dir: Path, *, fail_on_regression: float | None = None, alpha: float = 0.05,
-              last: int = DEFAULT_LAST) -> NightlyOutcome:  # fmt: skip
+              last: int = DEFAULT_LAST, digest: ScoreDigest | None = None) -> NightlyOutcome:  # fmt: skip
     """Index, compare and annotate one finished run (module docstring). Raises :class:`HistoryError` only
-    when ``run_dir`` itself is not a run folder."""
+    when ``run_dir`` itself is not a run folder. ``digest``: the run's scores.jsonl read already
+    (pool.run reads it while its scoring worker still summarises)."""
     root, run_dir = Path(root), Path(run_dir)
-    entry = append_run(root, run_dir)
+    entry = append_run(root, run_dir, digest)
     problems: list[str] = []
     base = latest_comparable(root, run_dir) if entry.status == "finished" else None
     comparison = None

@@ -25,7 +25,9 @@ from pool.api import EXIT_OK
 from pool.arrival_scoring import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
 from pool.config import load_pool
 from pool.costs import CostTally
-from pool.export import export_results_jsonl
+from pool.export import export_results_jsonl, summarize_store
+from pool.store import RunStore
+from routing.history import read_index, snapshot
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.processes import count_results, eventually, pids_with
@@ -87,13 +89,17 @@ def _watch_exports(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _results_as_exported_again(run_dir: Path, pool: Path) -> tuple[bytes, bytes, dict[str, Any], dict[str, Any]]:
-    """results.jsonl and summary.json's costs as the run wrote them, and as the run's own export of its
-    finished store makes them."""
+    """results.jsonl and summary.json (its counts and costs) as the run wrote them, and as the run's own
+    export and count of its finished store make them."""
     written = (run_dir / "results.jsonl").read_bytes()
-    costs = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["extra"]["costs"]
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     tally = CostTally(load_pool(pool))
     export_results_jsonl(run_dir, observe=tally.add)
-    return written, (run_dir / "results.jsonl").read_bytes(), costs, tally.summary()
+    with RunStore(run_dir) as store:
+        counted = summarize_store(store, summary["run_id"], summary["wall_time_s"], summary["extra"])
+    again = {**summary, **counted}
+    again["extra"] = {**summary["extra"], "costs": tally.summary()}
+    return written, (run_dir / "results.jsonl").read_bytes(), summary, again
 
 
 def _scores_then_rescored(run_dir: Path) -> tuple[bytes, bytes]:
@@ -114,9 +120,13 @@ def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tu
     assert handed == [12 * 3]  # every judge-free answer (gamma's empty ones too), no judged one
     # No judge: the worker also wrote results.jsonl, the bytes and costs the run's own export makes.
     assert exported == [True]
-    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
+    results, exported_again, summary, counted_again = _results_as_exported_again(run_dir, pool)
     assert results == exported_again and results.count(b"\n") == len(ITEMS) * 3
-    assert costs == tallied_again and set(costs["models"]) == set(ANSWERS)
+    assert summary == counted_again and set(summary["extra"]["costs"]["models"]) == set(ANSWERS)
+    assert summary["totals"]["results"] == len(ITEMS) * 3
+    # The nightly index took scores.jsonl as read while the worker counted: the entry a fresh read makes.
+    indexed, fresh = read_index(tmp_path)[-1].to_json(), json.loads(json.dumps(snapshot(tmp_path, run_dir).to_json()))
+    assert {**indexed, "appended_at": None} == {**fresh, "appended_at": None} and indexed["scores"]
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored
     assert written.count(b"\n") == len(ITEMS) * 3
@@ -138,8 +148,8 @@ def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: 
     assert result.exit_code == EXIT_OK
     assert handed == [None]
     assert "the scoring worker ended with 2; the scoring stage scores every answer itself" in caplog.text
-    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
-    assert results == exported_again and costs == tallied_again
+    results, exported_again, summary, counted_again = _results_as_exported_again(run_dir, pool)
+    assert results == exported_again and summary == counted_again
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored and written.count(b"\n") == len(ITEMS) * 3
 
@@ -167,8 +177,8 @@ def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(tmp_path: Pa
     assert result.exit_code == EXIT_OK
     assert handed == [0] and exported == [False]  # scoring "finished" with no rows; no export
     assert "the scoring worker ended with 3 before its export; the run writes results.jsonl itself" in caplog.text
-    results, exported_again, costs, tallied_again = _results_as_exported_again(run_dir, pool)
-    assert results == exported_again and costs == tallied_again and results.count(b"\n") == len(ITEMS) * 3
+    results, exported_again, summary, counted_again = _results_as_exported_again(run_dir, pool)
+    assert results == exported_again and summary == counted_again and results.count(b"\n") == len(ITEMS) * 3
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored
 
@@ -238,7 +248,7 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
     with tempfile.TemporaryFile("w+b", dir=tmp_path) as file:
         out, _ = _worker(run_dir, result.run_id, file).communicate(EXPORT, timeout=120)
     reports = [json.loads(line) for line in out.decode("utf-8").splitlines()]
-    assert reports[-2] == {"scored": True} and set(reports[-1]) == {"costs"}
+    assert reports[-2] == {"scored": True} and set(reports[-1]) == {"costs", "summary"}
     assert (run_dir / "results.jsonl").read_bytes() == results
 
 
