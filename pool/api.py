@@ -352,7 +352,8 @@ class _Run:
                                      anchor_sample=options.get("anchor_sample") or 0)
                 # judge-free answers are scored in a process of their own while the run waits on the network
                 worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
-                # Without a judge the stage writes nothing to the store: the worker exports results.jsonl meanwhile.
+                # Without a judge the stage writes nothing to the store: meanwhile the worker exports results.jsonl
+                # and counts the store for summary.json.
                 export, exporting = judge is None, False
                 try:
                     try:
