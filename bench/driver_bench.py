@@ -69,6 +69,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TOPICS = ("hypertension", "type 2 diabetes", "asthma", "anaemia", "migraine", "gout", "pneumonia", "sepsis")
 
 CONFIGS = ((256, 0.0, 0.80), (64, 0.1, 0.95))  # (concurrency, latency s, throughput goal)
+DRIVER_WAVE = 64  # --only driver: answers that arrive together (an executor awaits their commits per wave)
 MEMORY_GOAL_MB, MEMORY_GOAL_UNITS = 100.0, 20_000
 DOMAINS = ("cardiology:hypertension", "endocrinology:diabetes", "respiratory:asthma", "neurology:migraine")
 
@@ -181,12 +182,21 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     class InstantExecutor:
+        """Answers a lane's jobs at once, a wave of ``DRIVER_WAVE`` at a time (one lane's concurrency
+        answering together), and waits for each wave's commits, as a real executor does."""
+
         async def run(self, jobs_by_lane: Any, on_result: Any, settle_locally: Any) -> None:
             for jobs in jobs_by_lane.values():
+                wave: list[Any] = []
                 for job in jobs:
                     if not settle_locally(job):
                         text = "echo: " + job.request.messages[-1]["content"]
-                        on_result(job, GenerationResponse(text, "stop", 40, 30, 0.01, (Attempt(1, 200, None, 0.01),)))
+                        wave.append(on_result(job, GenerationResponse(text, "stop", 40, 30, 0.01,
+                                                                      (Attempt(1, 200, None, 0.01),))))
+                    if len(wave) >= DRIVER_WAVE:
+                        await asyncio.gather(*(c for c in wave if c is not None))
+                        wave = []
+                await asyncio.gather(*(c for c in wave if c is not None))
 
     params = GenerationParams(max_tokens=256)
     units = [(f"m{i // args.items:03d}", f"bench/exam/q{i % args.items:06d}") for i in range(args.driver_units)]

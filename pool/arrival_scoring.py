@@ -122,6 +122,8 @@ class ArrivalWorker:
         await self.scored.wait()
         done = self.all_scored and (export or await self.proc.wait() == 0)
         if not done or self.spool is None:
+            if self.reading.done():  # its reports ended: it exited, or is about to; its code says why
+                await self._exited()
             await self.close()
             log.warning("the scoring worker ended with %s; the scoring stage scores every answer itself",
                         self._ended_with())
@@ -142,15 +144,24 @@ class ArrivalWorker:
         await self.close()
         return report
 
+    async def _exited(self) -> bool:
+        """Wait (at most ``STOP_WAIT_S``) for the worker's exit; whether it came."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_WAIT_S)
+        except TimeoutError:
+            return False
+        return True
+
     async def close(self) -> None:
         """Stop the worker if it still runs (an interrupted run) and drop rows nobody took. SIGTERM
         first: an export cut short removes its temporary file."""
         if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.terminate()
-            try:
-                await asyncio.wait_for(asyncio.shield(self.proc.wait()), STOP_WAIT_S)
-            except TimeoutError:
+            # Not after its end of output: signalling polls the child, which would reap it from under
+            # asyncio's watcher (that then reports exit 255).
+            if not self.reading.done():
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.terminate()
+            if not await self._exited():
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
         self.reading.cancel()

@@ -4,8 +4,8 @@ An executor takes lazy job streams per backend lane, sends each job's request wi
 limits, and hands every response back to the driver as it arrives (``on_result``); cancelling the
 task that awaits :meth:`Executor.run` cancels the run. The driver (:class:`pool.scheduler.Scheduler`)
 alone reads the response cache, decides a failed model's jobs without sending them
-(``settle_locally``), and writes the run store — one transaction per result — so exactly-once
-recording, caching and resume are no executor's concern.
+(``settle_locally``), and writes the run store — every result committed before the slot that
+sent it sends again — so exactly-once recording, caching and resume are no executor's concern.
 
 Two executors exist: :class:`LocalExecutor` (asyncio lanes in this process) and
 ``pool.ray_executor.RayExecutor`` (one actor per lane on a Ray cluster).
@@ -14,7 +14,7 @@ Two executors exist: :class:`LocalExecutor` (asyncio lanes in this process) and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from runners.base import GenerationResponse
@@ -22,7 +22,9 @@ from runners.base import GenerationResponse
 if TYPE_CHECKING:
     from pool.scheduler import Job, Lane
 
-OnResult = Callable[["Job", GenerationResponse], None]
+# Takes a response; returns an awaitable done once its row is committed (None: committed already).
+# The executor awaits it before the slot that sent the job sends again.
+OnResult = Callable[["Job", GenerationResponse], Awaitable[None] | None]
 # Called just before a job would be sent; True means the driver settled it (a cache hit, a failed
 # model) and the executor must not send it.
 SettleLocally = Callable[["Job"], bool]
@@ -41,8 +43,8 @@ class LocalExecutor:
     reach it whenever work is waiting, and idle slots cost nothing), plus the lane's optional rate
     limiter. One producer per lane feeds its queue lazily, so a lane holds at most
     ``2 × max_concurrency`` jobs in memory, and a starving lane never blocks another's producer.
-    ``on_result`` runs before the worker takes its next job: an answer received is recorded before
-    anything else is sent from that slot.
+    ``on_result`` runs, and its commit is awaited, before the worker takes its next job: an answer
+    received is recorded before anything else is sent from that slot.
     """
 
     def __init__(self, lanes: Mapping[str, Lane]) -> None:
@@ -91,4 +93,6 @@ class _LaneWorker:
             if self.lane.throttler is not None:
                 async with self.lane.throttler:
                     pass
-            self.on_result(job, await self.lane.runner.generate(job.request))
+            committed = self.on_result(job, await self.lane.runner.generate(job.request))
+            if committed is not None:
+                await committed

@@ -148,8 +148,8 @@ class RayExecutor:
         async def drain(until: int) -> None:
             while len(in_flight) > until:
                 done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:
-                    on_result(in_flight.pop(future), future.result())
+                commits = [on_result(in_flight.pop(future), future.result()) for future in done]
+                await asyncio.gather(*(c for c in commits if c is not None))  # committed before more are sent
 
         try:
             for job in jobs:

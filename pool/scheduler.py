@@ -13,6 +13,7 @@ without calling it, so the rest of the pool finishes and the summary says why.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -120,7 +121,9 @@ class Scheduler:
 
     Sending is the executor's job (:mod:`pool.executor`; by default :class:`LocalExecutor` over
     ``lanes``). The driver alone reads and fills the response cache, settles a failed model's jobs
-    without sending them, and records every result, one store transaction each.
+    without sending them, and records every result: each settled job in a transaction of its own, the
+    responses that arrive in one turn of the event loop in one transaction together (group commit,
+    :meth:`_commit_pending`); a slot sends again only once its row is committed.
     """
 
     def __init__(
@@ -153,10 +156,14 @@ class Scheduler:
         self.answer_max_age_s = answer_max_age_s  # older cached answers are asked again (judge verdicts are not)
         self._stale: set[Unit] = set()
         self._open: dict[Unit, _OpenJob] = {}  # settled-or-sent jobs not yet recorded (at most the in-flight ones)
+        self._pending: list[tuple[Job, Result, asyncio.Future[None]]] = []  # received, to commit this loop turn
 
     async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]]) -> RunCounters:
         """Execute every job; returns when all are recorded (or raises CancelledError on Ctrl-C)."""
-        await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
+        try:
+            await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
+        finally:
+            self._commit_pending()  # answers received before a Ctrl-C are kept, as if committed on arrival
         if self.budget is not None and self.budget.not_run:
             raise BudgetExhausted(self.budget.reason(), self.budget.not_run)
         return self.counters
@@ -188,14 +195,54 @@ class Scheduler:
             return True
         return False
 
-    def _on_sent_result(self, job: Job, response: GenerationResponse) -> None:
+    def _on_sent_result(self, job: Job, response: GenerationResponse) -> asyncio.Future[None]:
+        """Take a sent job's response; the future is done once its row is committed (the executor
+        awaits it before that slot sends again)."""
         self.counters.calls += 1
         if self.budget is not None:
             self.budget.charge(job.caller, response)
         if response.ok and self.cache is not None:
             self.cache.put(self._opened(job).cache_key, response, replace=job.unit in self._stale)
         self._stale.discard(job.unit)
-        self._record(job, response, cached=False)
+        loop = asyncio.get_running_loop()
+        committed: asyncio.Future[None] = loop.create_future()
+        self._pending.append((job, self._result(job, response, cached=False), committed))
+        if len(self._pending) == 1:  # the first of a group: commit once this turn of the loop has run
+            loop.call_soon(self._commit_pending)
+        return committed
+
+    def _commit_pending(self) -> None:
+        """Group commit: the responses that arrived in one turn of the event loop go into the store in
+        one transaction, so a burst of answers pays for one commit, not one each. Every worker still
+        waits for its own row's commit before it takes its next job (a SIGKILL loses no answer whose
+        slot moved on). A batch the store refuses (a wrong answerer) is written row by row, so only
+        the bad row's worker gets the error."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        try:
+            self.store.record_many([result for _, result, _ in pending], retry_infra_errors=self.retry_infra_errors)
+        except Exception:  # noqa: BLE001 - each row again, alone, with its own outcome
+            for job, result, committed in pending:
+                try:
+                    self.store.record(result, retry_infra_errors=self.retry_infra_errors)
+                    self._recorded(job, result)
+                except Exception as exc:  # noqa: BLE001 - handed to the worker that sent the job
+                    if not committed.done():
+                        committed.set_exception(exc)
+                else:
+                    if not committed.done():
+                        committed.set_result(None)
+            return
+        for job, result, committed in pending:
+            try:
+                self._recorded(job, result)
+            except Exception as exc:  # noqa: BLE001 - e.g. the store refused a model-failure mark
+                if not committed.done():
+                    committed.set_exception(exc)
+            else:
+                if not committed.done():
+                    committed.set_result(None)
 
     def _opened(self, job: Job) -> _OpenJob:
         """The job's serialised request and key, made once when it was settled or sent."""
@@ -205,6 +252,13 @@ class Scheduler:
         return opened
 
     def _record(self, job: Job, response: GenerationResponse, *, cached: bool) -> None:
+        """Record a job settled without sending (a cache hit, a failed model) in its own transaction."""
+        result = self._result(job, response, cached=cached)
+        self.store.record(result, retry_infra_errors=self.retry_infra_errors)
+        self._recorded(job, result)
+
+    def _result(self, job: Job, response: GenerationResponse, *, cached: bool) -> Result:
+        """The row a job's response is recorded as."""
         model = job.caller
         opened = self._opened(job)
         del self._open[job.unit]
@@ -215,13 +269,16 @@ class Scheduler:
                  "latency_s": round(a.latency_s, 4), "detail": a.detail}
                 for a in response.attempts
             ]}
-        result = result_from_response(
+        return result_from_response(
             self.run_id, job.unit, response,
             request_json=opened.request_json, cache_key=opened.cache_key,
             started_at=opened.started_at, finished_at=utc_now_iso(),
             cached=cached, extra=extra, answered_by=model, endpoint=job.endpoint_identity,
         )
-        self.store.record(result, retry_infra_errors=self.retry_infra_errors)
+
+    def _recorded(self, job: Job, result: Result) -> None:
+        """What follows a committed row: counters, the model's health, progress."""
+        model, cached = job.caller, result.cached
         self.counters.recorded += 1
         self.counters.cache_hits += cached
         reason = self.health.observe(model, result)
