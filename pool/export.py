@@ -86,7 +86,7 @@ def export_results_jsonl(run_dir: Path | str, run_id: str | None = None, *,
             yield json.dumps(result_record(r), ensure_ascii=False) + "\n"
 
     with RunStore(run_dir) as store:
-        atomic_write_lines(path, lines(store.iter_results(_resolve_run_id(store, run_id))))
+        atomic_write_lines(path, lines(store.iter_results(_resolve_run_id(store, run_id), requests=False)))
     return path
 
 

@@ -143,9 +143,24 @@ class ScoringStage:
         self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.arrival_scoring), taken by run()
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
-    def _answers(self) -> Iterator[Result]:
-        """The run's answers to this run's items, streamed from the store in (model, item_id) order."""
-        return (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE) if r.item_id in self.items)
+    def _answers(self, arrivals: ArrivalSpool | None) -> Iterator[Result]:
+        """The run's answers to this run's items to score, streamed from the store in (model, item_id)
+        order. An answer whose row ``arrivals`` holds is not read: its row, made when it arrived, goes
+        to the spool in its place (so the spool keeps that order)."""
+        if arrivals is None:
+            yield from (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE, requests=False)
+                        if r.item_id in self.items)
+            return
+        for model, item_id in self.store.iter_result_keys(self.run_id, ANSWER_STAGE):
+            if item_id not in self.items:
+                continue
+            entry = arrivals.take(model, item_id)
+            if entry is not None:
+                self._rows.spool_entry(entry)
+                continue
+            answer = self.store.get_result(self.run_id, Unit(model, item_id, ANSWER_STAGE))
+            if answer is not None:
+                yield answer
 
     def arrival_entry(self, answer: Result) -> str | None:
         """The spool entry of a judge-free answer's row, made before :meth:`run` (by the worker of
@@ -209,11 +224,7 @@ class ScoringStage:
         to_judge: list[Result] = []
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
         arrivals, self.arrivals = self.arrivals, None
-        for answer in self._answers():
-            entry = arrivals.take(answer.model, answer.item_id) if arrivals is not None else None
-            if entry is not None:  # scored when it arrived: the same row, already serialised
-                self._rows.spool_entry(entry)
-                continue
+        for answer in self._answers(arrivals):  # the rows scored when they arrived are copied on the way
             item = self.items[answer.item_id]
             outcome = score_answer(item, answer.text, answer.status)
             if isinstance(outcome, NeedsJudge):

@@ -497,28 +497,42 @@ class RunStore(SqliteHandle):
         """All results of a run, sorted by (model, item_id, stage)."""
         return list(self.iter_results(run_id))
 
-    def iter_results(self, run_id: str, *, stage: str | None = None) -> Iterator[Result]:
-        """:meth:`results` (optionally of one stage), read a page at a time in the same order.
+    def iter_results(self, run_id: str, *, stage: str | None = None, requests: bool = True) -> Iterator[Result]:
+        """:meth:`results` (optionally of one stage), read a page at a time in the same order;
+        ``requests=False`` leaves ``request_json`` empty (an export or a scorer does not read it).
 
         Pages are keyed on the primary key (no statement stays open between them, see
         :meth:`iter_pending_units`), so memory stays one page however large the run.
         """
+        select = _SELECT_RESULT if requests else f"SELECT {_SELECT_ANSWER_FIELDS} FROM results"
+        for row in self._pages(select, run_id, stage):
+            yield _row_to_result(row)
+
+    def iter_result_keys(self, run_id: str, stage: str) -> Iterator[tuple[str, str]]:
+        """(model, item_id) of one stage's rows, in :meth:`iter_results`' order, read from the primary
+        key's index alone (a reader that has most rows already, see ``pool.scoring.ArrivalSpool``)."""
+        for row in self._pages("SELECT model, item_id, stage FROM results", run_id, stage):
+            yield row[0], row[1]
+
+    def _pages(self, select: str, run_id: str, stage: str | None) -> Iterator[Sequence[Any]]:
+        """The rows of ``select`` (its columns naming model, item_id and stage) in (model, item_id,
+        stage) order, a page at a time."""
         where, args = ("run_id = ? AND stage = ?", (run_id, stage)) if stage is not None else ("run_id = ?", (run_id,))
         cursor = self._conn.cursor()
         cursor.row_factory = None  # plain tuples: cheaper than sqlite3.Row, read by position
-        rows = cursor.execute(
-            f"{_SELECT_RESULT} WHERE {where} ORDER BY model, item_id, stage LIMIT ?", (*args, _CHUNK_ROWS)
-        ).fetchall()
+        rows = cursor.execute(f"{select} WHERE {where} ORDER BY model, item_id, stage LIMIT ?", (*args, _CHUNK_ROWS)).fetchall()
+        if not rows:
+            return
+        names = [d[0] for d in cursor.description]
+        model, item_id, stage_at = names.index("model"), names.index("item_id"), names.index("stage")
         while rows:
-            for row in rows:
-                yield _row_to_result(row)
+            yield from rows
             if len(rows) < _CHUNK_ROWS:
                 return
             last = rows[-1]
             rows = cursor.execute(
-                f"{_SELECT_RESULT} WHERE {where} AND (model, item_id, stage) > (?, ?, ?)"
-                " ORDER BY model, item_id, stage LIMIT ?",
-                (*args, last[_FIELD["model"]], last[_FIELD["item_id"]], last[_FIELD["stage"]], _CHUNK_ROWS),
+                f"{select} WHERE {where} AND (model, item_id, stage) > (?, ?, ?) ORDER BY model, item_id, stage LIMIT ?",
+                (*args, last[model], last[item_id], last[stage_at], _CHUNK_ROWS),
             ).fetchall()
 
     def results_after(self, run_id: str, stage: str, rowid: int, limit: int = _CHUNK_ROWS) -> list[tuple[int, Result]]:

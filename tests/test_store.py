@@ -31,6 +31,7 @@ from pool.cache_key import (
 from pool.export import EXPORT_FIELDS, export_results_jsonl, write_summary
 from pool.outcome import Result, Unit, classify, result_from_response
 from pool.response_cache import CACHE_FILENAME, ResponseCache
+import pool.store as store_module
 from pool.store import RunMismatchError, RunStore
 from runners.base import (
     Attempt,
@@ -267,6 +268,25 @@ def test_results_after_tails_one_stage_in_write_order(store: RunStore) -> None:
     query = next(q for q in statements if "rowid >" in q)
     plan = store._conn.execute("EXPLAIN QUERY PLAN " + query).fetchall()
     assert [tuple(row)[3] for row in plan] == ["SEARCH results USING INTEGER PRIMARY KEY (rowid>?)"]
+
+
+def test_result_keys_and_rows_without_requests_page_in_the_rows_order(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the scoring stage reads when most rows were scored on arrival: one stage's keys, in the
+    order of its rows, across pages, from the primary key's index alone; and rows without requests."""
+    monkeypatch.setattr(store_module, "_CHUNK_ROWS", 2)
+    for unit in (Unit("b", "i2"), Unit("a", "i3"), Unit("b", "i1"), Unit("a", "i1"), Unit("a", "i1", "judge:x")):
+        store.record(_result(unit))
+    rows = list(store.iter_results(RUN, stage="answer"))
+    assert [(r.model, r.item_id) for r in rows] == [("a", "i1"), ("a", "i3"), ("b", "i1"), ("b", "i2")]
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    assert list(store.iter_result_keys(RUN, "answer")) == [(r.model, r.item_id) for r in rows]
+    store._conn.set_trace_callback(None)
+    for query in statements:
+        plan = store._conn.execute("EXPLAIN QUERY PLAN " + query).fetchall()
+        assert all("COVERING INDEX" in tuple(row)[3] for row in plan), plan
+    bare = list(store.iter_results(RUN, stage="answer", requests=False))
+    assert [dataclasses.replace(r, request_json="") for r in rows] == bare and all(r.request_json for r in rows)
 
 
 def test_pending_units_after_partial_progress(store: RunStore) -> None:
