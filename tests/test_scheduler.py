@@ -10,7 +10,7 @@ from pool.outcome import Unit
 from pool.response_cache import ResponseCache
 from pool.scheduler import Job, Lane, Scheduler
 from pool.store import RunStore
-from runners.base import GenerationParams, GenerationRequest
+from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.openai_compat import OpenAICompatRunner
 from runners.retry import RetryPolicy
 from tests.fakes import cut_body, drop, rate_limited, server_error, stall, truncated_json
@@ -124,3 +124,48 @@ def test_idle_slots_cost_nothing(tmp_path):
     counters, results, failed, pending = _run(tmp_path, fake, {"fake": _jobs("m1", 3, "fake://a")}, concurrency=256)
     assert len(results) == 3 and not pending
     assert max(seen) <= 3 and fake.max_in_flight == 3
+
+
+class _WaveExecutor:
+    """Hands every job of a lane back at once, as answers that arrive in one turn of the loop, then
+    waits for their commits, as an executor does before those slots send again."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.rows_before_commit: int | None = None
+        self.outcomes: list[object] = []
+
+    async def run(self, jobs_by_lane, on_result, settle_locally) -> None:
+        for jobs in jobs_by_lane.values():
+            commits = [on_result(job, GenerationResponse("answer", "stop", 3, 2, 0.01))
+                       for job in jobs if not settle_locally(job)]
+            self.rows_before_commit = len(self.store.results("r1"))
+            self.outcomes = await asyncio.gather(*commits, return_exceptions=True)
+
+
+def _wave(tmp_path: Path, jobs: list[Job]) -> tuple[_WaveExecutor, list[str], list]:
+    with RunStore(tmp_path / "run") as store:
+        store.begin_run("r1", pool_fingerprint="p", data_fingerprint="d", options={})
+        store.save_plan("r1", [j.unit for j in jobs])
+        statements: list[str] = []
+        store._conn.set_trace_callback(statements.append)
+        executor = _WaveExecutor(store)
+        asyncio.run(Scheduler(run_id="r1", store=store, executor=executor).run({"fake": iter(jobs)}))
+        store._conn.set_trace_callback(None)
+        return executor, [s for s in statements if s in ("COMMIT", "ROLLBACK")], store.results("r1")
+
+
+def test_answers_that_arrive_together_share_one_commit_before_their_slots_go_on(tmp_path):
+    executor, ends, results = _wave(tmp_path, _jobs("m1", 6, "fake://a"))
+    assert executor.rows_before_commit == 0  # nothing is written while the answers are handed over...
+    assert executor.outcomes == [None] * 6  # ...and every slot is released only once its row is in
+    assert ends == ["COMMIT"] and len(results) == 6
+
+
+def test_a_refused_row_in_a_group_fails_its_own_slot_only(tmp_path):
+    jobs = _jobs("m1", 5, "fake://a")
+    jobs[2] = Job(jobs[2].unit, jobs[2].request, "openai", "fake://a", called_model="intruder")  # planned for m1
+    executor, ends, results = _wave(tmp_path, jobs)
+    assert [type(o).__name__ for o in executor.outcomes] == ["NoneType"] * 2 + ["WrongAnswererError"] + ["NoneType"] * 2
+    assert ends == ["ROLLBACK", "COMMIT", "COMMIT", "ROLLBACK", "COMMIT", "COMMIT"]  # the group, then row by row
+    assert sorted(r.item_id for r in results) == ["demo/t/0", "demo/t/1", "demo/t/3", "demo/t/4"]
