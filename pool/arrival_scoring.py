@@ -86,7 +86,7 @@ class ArrivalWorker:
 
     async def _read_reports(self) -> None:
         """Index each batch of rows the worker reports (a JSON list of [model, item_id, offset, length]);
-        note the end of scoring (``{"scored": true}``) and the export's cost tally (``{"costs": {...}}``)."""
+        note the end of scoring (``{"scored": true}``) and the export's report (``{"costs": ..., "summary": ...}``)."""
         assert self.proc.stdout is not None
         try:
             while line := await self.proc.stdout.readline():
@@ -213,7 +213,7 @@ def _follow(tail: _Tail, control: int) -> bytes | None:
                 return None
             said += chunk
     tail.catch_up()  # everything committed before the driver said finish
-    return said[-len(FINISH):] if said.endswith(FINISH) else EXPORT
+    return FINISH if said.endswith(FINISH) else EXPORT
 
 
 def _report(out: TextIO, message: dict[str, Any]) -> None:
