@@ -352,9 +352,7 @@ class _Run:
                                      anchor_sample=options.get("anchor_sample") or 0)
                 # judge-free answers are scored in a process of their own while the run waits on the network
                 worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
-                # Without a judge the stage writes nothing to the store: meanwhile the worker exports results.jsonl
-                # and counts the store for summary.json.
-                export, exporting = judge is None, False
+                exporting = False  # the worker writes results.jsonl and counts the store while the stage scores
                 try:
                     try:
                         if totals:
@@ -362,8 +360,9 @@ class _Run:
                             await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
                                 self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
                         if worker is not None:
-                            stage.arrivals = await worker.finish(export=export)
-                            exporting = export and stage.arrivals is not None
+                            # Without a judge the stage writes nothing to the store: it is final, ready to export.
+                            stage.arrivals = await worker.finish(export=judge is None)
+                            exporting = judge is None and stage.arrivals is not None
                     finally:
                         progress.close()
                     await stage.run()

@@ -197,8 +197,7 @@ class _Tail:
                     self.end += len(data)
             if places:
                 self.out.flush()
-                self.report.write(json.dumps(places, ensure_ascii=False) + "\n")
-                self.report.flush()
+                _report(self.report, places)
 
 
 def _follow(tail: _Tail, control: int) -> bytes | None:
@@ -216,8 +215,9 @@ def _follow(tail: _Tail, control: int) -> bytes | None:
     return FINISH if said.endswith(FINISH) else EXPORT
 
 
-def _report(out: TextIO, message: dict[str, Any]) -> None:
-    out.write(json.dumps(message) + "\n")
+def _report(out: TextIO, message: Any) -> None:
+    """One report to the driver: a JSON line, flushed (see :meth:`ArrivalWorker._read_reports`)."""
+    out.write(json.dumps(message, ensure_ascii=False) + "\n")
     out.flush()
 
 

@@ -222,22 +222,15 @@ class Scheduler:
             return
         try:
             self.store.record_many([result for _, result, _ in pending], retry_infra_errors=self.retry_infra_errors)
+            together = True
         except Exception:  # noqa: BLE001 - each row again, alone, with its own outcome
-            for job, result, committed in pending:
-                try:
-                    self.store.record(result, retry_infra_errors=self.retry_infra_errors)
-                    self._recorded(job, result)
-                except Exception as exc:  # noqa: BLE001 - handed to the worker that sent the job
-                    if not committed.done():
-                        committed.set_exception(exc)
-                else:
-                    if not committed.done():
-                        committed.set_result(None)
-            return
+            together = False
         for job, result, committed in pending:
             try:
+                if not together:
+                    self.store.record(result, retry_infra_errors=self.retry_infra_errors)
                 self._recorded(job, result)
-            except Exception as exc:  # noqa: BLE001 - e.g. the store refused a model-failure mark
+            except Exception as exc:  # noqa: BLE001 - handed to the worker that sent the job
                 if not committed.done():
                     committed.set_exception(exc)
             else:
