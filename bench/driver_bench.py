@@ -22,7 +22,9 @@ fresh run folder, alone in its own parent folder (so the nightly index and compa
 does after every run sees a first night, whatever ran before), and a fresh, empty response cache.
 
 Tables: the driver alone — the Scheduler over an executor that answers at once (no HTTP), the
-per-result cost that bounds a Ray cluster's single driver (best CPU of 3 runs); throughput at
+per-result cost that bounds a Ray cluster's single driver (best CPU of 3 runs); the HTTP path alone —
+the bare loop's workers calling the pool's runner (``runner``), so the pool's gap splits into what
+its HTTP path costs and what the rest of the run costs; throughput at
 concurrency 256 / 0 ms latency and 64 / 100 ms (``ratio = pool units/s / bare
 units/s``; goals ≥ 0.80 and ≥ 0.95), with and without the routing build; peak RSS of the pool run
 (``no_routing``) at 5k, 20k and (without ``--quick``) 100k units, goal ≤ 100 MB at 20k.
@@ -208,7 +210,7 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
             yield Job(Unit(model, item), request, "openai", "http://127.0.0.1:8000/v1")
 
     out = Path(args.out)
-    with RunStore(out / "run") as store, ResponseCache(out / "cache") as cache:
+    with RunStore(out / "run") as store, ResponseCache(out / "cache", write_behind=True) as cache:  # as a run opens it
         store.begin_run("run", pool_fingerprint="bench", data_fingerprint="bench", options={})
         store.save_plan("run", (Unit(model, item) for model, item in units))
         progress = ProgressDisplay(Counter(model for model, _ in units), stream=io.StringIO(), interactive=False)
@@ -222,27 +224,30 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def child_bare(args: argparse.Namespace) -> dict[str, Any]:
-    """The floor: the same payloads, one session, ``concurrency`` workers, read + json.loads each body."""
+    """The floor: the same payloads, one session, ``concurrency`` workers, read + json.loads each body.
+    With ``--runner``: the same workers, each call through the pool's own runner (``generate``: its
+    retry wrapper, timeout, bounded read and parse) — the HTTP path alone, without the driver."""
     import aiohttp
 
     from eval.loaders import load_items
     from pool.config import load_pool
     from pool.plan import answer_request
-    from runners.openai_compat import build_payload
+    from runners.openai_compat import OpenAICompatRunner, build_payload
 
     config = load_pool(args.pool)
     items = load_items([Path(args.suite)]).scorable_items
     base_url = config.backends["fake"].base_url
     concurrency = config.backends["fake"].max_concurrency
-    feed = (build_payload(answer_request(model, item)) for model in config.models for item in items)
+    requests = (answer_request(model, item) for model in config.models for item in items)
     start_rss = _status_mb("VmRSS")
 
-    async def go() -> int:
+    async def bare() -> int:
         done = 0
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
             async def worker() -> None:
                 nonlocal done
-                for path, payload in feed:
+                for request in requests:
+                    path, payload = build_payload(request)
                     async with session.post(base_url + path, json=payload) as resp:
                         body = await resp.read()
                     if resp.status != 200 or "choices" not in json.loads(body):
@@ -252,8 +257,26 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.gather(*(worker() for _ in range(concurrency)))
         return done
 
+    async def through_runner() -> int:
+        done = 0
+        runner = OpenAICompatRunner(base_url)
+
+        async def worker() -> None:
+            nonlocal done
+            for request in requests:
+                response = await runner.generate(request)
+                if not response.ok:
+                    raise RuntimeError(f"runner: {response.error_class}: {response.error_detail}")
+                done += 1
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        finally:
+            await runner.aclose()
+        return done
+
     wall, cpu = time.perf_counter(), time.process_time()
-    done = asyncio.run(go())
+    done = asyncio.run(through_runner() if args.runner else bare())
     wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
             "detail": {"requests": done}}
@@ -268,7 +291,7 @@ def run_child(path: str, units: int, argv: list[str], tree: Path = REPO_ROOT) ->
         raise RuntimeError(f"{path} child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     measured = Measured(path, units, **report)
-    if path != "bare" and measured.detail["exit_code"] != 0:
+    if path not in ("bare", "runner") and measured.detail["exit_code"] != 0:
         raise RuntimeError(f"{path}: pool.run exit {measured.detail['exit_code']}: {measured.detail}\n{proc.stderr[-3000:]}")
     return measured
 
@@ -304,8 +327,8 @@ class Workbench:
             return run_child(path, units, argv, self.trees[label.rstrip("]")])
         pool = write_pool(self.root / f"{tag}.yaml", base_url, concurrency, self.models_for(units))
         argv = ["--pool", str(pool), "--suite", str(self.suite)]
-        if kind == "bare":
-            return run_child(path, units, argv + ["--bare"])
+        if kind in ("bare", "runner"):
+            return run_child(path, units, argv + ["--bare"] + (["--runner"] if kind == "runner" else []))
         # Its own folder per run: pool.run indexes a run in its parent folder and compares it with the last
         # comparable run there, which would make each measured run depend on the ones before it.
         argv += ["--out", str(self.root / tag / "run"), "--cache-dir", str(self.root / tag / "cache")]
@@ -331,7 +354,7 @@ def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, A
         fake = FakeServerProcess(bench.root, latency)
         try:
             bench.measure("bare", fake.base_url, concurrency, bench.items_per_model)  # warm both processes up
-            runs: dict[str, list[Measured]] = {path: [] for path in ["bare", *bench.pool_paths()]}
+            runs: dict[str, list[Measured]] = {path: [] for path in ["bare", "runner", *bench.pool_paths()]}
             for _ in range(reps):  # interleaved, so drift on a shared machine hits every path
                 for path, measured in runs.items():
                     measured.append(bench.measure(path, fake.base_url, concurrency, units))
@@ -341,7 +364,7 @@ def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, A
         finally:
             fake.stop()
         best = {path: max(ms, key=lambda m: m.rate) for path, ms in runs.items()}
-        for path in bench.pool_paths():
+        for path in ["runner", *bench.pool_paths()]:
             rows.append({"config": config, "path": path, "units": units,
                          "rate": best[path].rate, "cpu_ms": best[path].cpu_ms_per_unit,
                          "worker_cpu_ms": best[path].worker_cpu_ms_per_unit,
@@ -431,7 +454,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also measure pool.run of another copy of the project (e.g. `git archive` of an "
                              "earlier commit), interleaved with this checkout's runs; repeatable")
     child = parser.add_argument_group("child process (internal)")
-    for flag in ("--child", "--bare", "--routing"):
+    for flag in ("--child", "--bare", "--runner", "--routing"):
         child.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     child.add_argument("--driver-units", type=int, help=argparse.SUPPRESS)
     child.add_argument("--items", type=int, default=1_000, help=argparse.SUPPRESS)

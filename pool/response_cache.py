@@ -140,15 +140,15 @@ class ResponseCache(SqliteHandle):
     def _write(self, entries: list[tuple[str, tuple[GenerationResponse, bool, str]]]) -> int:
         written = 0
         with transaction(self._conn):
-            for key, (response, replace, created_at) in entries:
-                conflict = _REPLACE if replace else "DO NOTHING"
-                cur = self._conn.execute(
-                    "INSERT INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, latency_s,"
-                    f" server_timing_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
-                    (key, response.text, response.finish_reason, response.prompt_tokens, response.completion_tokens,
-                     response.latency_s, response.server_timing_s, created_at),
-                )  # fmt: skip
-                written += cur.rowcount == 1
+            for replace in (False, True):
+                rows = [(key, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, r.latency_s,
+                         r.server_timing_s, created_at) for key, (r, again, created_at) in entries if again is replace]
+                if rows:
+                    conflict = _REPLACE if replace else "DO NOTHING"
+                    written += self._conn.executemany(
+                        "INSERT INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, latency_s,"
+                        f" server_timing_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
+                        rows).rowcount  # fmt: skip
         return written
 
     def close(self) -> None:

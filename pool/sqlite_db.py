@@ -21,12 +21,13 @@ NFS/SMB).
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -80,6 +81,14 @@ class SqliteHandle:
         self.close()
 
 
+_LAST_SECOND: list[Any] = [None, ""]  # (whole second, its formatted date and time): stamps repeat it many times
+
+
 def utc_now_iso() -> str:
-    """UTC timestamp with milliseconds, e.g. ``2025-01-31T02:14:05.123+00:00``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """UTC timestamp with milliseconds, e.g. ``2025-01-31T02:14:05.123+00:00`` (``datetime.isoformat``'s
+    layout). A run stamps every result two or three times, so the second's text is formatted once."""
+    now = time.time()
+    second = int(now)
+    if second != _LAST_SECOND[0]:
+        _LAST_SECOND[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_LAST_SECOND[1]}.{int((now - second) * 1000):03d}+00:00"

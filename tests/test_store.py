@@ -455,3 +455,15 @@ def test_sigkill_then_resume_is_exactly_once(tmp_path: Path) -> None:
     summary = write_summary(run_dir, 1.0)
     assert sum(summary["totals"]["status"].values()) == total
     assert summary["totals"]["cache_hits"] == torn
+
+
+def test_utc_now_iso_has_isoformats_layout_across_second_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stamp formats each second once; the text must still be datetime's, millisecond for millisecond."""
+    import pool.sqlite_db as sqlite_db
+    from datetime import UTC, datetime
+
+    for moment in (1738289645.123456, 1738289645.9994, 1738289646.0, 1738289646.0501, 1738289645.5, 951782400.25):
+        monkeypatch.setattr(sqlite_db.time, "time", lambda moment=moment: moment)
+        expected = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
+        assert sqlite_db.utc_now_iso() == expected
+    assert expected == "2000-02-29T00:00:00.250+00:00"
