@@ -14,7 +14,6 @@ finished kept; :func:`resume` completes it.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 import os
@@ -355,8 +354,6 @@ class _Run:
                 worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
                 exporting = False  # the worker writes results.jsonl and counts the store while the stage scores
                 try:
-                    # the last steps' imports (scipy, routing) load in a thread while the run waits on the network
-                    preloading = asyncio.ensure_future(asyncio.to_thread(_preload, self._last_steps())) if totals else None
                     try:
                         if totals:
                             dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
@@ -366,8 +363,6 @@ class _Run:
                             # Without a judge the stage writes nothing to the store: it is final, ready to export.
                             stage.arrivals = await worker.finish(export=judge is None)
                             exporting = judge is None and stage.arrivals is not None
-                        if preloading is not None:
-                            await preloading  # before the stage's own imports: one thread imports at a time
                     finally:
                         progress.close()
                     await stage.run()
@@ -386,10 +381,6 @@ class _Run:
                 raise KeyboardInterrupt
             if cache is not None:
                 cache.close()
-
-    def _last_steps(self) -> tuple[str, ...]:
-        """The modules the steps after answering import: the nightly index, and the routing build unless skipped."""
-        return ("routing.nightly",) if self.options.get("no_routing") else ("routing.nightly", "routing.build")
 
     def _worth_a_worker(self, totals: Mapping[str, int]) -> bool:
         """Whether this run scores enough judge-free answers to pay for the arrival-scoring worker."""
@@ -414,16 +405,6 @@ class _Run:
 
         signal.signal(signal.SIGTERM, on_sigterm)
         return sigterm
-
-
-def _preload(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` ahead of use. A failure is left to the step that imports the module for real,
-    where it is reported (``build_routing`` says how to build the routing outputs by hand)."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - reported where the module is used
-            return
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:

@@ -14,7 +14,7 @@ without calling it, so the rest of the pool finishes and the summary says why.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -195,8 +195,8 @@ class Scheduler:
             return True
         return False
 
-    def _on_sent_result(self, job: Job, response: GenerationResponse) -> asyncio.Future[None]:
-        """Take a sent job's response; the future is done once its row is committed (the executor
+    def _on_sent_result(self, job: Job, response: GenerationResponse) -> Awaitable[None]:
+        """Take a sent job's response; the awaitable is done once its row is committed (the executor
         awaits it before that slot sends again)."""
         self.counters.calls += 1
         if self.budget is not None:
@@ -209,7 +209,15 @@ class Scheduler:
         self._pending.append((job, self._result(job, response, cached=False), committed))
         if len(self._pending) == 1:  # the first of a group: commit once this turn of the loop has run
             loop.call_soon(self._commit_pending)
-        return committed
+        return self._committed(committed)
+
+    @staticmethod
+    async def _committed(committed: asyncio.Future[None]) -> None:
+        """Wait for the row's commit. The group's commit was queued ahead of this slot's wake-up, so
+        after one yield it has run and the slot goes on in that same turn of the loop; awaiting the
+        future alone would wake the slot only in the turn after the commit."""
+        await asyncio.sleep(0)
+        await committed
 
     def _commit_pending(self) -> None:
         """Group commit: the responses that arrived in one turn of the event loop go into the store in
