@@ -121,9 +121,11 @@ class Scheduler:
 
     Sending is the executor's job (:mod:`pool.executor`; by default :class:`LocalExecutor` over
     ``lanes``). The driver alone reads and fills the response cache, settles a failed model's jobs
-    without sending them, and records every result: each settled job in a transaction of its own, the
-    responses that arrive in one turn of the event loop in one transaction together (group commit,
-    :meth:`_commit_pending`); a slot sends again only once its row is committed.
+    without sending them, and records every result: each settled job in a transaction of its own; of
+    the responses that arrive in one turn of the event loop, the first in a transaction of its own at
+    once (a slow server's answers come one per turn, and their slots go straight on) and the rest in
+    one transaction together at the next turn (group commit, :meth:`_commit_pending`). A slot sends
+    again only once its row is committed.
     """
 
     def __init__(
@@ -157,6 +159,7 @@ class Scheduler:
         self._stale: set[Unit] = set()
         self._open: dict[Unit, _OpenJob] = {}  # settled-or-sent jobs not yet recorded (at most the in-flight ones)
         self._pending: list[tuple[Job, Result, asyncio.Future[None]]] = []  # received, to commit this loop turn
+        self._turn_open = False  # an answer of this turn was committed already: the next ones are grouped
 
     async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]]) -> RunCounters:
         """Execute every job; returns when all are recorded (or raises CancelledError on Ctrl-C)."""
@@ -195,9 +198,9 @@ class Scheduler:
             return True
         return False
 
-    def _on_sent_result(self, job: Job, response: GenerationResponse) -> Awaitable[None]:
+    def _on_sent_result(self, job: Job, response: GenerationResponse) -> Awaitable[None] | None:
         """Take a sent job's response; the awaitable is done once its row is committed (the executor
-        awaits it before that slot sends again)."""
+        awaits it before that slot sends again); None: committed already."""
         self.counters.calls += 1
         if self.budget is not None:
             self.budget.charge(job.caller, response)
@@ -205,11 +208,25 @@ class Scheduler:
             self.cache.put(self._opened(job).cache_key, response, replace=job.unit in self._stale)
         self._stale.discard(job.unit)
         loop = asyncio.get_running_loop()
+        result = self._result(job, response, cached=False)
+        if not self._turn_open:  # the first answer of this turn of the loop: committed at once, alone
+            self._turn_open = True
+            loop.call_soon(self._close_turn)
+            try:
+                self.store.record(result, retry_infra_errors=self.retry_infra_errors)
+            except Exception as exc:  # noqa: BLE001 - handed to the slot that sent the job, as a group's are
+                refused: asyncio.Future[None] = loop.create_future()
+                refused.set_exception(exc)
+                return refused
+            self._recorded(job, result)
+            return None
         committed: asyncio.Future[None] = loop.create_future()
-        self._pending.append((job, self._result(job, response, cached=False), committed))
-        if len(self._pending) == 1:  # the first of a group: commit once this turn of the loop has run
-            loop.call_soon(self._commit_pending)
+        self._pending.append((job, result, committed))  # a later answer of this turn: committed with the others
         return self._committed(committed)
+
+    def _close_turn(self) -> None:
+        self._turn_open = False
+        self._commit_pending()
 
     @staticmethod
     async def _committed(committed: asyncio.Future[None]) -> None:
@@ -220,10 +237,10 @@ class Scheduler:
         await committed
 
     def _commit_pending(self) -> None:
-        """Group commit: the responses that arrived in one turn of the event loop go into the store in
-        one transaction, so a burst of answers pays for one commit, not one each. Every worker still
-        waits for its own row's commit before it takes its next job (a SIGKILL loses no answer whose
-        slot moved on). A batch the store refuses (a wrong answerer) is written row by row, so only
+        """Group commit: the responses that arrived in one turn of the event loop after its first go
+        into the store in one transaction, so a burst of answers pays for two commits, not one each.
+        Every worker still waits for its own row's commit before it takes its next job (a SIGKILL
+        loses no answer whose slot moved on). A batch the store refuses (a wrong answerer) is written row by row, so only
         the bad row's worker gets the error."""
         pending, self._pending = self._pending, []
         if not pending:

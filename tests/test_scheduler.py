@@ -128,19 +128,24 @@ def test_idle_slots_cost_nothing(tmp_path):
 
 class _WaveExecutor:
     """Hands every job of a lane back at once, as answers that arrive in one turn of the loop, then
-    waits for their commits, as an executor does before those slots send again."""
+    waits for their commits, as an executor does before those slots send again (None: committed already)."""
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
         self.rows_before_commit: int | None = None
+        self.committed_at_once: list[bool] = []
         self.outcomes: list[object] = []
 
     async def run(self, jobs_by_lane, on_result, settle_locally) -> None:
+        async def done() -> None:
+            return None
+
         for jobs in jobs_by_lane.values():
             commits = [on_result(job, GenerationResponse("answer", "stop", 3, 2, 0.01))
                        for job in jobs if not settle_locally(job)]
             self.rows_before_commit = len(self.store.results("r1"))
-            self.outcomes = await asyncio.gather(*commits, return_exceptions=True)
+            self.committed_at_once = [c is None for c in commits]
+            self.outcomes = await asyncio.gather(*(done() if c is None else c for c in commits), return_exceptions=True)
 
 
 def _wave(tmp_path: Path, jobs: list[Job]) -> tuple[_WaveExecutor, list[str], list]:
@@ -156,10 +161,38 @@ def _wave(tmp_path: Path, jobs: list[Job]) -> tuple[_WaveExecutor, list[str], li
 
 
 def test_answers_that_arrive_together_share_one_commit_before_their_slots_go_on(tmp_path):
+    """The first answer of a turn of the loop is committed at once (its slot goes straight on); the
+    others of that turn wait together for one commit."""
     executor, ends, results = _wave(tmp_path, _jobs("m1", 6, "fake://a"))
-    assert executor.rows_before_commit == 0  # nothing is written while the answers are handed over...
+    assert executor.committed_at_once == [True] + [False] * 5
+    assert executor.rows_before_commit == 1  # only the first is written while the answers are handed over...
     assert executor.outcomes == [None] * 6  # ...and every slot is released only once its row is in
-    assert ends == ["COMMIT"] and len(results) == 6
+    assert ends == ["COMMIT", "COMMIT"] and len(results) == 6
+
+
+def test_the_first_answer_of_each_turn_is_committed_at_once(tmp_path):
+    """Answers that come one turn of the loop apart (a slow server's) are each committed at once."""
+    jobs = _jobs("m1", 3, "fake://a")
+
+    class OneByOne:
+        def __init__(self) -> None:
+            self.committed_at_once: list[bool] = []
+
+        async def run(self, jobs_by_lane, on_result, settle_locally) -> None:
+            for job in jobs_by_lane["fake"]:
+                if not settle_locally(job):
+                    commit = on_result(job, GenerationResponse("answer", "stop", 3, 2, 0.01))
+                    self.committed_at_once.append(commit is None)
+                    if commit is not None:
+                        await commit
+                    await asyncio.sleep(0.01)  # the next answer arrives in a later turn
+
+    executor = OneByOne()
+    with RunStore(tmp_path / "run") as store:
+        store.begin_run("r1", pool_fingerprint="p", data_fingerprint="d", options={})
+        store.save_plan("r1", [j.unit for j in jobs])
+        asyncio.run(Scheduler(run_id="r1", store=store, executor=executor).run({"fake": iter(jobs)}))
+        assert executor.committed_at_once == [True, True, True] and len(store.results("r1")) == 3
 
 
 def test_a_refused_row_in_a_group_fails_its_own_slot_only(tmp_path):
@@ -167,5 +200,15 @@ def test_a_refused_row_in_a_group_fails_its_own_slot_only(tmp_path):
     jobs[2] = Job(jobs[2].unit, jobs[2].request, "openai", "fake://a", called_model="intruder")  # planned for m1
     executor, ends, results = _wave(tmp_path, jobs)
     assert [type(o).__name__ for o in executor.outcomes] == ["NoneType"] * 2 + ["WrongAnswererError"] + ["NoneType"] * 2
-    assert ends == ["ROLLBACK", "COMMIT", "COMMIT", "ROLLBACK", "COMMIT", "COMMIT"]  # the group, then row by row
+    # the first answer alone, then the group of the other four, refused, then row by row
+    assert ends == ["COMMIT", "ROLLBACK", "COMMIT", "ROLLBACK", "COMMIT", "COMMIT"]
     assert sorted(r.item_id for r in results) == ["demo/t/0", "demo/t/1", "demo/t/3", "demo/t/4"]
+
+
+def test_a_refused_first_answer_fails_its_own_slot_only(tmp_path):
+    jobs = _jobs("m1", 4, "fake://a")
+    jobs[0] = Job(jobs[0].unit, jobs[0].request, "openai", "fake://a", called_model="intruder")  # planned for m1
+    executor, ends, results = _wave(tmp_path, jobs)
+    assert [type(o).__name__ for o in executor.outcomes] == ["WrongAnswererError"] + ["NoneType"] * 3
+    assert ends == ["ROLLBACK", "COMMIT"]  # the first answer alone, refused; then the other three together
+    assert sorted(r.item_id for r in results) == ["demo/t/1", "demo/t/2", "demo/t/3"]
