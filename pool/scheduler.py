@@ -167,6 +167,7 @@ class Scheduler:
             await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
         finally:
             self._commit_pending()  # answers received before a Ctrl-C are kept, as if committed on arrival
+            self._turn_open = False  # a loop that ends here drops the queued _close_turn; the next run starts afresh
         if self.budget is not None and self.budget.not_run:
             raise BudgetExhausted(self.budget.reason(), self.budget.not_run)
         return self.counters
@@ -240,8 +241,8 @@ class Scheduler:
         """Group commit: the responses that arrived in one turn of the event loop after its first go
         into the store in one transaction, so a burst of answers pays for two commits, not one each.
         Every worker still waits for its own row's commit before it takes its next job (a SIGKILL
-        loses no answer whose slot moved on). A batch the store refuses (a wrong answerer) is written row by row, so only
-        the bad row's worker gets the error."""
+        loses no answer whose slot moved on). A batch the store refuses (a wrong answerer) is written
+        row by row, so only the bad row's worker gets the error."""
         pending, self._pending = self._pending, []
         if not pending:
             return

@@ -212,3 +212,16 @@ def test_a_refused_first_answer_fails_its_own_slot_only(tmp_path):
     assert [type(o).__name__ for o in executor.outcomes] == ["WrongAnswererError"] + ["NoneType"] * 3
     assert ends == ["ROLLBACK", "COMMIT"]  # the first answer alone, refused; then the other three together
     assert sorted(r.item_id for r in results) == ["demo/t/1", "demo/t/2", "demo/t/3"]
+
+
+def test_a_scheduler_run_again_in_a_new_event_loop_still_commits_its_groups(tmp_path):
+    """Runs one after another (the scoring stage's judge calls, a test's second asyncio.run) each
+    start a fresh turn: the second run's grouped answers are committed, nothing hangs."""
+    jobs = _jobs("m1", 5, "fake://a")
+    with RunStore(tmp_path / "run") as store:
+        store.begin_run("r1", pool_fingerprint="p", data_fingerprint="d", options={})
+        store.save_plan("r1", [j.unit for j in jobs])
+        scheduler = Scheduler(run_id="r1", store=store, executor=_WaveExecutor(store))
+        asyncio.run(scheduler.run({"fake": iter(jobs[:1])}))
+        asyncio.run(asyncio.wait_for(scheduler.run({"fake": iter(jobs[1:])}), timeout=30))
+        assert len(store.results("r1")) == 5

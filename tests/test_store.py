@@ -459,8 +459,9 @@ def test_sigkill_then_resume_is_exactly_once(tmp_path: Path) -> None:
 
 def test_utc_now_iso_has_isoformats_layout_across_second_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stamp formats each second once; the text must still be datetime's, millisecond for millisecond."""
-    import pool.sqlite_db as sqlite_db
     from datetime import UTC, datetime
+
+    import pool.sqlite_db as sqlite_db
 
     for moment in (1738289645.123456, 1738289645.9994, 1738289646.0, 1738289646.0501, 1738289645.5, 951782400.25):
         monkeypatch.setattr(sqlite_db.time, "time", lambda moment=moment: moment)
