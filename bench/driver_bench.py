@@ -11,7 +11,8 @@ Everything runs in one process tree: this process starts the fake OpenAI-compati
 (``tests.fakes.serve_openai``, its own process and core) and then each measured path in a fresh
 child process (``python -m bench.driver_bench --child …``), interleaved, so both see the same
 machine. A child times only its own work (``perf_counter`` wall, ``process_time`` CPU — the
-imports and, for the bare loop, building the payloads are left out; the pool's arrival-scoring
+imports and, for the bare and runner loops, loading the pool file and suite are left out (their
+requests are built inside the loop, as a run builds its jobs); the pool's arrival-scoring
 worker, a process of its own, is reported in a column of its own) and reports its peak resident
 memory (``VmHWM``: Python objects, SQLite's page cache and the interpreter itself).
 
