@@ -32,10 +32,9 @@ import yaml
 from pool.arrival_scoring import MIN_ANSWERS, ArrivalWorker
 from pool.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError, load_pool
-from pool.costs import CostTally
 from pool.dispatch import Dispatcher
 from pool.endpoints import open_execution
-from pool.export import export_results_jsonl, write_summary
+from pool.export import export_results_with_costs, write_summary
 from pool.items_source import DataError, load_run_items, select_items
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
 from pool.progress import ProgressDisplay
@@ -279,9 +278,7 @@ class _Run:
             if self.exported is not None:  # written and counted by the scoring worker while the stage scored
                 extra["costs"], counted = self.exported["costs"], self.exported["summary"]
             else:
-                costs = CostTally(self.plan.config)
-                export_results_jsonl(self.run_dir, self.run_id, observe=costs.add)
-                extra["costs"] = costs.summary()
+                extra["costs"] = export_results_with_costs(self.run_dir, self.run_id, self.plan.config)
             summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra,
                                     counted=counted)
             if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):

@@ -38,8 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from pool.costs import CostTally
-from pool.export import export_results_jsonl, summarize_store
+from pool.export import export_results_with_costs, summarize_store
 from pool.plan import ANSWER_STAGE
 from pool.run_spec import stored_options
 from pool.scoring import ArrivalSpool, ScoringStage
@@ -103,12 +102,16 @@ class ArrivalWorker:
         finally:
             self.scored.set()  # wakes finish() whatever ended the reports
 
+    def _garbled(self) -> BaseException | None:
+        """What a report that could not be read raised in :meth:`_read_reports`, if one did."""
+        if self.reading.done() and not self.reading.cancelled():
+            return self.reading.exception()
+        return None
+
     def _ended_with(self) -> str:
         """Why the worker's reports ended: a garbled report, or its exit code."""
-        if self.reading.done() and not self.reading.cancelled() and self.reading.exception() is not None:
-            exc = self.reading.exception()
-            return f"{type(exc).__name__}: {exc}"
-        return str(self.proc.returncode)
+        exc = self._garbled()
+        return f"{type(exc).__name__}: {exc}" if exc is not None else str(self.proc.returncode)
 
     async def finish(self, export: bool = False) -> ArrivalSpool | None:
         """Tell the worker answering is over and take the rows it made; None if it failed (logged).
@@ -137,7 +140,7 @@ class ArrivalWorker:
         if it did not get that far (logged: the run exports and counts as without a worker)."""
         await asyncio.wait([self.reading])
         await self.proc.wait()
-        report = self.exported_report if self._ended_with() == "0" else None
+        report = self.exported_report if self.proc.returncode == 0 and self._garbled() is None else None
         if report is None:
             log.warning("the scoring worker ended with %s before its export; the run writes results.jsonl itself",
                         self._ended_with())
@@ -255,11 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         _report(sys.stdout, {"scored": True})
     if said == EXPORT:
-        costs = CostTally(plan.config)
-        export_results_jsonl(run_dir, run_id, observe=costs.add)
+        costs = export_results_with_costs(run_dir, run_id, plan.config)
         with RunStore(run_dir, create=False) as store:
             counted = summarize_store(store, run_id, 0.0)
-        _report(sys.stdout, {"costs": costs.summary(), "summary": counted})
+        _report(sys.stdout, {"costs": costs, "summary": counted})
     return 0
 
 

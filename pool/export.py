@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.files import atomic_write_lines, atomic_write_text
+from pool.config import PoolConfig
+from pool.costs import CostTally
 from pool.outcome import STATUSES, Result
 from pool.store import RunStore
 from pool.store_tallies import Tally
@@ -88,6 +90,14 @@ def export_results_jsonl(run_dir: Path | str, run_id: str | None = None, *,
     with RunStore(run_dir) as store:
         atomic_write_lines(path, lines(store.iter_results(_resolve_run_id(store, run_id), requests=False)))
     return path
+
+
+def export_results_with_costs(run_dir: Path | str, run_id: str, config: PoolConfig) -> dict[str, Any]:
+    """:func:`export_results_jsonl`, and the run's cost summary (:class:`pool.costs.CostTally`) tallied on
+    that same pass — what summary.json's ``extra.costs`` holds, whichever process exports."""
+    costs = CostTally(config)
+    export_results_jsonl(run_dir, run_id, observe=costs.add)
+    return costs.summary()
 
 
 def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[str, Any]:

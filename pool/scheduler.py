@@ -166,8 +166,9 @@ class Scheduler:
         try:
             await self.executor.run(jobs_by_lane, self._on_sent_result, self._settle_locally)
         finally:
-            self._commit_pending()  # answers received before a Ctrl-C are kept, as if committed on arrival
-            self._turn_open = False  # a loop that ends here drops the queued _close_turn; the next run starts afresh
+            # Answers received before a Ctrl-C are kept, as if committed on arrival; and a loop that ends
+            # here drops the queued _close_turn, so the next run must not inherit an open turn.
+            self._close_turn()
         if self.budget is not None and self.budget.not_run:
             raise BudgetExhausted(self.budget.reason(), self.budget.not_run)
         return self.counters
@@ -209,23 +210,23 @@ class Scheduler:
             self.cache.put(self._opened(job).cache_key, response, replace=job.unit in self._stale)
         self._stale.discard(job.unit)
         loop = asyncio.get_running_loop()
-        result = self._result(job, response, cached=False)
         if not self._turn_open:  # the first answer of this turn of the loop: committed at once, alone
             self._turn_open = True
             loop.call_soon(self._close_turn)
             try:
-                self.store.record(result, retry_infra_errors=self.retry_infra_errors)
+                self._record(job, response, cached=False)
             except Exception as exc:  # noqa: BLE001 - handed to the slot that sent the job, as a group's are
                 refused: asyncio.Future[None] = loop.create_future()
                 refused.set_exception(exc)
                 return refused
-            self._recorded(job, result)
             return None
         committed: asyncio.Future[None] = loop.create_future()
-        self._pending.append((job, result, committed))  # a later answer of this turn: committed with the others
+        # a later answer of this turn: committed with the others
+        self._pending.append((job, self._result(job, response, cached=False), committed))
         return self._committed(committed)
 
     def _close_turn(self) -> None:
+        """The end of a turn of the loop: its grouped answers are committed; the next answer is a first."""
         self._turn_open = False
         self._commit_pending()
 
@@ -271,7 +272,8 @@ class Scheduler:
         return opened
 
     def _record(self, job: Job, response: GenerationResponse, *, cached: bool) -> None:
-        """Record a job settled without sending (a cache hit, a failed model) in its own transaction."""
+        """Record a job in a transaction of its own: one settled without sending (a cache hit, a failed
+        model), or the first answer of a turn of the loop."""
         result = self._result(job, response, cached=cached)
         self.store.record(result, retry_infra_errors=self.retry_infra_errors)
         self._recorded(job, result)
