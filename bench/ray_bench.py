@@ -6,7 +6,8 @@ once with :class:`pool.executor.LocalExecutor` and once with :class:`pool.ray_ex
 on a loopback-only Ray cluster (``tests.ray_cluster``: head with 2 CPUs, every address 127.0.0.1).
 ``ratio = ray req/s / local req/s``; the overhead per request is ``1/ray_rate − 1/local_rate``
 (wall time per request at that concurrency) and the driver's CPU per request is shown beside it.
-Rows: latency 0 ms (pure overhead) and 100 ms (a realistic model), concurrency 64.
+Rows: latency 0 ms (pure overhead) at concurrency 64 and 256 (the driver keeps 2 × that in flight),
+and 100 ms (a realistic model) at 64.
 
     python -m bench.ray_bench            # 2,000 units per row (about 1–2 minutes with the cluster start)
     python -m bench.ray_bench --quick    # 400 units per row
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="raybench") as tmp, loopback_cluster(num_cpus=2) as cluster:
         os.environ.update(cluster.env)
-        for latency_ms, concurrency in ((0, 64), (100, 64)):
+        for latency_ms, concurrency in ((0, 64), (0, 256), (100, 64)):
             fake = FakeServerProcess(Path(tmp), latency_s=latency_ms / 1000)
             try:
                 asyncio.run(one_run("local", fake.base_url, 50, concurrency, Path(tmp), None))  # warm-up

@@ -140,27 +140,29 @@ class RayExecutor:
                 group.create_task(self._pump(name, jobs, on_result, settle_locally), name=f"ray-lane:{name}")
 
     async def _pump(self, lane: str, jobs: Iterable[Job], on_result: OnResult, settle_locally: SettleLocally) -> None:
-        """Keep at most 2 × the lane's limit calls in flight; commit each response as it arrives."""
+        """Keep at most 2 × the lane's limit calls in flight; commit each response as it arrives.
+
+        A call's permit is given back only once its response is committed, so nothing more is sent
+        for it before that; one task per call keeps the driver's cost per response flat in the window
+        (an ``asyncio.wait`` over every call in flight costs the window's size at each wake-up).
+        """
         actor = self.actors[lane]
-        window = 2 * self.config.backends[lane].max_concurrency
-        in_flight: dict[asyncio.Future[Any], Job] = {}
+        window = asyncio.Semaphore(2 * self.config.backends[lane].max_concurrency)
 
-        async def drain(until: int) -> None:
-            while len(in_flight) > until:
-                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                commits = [on_result(in_flight.pop(future), future.result()) for future in done]
-                await asyncio.gather(*(c for c in commits if c is not None))  # committed before more are sent
+        async def call(job: Job) -> None:
+            try:
+                commit = on_result(job, await actor.generate.remote(job.request))
+                if commit is not None:
+                    await commit
+            finally:
+                window.release()
 
-        try:
+        async with asyncio.TaskGroup() as calls:
             for job in jobs:
                 if settle_locally(job):
                     continue
-                await drain(window - 1)
-                in_flight[asyncio.ensure_future(actor.generate.remote(job.request))] = job
-            await drain(0)
-        finally:
-            for future in in_flight:
-                future.cancel()
+                await window.acquire()
+                calls.create_task(call(job))
 
 
 def _pythonpath() -> str:
