@@ -59,6 +59,7 @@ from judge.verdicts import ParseFailure
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
 from pool.dispatch import Dispatcher
 from pool.endpoints import open_backends
+from pool.executor import leaf_errors
 from pool.outcome import Unit
 from pool.progress import ProgressDisplay
 from pool.response_cache import ResponseCache
@@ -268,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted; nothing stored (answered claims are in the response cache)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 (a judge server that never came up: say so, exit 1)
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for leaf in leaf_errors(exc):
+            print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
         return EXIT_INFRA
     finally:
         if cache is not None:

@@ -34,6 +34,7 @@ from pool.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError, load_pool
 from pool.dispatch import Dispatcher
 from pool.endpoints import open_execution
+from pool.executor import leaf_errors
 from pool.export import export_results_with_costs, write_summary
 from pool.items_source import DataError, load_run_items, select_items
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
@@ -259,8 +260,9 @@ class _Run:
                 status = EXIT_BUDGET
             except RunInputError:
                 raise
-            except Exception as exc:  # a backend that never came up, a server that crashed at start
-                print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            except Exception as exc:  # a backend that never came up, a server that crashed at start, a full disk
+                for line in _failure_lines(exc, self.run_dir):
+                    print(line, file=sys.stderr)
                 status = EXIT_INFRA
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
                 store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
@@ -402,6 +404,20 @@ class _Run:
 
         signal.signal(signal.SIGTERM, on_sigterm)
         return sigterm
+
+
+def _failure_lines(exc: Exception, run_dir: Path) -> list[str]:
+    """What a run that failed says: each error its lanes raised, by name (not the task group that
+    carried them); a SQLite error (the run store, the response cache) says what was kept and how to go on."""
+    lines = []
+    for leaf in leaf_errors(exc):
+        line = f"error: {type(leaf).__name__}: {leaf}"
+        if isinstance(leaf, sqlite3.Error):
+            line += (f" (a SQLite database failed: the run store {run_dir / 'run.sqlite'} or the response cache; "
+                     f"every result recorded before it is kept. Fix the cause, e.g. free disk space, then "
+                     f"`python -m pool.run --resume {run_dir}`)")
+        lines.append(line)
+    return lines
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:

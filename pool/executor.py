@@ -30,6 +30,14 @@ OnResult = Callable[["Job", GenerationResponse], Awaitable[None] | None]
 SettleLocally = Callable[["Job"], bool]
 
 
+def leaf_errors(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``: an executor's lanes run in task groups, and a group's own
+    message says only how many errors it holds, not what they were."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaf_errors(inner)]
+    return [exc]
+
+
 class Executor(Protocol):
     """Sends jobs lane by lane and reports each response to the driver as it arrives."""
 
