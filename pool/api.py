@@ -39,6 +39,7 @@ from pool.export import export_results_with_costs, write_summary
 from pool.items_source import DataError, load_run_items, select_items
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
 from pool.progress import ProgressDisplay
+from pool.ray_executor import cluster_host_port
 from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
 from pool.run_lock import RunLock, RunLockedError
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
@@ -200,6 +201,8 @@ def _executor_choice(spec: RunSpec, plan: Plan) -> tuple[str, str | None]:
     address = spec.ray_address if spec.ray_address is not None else execution.ray_address
     if name != "ray" and spec.ray_address is not None:
         raise DataError("--ray-address without --executor ray: the local executor has no cluster; add --executor ray")
+    if name == "ray" and address is not None:
+        cluster_host_port(address)  # a malformed address is bad input (ValueError), before anything starts
     return name, address
 
 

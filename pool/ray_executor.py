@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -96,6 +97,8 @@ class RayExecutor:
         self._started_ray = False
 
     async def __aenter__(self) -> RayExecutor:
+        if self.address is not None:
+            await asyncio.to_thread(check_cluster_address, self.address)
         ray = _import_ray(local_cluster=self.address is None)
         if not ray.is_initialized():
             runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath(), **(LOOPBACK_ENV if self.address is None else {})}}
@@ -163,6 +166,32 @@ class RayExecutor:
                     continue
                 await window.acquire()
                 calls.create_task(call(job))
+
+
+def cluster_host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a ``HOST:PORT`` cluster address; None for ``auto`` and ``ray://`` addresses
+    (left to Ray); ValueError, saying what is expected, for anything else."""
+    if address == "auto" or "://" in address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--ray-address (or the pool file's execution.ray_address) {address!r}: expected HOST:PORT "
+                         "(the head's address and its `ray start --head --port`), or 'auto' on a host of the cluster")
+    return host.strip("[]"), int(port)
+
+
+def check_cluster_address(address: str, timeout_s: float = 5.0) -> None:
+    """Fail at once when nothing listens at a ``HOST:PORT`` cluster address: ``ray.init`` would retry
+    for minutes, printing only its own connection warnings, and a nightly job would hang."""
+    host_port = cluster_host_port(address)
+    if host_port is None:
+        return
+    try:
+        socket.create_connection(host_port, timeout=timeout_s).close()
+    except OSError as exc:
+        raise RuntimeError(f"--ray-address (or the pool file's execution.ray_address) {address}: no Ray cluster "
+                           f"answers there ({exc}). Start its head with `ray start --head --port={host_port[1]}` on "
+                           "that host, or correct the address") from None
 
 
 def _pythonpath() -> str:

@@ -152,3 +152,26 @@ def test_bad_pool_file_exits_2_naming_file_and_line(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "pool.yaml:7" in err and "nope" in err
+
+
+def test_a_ray_address_nobody_answers_at_fails_at_once_and_a_malformed_one_is_bad_input(tmp_path):
+    """``ray.init`` retries an unreachable cluster for minutes (a cron job would hang): the run says so
+    and exits 1 before starting Ray; an address that is not HOST:PORT is bad input (exit 2)."""
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on, on loopback
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
+    args = ("--pool", str(pool), "--limit", "2", "--no-cache", "--executor", "ray")
+    proc = run_cli(*args, "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert f"127.0.0.1:{port}: no Ray cluster answers there" in err and "ray start --head" in err
+    assert "gcs" not in err.lower()  # Ray was never asked to connect
+
+    proc = run_cli(*args, "--ray-address", "head-without-port", "--out", str(tmp_path / "run2"), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "'head-without-port': expected HOST:PORT" in err
+    assert not (tmp_path / "run2").exists()
