@@ -41,7 +41,7 @@ from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
 from pool.progress import ProgressDisplay
 from pool.ray_executor import cluster_host_port
 from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
-from pool.run_lock import RunLock, RunLockedError
+from pool.run_lock import RunFolderError, RunLock, unwritable_run_folder
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
 from pool.scheduler import Scheduler
 from pool.scoring import ScoringStage
@@ -98,9 +98,12 @@ def run_pool(spec: RunSpec) -> RunResult:
     options, run_dir = spec.new_run_options()
     check_new_out(run_dir)
     if isinstance(spec.pool, Mapping):
-        run_dir.mkdir(parents=True, exist_ok=True)
         pool_file = run_dir / INLINE_POOL_FILENAME
-        pool_file.write_text(yaml.safe_dump(dict(spec.pool), allow_unicode=True, sort_keys=False), encoding="utf-8")
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            pool_file.write_text(yaml.safe_dump(dict(spec.pool), allow_unicode=True, sort_keys=False), encoding="utf-8")
+        except OSError as exc:
+            raise RunInputError(str(unwritable_run_folder(run_dir, exc))) from None
         options["pool"] = str(pool_file.resolve())
     return _start(spec, options, run_dir, mode="new")
 
@@ -190,7 +193,7 @@ def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) 
     try:
         with RunLock(run_dir):
             return _Run(spec, plan, options, run_dir, mode, executor).go()
-    except RunLockedError as exc:
+    except RunFolderError as exc:
         raise RunInputError(str(exc)) from None
 
 

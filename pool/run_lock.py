@@ -15,8 +15,17 @@ from types import TracebackType
 LOCK_FILENAME = ".lock"
 
 
-class RunLockedError(RuntimeError):
+class RunFolderError(RuntimeError):
+    """The run folder cannot be used: it cannot be created or written, or another process holds it."""
+
+
+class RunLockedError(RunFolderError):
     """Another live process holds the run folder."""
+
+
+def unwritable_run_folder(run_dir: Path, exc: OSError) -> RunFolderError:
+    return RunFolderError(f"{run_dir}: cannot create or write the run folder ({exc.strerror or exc}); "
+                          "pass a folder this user can write to")
 
 
 class RunLock:
@@ -25,8 +34,11 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a read-only disk, no permission, a file where a folder should be
+            raise unwritable_run_folder(self.path.parent, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

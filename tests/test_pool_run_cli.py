@@ -175,3 +175,20 @@ def test_a_ray_address_nobody_answers_at_fails_at_once_and_a_malformed_one_is_ba
     assert proc.returncode == 2, err
     assert "'head-without-port': expected HOST:PORT" in err
     assert not (tmp_path / "run2").exists()
+
+
+def test_a_run_folder_that_cannot_be_made_is_bad_input_named_not_a_traceback(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
+    proc = run_cli("--pool", str(pool), "--limit", "2", "--no-cache", "--out", str(blocker / "run"), cache_dir=tmp_path / "c")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert f"{blocker / 'run'}: cannot create or write the run folder" in err and "Traceback" not in err
+
+    from pool import RunInputError, RunSpec, run_pool
+
+    inline = {"backends": {"fake": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+              "models": [{"name": "alpha", "backend": "fake"}]}
+    with pytest.raises(RunInputError, match="cannot create or write the run folder"):
+        run_pool(RunSpec(pool=inline, out=blocker / "api-run", limit=2, no_cache=True))
