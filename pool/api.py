@@ -281,6 +281,7 @@ class _Run:
                                "calls_without_usage": self.budget.calls_without_usage, "not_run": self.budget.not_run,
                                "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
+        files_written = True
         try:
             counted = None
             if self.exported is not None:  # written and counted by the scoring worker while the stage scored
@@ -293,11 +294,15 @@ class _Run:
                 status = EXIT_INFRA
         except KeyboardInterrupt:
             status = EXIT_INTERRUPTED
+        except OSError as exc:  # writing results.jsonl, summary.json or the routing files, e.g. on a full disk
+            print(f"error: {type(exc).__name__}: {exc} (the run's files are not all written; "
+                  f"{_resume_hint(self.run_dir)}, which writes them again)", file=sys.stderr)
+            status, files_written = EXIT_INFRA, False
         infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
         if status == EXIT_OK and infra:
             status = EXIT_INFRA
         base, warnings = None, []
-        if status in (EXIT_OK, EXIT_INFRA):
+        if status in (EXIT_OK, EXIT_INFRA) and files_written:
             try:
                 base, regressed, warnings = self._nightly()
             except KeyboardInterrupt:
@@ -414,16 +419,21 @@ class _Run:
 
 def _failure_lines(exc: Exception, run_dir: Path) -> list[str]:
     """What a run that failed says: each error its lanes raised, by name (not the task group that
-    carried them); a SQLite error (the run store, the response cache) says what was kept and how to go on."""
+    carried them); a failed database or file write also says what was kept and how to go on."""
     lines = []
     for leaf in leaf_errors(exc):
         line = f"error: {type(leaf).__name__}: {leaf}"
         if isinstance(leaf, sqlite3.Error):
-            line += (f" (a SQLite database failed: the run store {run_dir / 'run.sqlite'} or the response cache; "
-                     f"every result recorded before it is kept. Fix the cause, e.g. free disk space, then "
-                     f"`python -m pool.run --resume {run_dir}`)")
+            line += f" (a SQLite database failed: the run store or the response cache; {_resume_hint(run_dir)})"
+        elif isinstance(leaf, OSError) and leaf.filename is not None:  # a file, not a connection
+            line += f" ({_resume_hint(run_dir)})"
         lines.append(line)
     return lines
+
+
+def _resume_hint(run_dir: Path) -> str:
+    return (f"every result recorded is kept in {run_dir / 'run.sqlite'}. Fix the cause, e.g. free disk space, "
+            f"then `python -m pool.run --resume {run_dir}`")
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:

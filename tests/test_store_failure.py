@@ -1,11 +1,12 @@
-"""A SQLite failure in the middle of a run (a full disk, FAKE models): the run ends with exit 1 and
-a message that names the error itself — not the task group that carried it out of the lanes — the
-run store's path and the resume command; the rows recorded before it are kept, and the resume
-finishes the plan without asking them again.
+"""A full disk in the middle of a run (FAKE models): the run ends with exit 1 and a message that names
+the error itself — not the task group that carried it out of the lanes — the run store's path and
+the resume command. When the store fails, the rows recorded before it are kept and the resume
+finishes the plan without asking them again; when writing results.jsonl fails, the resume writes it.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import pool.api as pool_api
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_INFRA, EXIT_OK
 from pool.store import RunStore
@@ -38,13 +40,20 @@ def _rows(run_dir: Path) -> dict[str, tuple[Any, ...]]:
         return {row[0]: row for row in conn.execute("SELECT item_id, status, text, finished_at FROM results")}
 
 
-def test_a_full_disk_mid_run_is_named_and_the_resume_keeps_what_was_recorded(
-        tmp_path: Path, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def setup(tmp_path: Path, fake: FakeOpenAIServer) -> tuple[Path, Path]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool = tmp_path / "pool.yaml"
     pool.write_text(f'backends:\n  fake: {{type: openai, base_url: "{fake.base_url}", max_concurrency: 2}}\n'
                     "models:\n  - {name: alpha, backend: fake, max_tokens: 8}\n", encoding="utf-8")
+    return data, pool
+
+
+def test_a_full_disk_mid_run_is_named_and_the_resume_keeps_what_was_recorded(
+        tmp_path: Path, fake: FakeOpenAIServer, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data, pool = setup
     run_dir = tmp_path / "run"
 
     real_record_many = RunStore.record_many  # RunStore.record writes through it too
@@ -87,3 +96,27 @@ def test_errors_nested_in_task_groups_are_listed_one_by_one() -> None:
     assert [type(e) for e in leaves] == [ValueError, KeyError]
     plain = RuntimeError("alone")
     assert leaf_errors(plain) == [plain]
+
+
+def test_a_full_disk_while_writing_results_jsonl_is_named_and_the_resume_writes_it(
+        tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data, pool = setup
+    run_dir = tmp_path / "run"
+
+    def full_disk(run_dir: Path, *args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "results.jsonl"))
+
+    monkeypatch.setattr(pool_api, "export_results_with_costs", full_disk)
+    failed = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
+    err = capsys.readouterr().err
+    assert failed.exit_code == EXIT_INFRA
+    assert "error: OSError: [Errno 28] No space left on device" in err and "results.jsonl" in err
+    assert f"python -m pool.run --resume {run_dir}" in err
+    assert len(_rows(run_dir)) == len(ITEMS) and not (run_dir / "results.jsonl").exists()
+
+    monkeypatch.undo()
+    finished = resume(run_dir)
+    assert finished.exit_code == EXIT_OK
+    exported = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sum(1 for line in exported if '"stage": "answer"' in line) == len(ITEMS)
