@@ -370,6 +370,13 @@ def _out_onto_file(tmp: Path) -> list[str]:
     return base_args(tmp, dry_run=False)
 
 
+def _out_below_a_file(tmp: Path) -> list[str]:
+    (tmp / "afile").write_text("precious\n", encoding="utf-8")
+    argv = base_args(tmp, dry_run=False)
+    argv[argv.index("--out") + 1] = str(tmp / "afile" / "run")
+    return argv
+
+
 def _out_onto_user_folder(tmp: Path) -> list[str]:
     _mkdir(tmp / "run")
     (tmp / "run" / "thesis.docx").write_text("precious\n", encoding="utf-8")
@@ -466,6 +473,10 @@ CLI_CASES: list[Case] = [
     Case("cli", "out_onto_existing_file", _out_onto_file, "--out", _user_file_kept("")),
     Case("cli", "out_onto_folder_of_user_files", _out_onto_user_folder, "--out", _user_file_kept("thesis.docx")),
     Case("cli", "out_onto_existing_run", _out_onto_run, "--out"),
+    Case("cli", "out_below_a_file", _out_below_a_file, "afile",
+         lambda tmp: None if (tmp / "afile").read_text(encoding="utf-8") == "precious\n" else "afile was changed"),
+    Case("cli", "ray_address_not_host_port", lambda tmp: base_args(tmp, dry_run=False) + [
+        "--executor", "ray", "--ray-address", "head-without-port"], "--ray-address"),
     Case("cli", "cache_dir_onto_a_file", _cache_dir_file, "--cache-dir"),
     Case("cli", "cache_dir_below_a_file", _cache_dir_below_file, "cachefile"),
     Case("cli", "cache_env_var_onto_a_file", _cache_env_onto_a_file, "MEDPOOL_CACHE_DIR"),
