@@ -267,7 +267,7 @@ class _Run:
             except RunInputError:
                 raise
             except Exception as exc:  # a backend that never came up, a server that crashed at start, a full disk
-                for line in _failure_lines(exc, self.run_dir):
+                for line in _failure_lines(exc, self.run_dir, self.mode):
                     print(line, file=sys.stderr)
                 status = EXIT_INFRA
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
@@ -296,7 +296,7 @@ class _Run:
             status = EXIT_INTERRUPTED
         except OSError as exc:  # writing results.jsonl, summary.json or the routing files, e.g. on a full disk
             print(f"error: {type(exc).__name__}: {exc} (the run's files are not all written; "
-                  f"{_resume_hint(self.run_dir)}, which writes them again)", file=sys.stderr)
+                  f"{_resume_hint(self.run_dir, self.mode)}, which writes them)", file=sys.stderr)
             status, files_written = EXIT_INFRA, False
         infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
         if status == EXIT_OK and infra:
@@ -417,23 +417,24 @@ class _Run:
         return sigterm
 
 
-def _failure_lines(exc: Exception, run_dir: Path) -> list[str]:
+def _failure_lines(exc: Exception, run_dir: Path, mode: str) -> list[str]:
     """What a run that failed says: each error its lanes raised, by name (not the task group that
     carried them); a failed database or file write also says what was kept and how to go on."""
     lines = []
     for leaf in leaf_errors(exc):
         line = f"error: {type(leaf).__name__}: {leaf}"
         if isinstance(leaf, sqlite3.Error):
-            line += f" (a SQLite database failed: the run store or the response cache; {_resume_hint(run_dir)})"
+            line += f" (a SQLite database failed: the run store or the response cache; {_resume_hint(run_dir, mode)})"
         elif isinstance(leaf, OSError) and leaf.filename is not None:  # a file, not a connection
-            line += f" ({_resume_hint(run_dir)})"
+            line += f" ({_resume_hint(run_dir, mode)})"
         lines.append(line)
     return lines
 
 
-def _resume_hint(run_dir: Path) -> str:
-    return (f"every result recorded is kept in {run_dir / 'run.sqlite'}. Fix the cause, e.g. free disk space, "
-            f"then `python -m pool.run --resume {run_dir}`")
+def _resume_hint(run_dir: Path, mode: str) -> str:
+    again = (f"run the same `python -m pool.run --rescore {run_dir} …` again" if mode == "rescore"
+             else f"`python -m pool.run --resume {run_dir}`")
+    return f"every result recorded is kept in {run_dir / 'run.sqlite'}. Fix the cause, e.g. free disk space, then {again}"
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:
