@@ -39,7 +39,7 @@ from routing.report import render_report
 from routing.table import INFRA_ERROR, common_items
 from routing.validation import DEFAULT_K, cross_validate, manifest_decider
 
-EXIT_OK, EXIT_INPUT = 0, 2
+EXIT_OK, EXIT_WRITE, EXIT_INPUT = 0, 1, 2
 OUTPUTS = ("leaderboard.json", "leaderboard.md", "pairwise.json", "hard.yaml", "routing_manifest.yaml", "report.html")
 
 
@@ -128,7 +128,11 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     infra = infra_by_model(loaded)
 
     target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # no permission, a read-only disk, a file in the way: the --out given is unusable
+        raise LoadError(f"--out {target}: cannot create the folder ({exc.strerror or exc}); "
+                        "pass a folder this user can write to") from None
     texts = {
         "leaderboard.json": json.dumps(leaderboard, indent=1, ensure_ascii=False) + "\n",
         "leaderboard.md": render_markdown(leaderboard, hard, manifest),
@@ -216,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:  # e.g. a full disk while writing the reports; the scores it read are untouched
+        print(f"error: writing the routing files failed: {exc}; fix the cause (e.g. free disk space) and run "
+              "routing.build again", file=sys.stderr)
+        return EXIT_WRITE
     print(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
           f"({summary['infra_errors']} infra errors, excluded)")
     print(f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
+import routing.build
 from routing.build import OUTPUTS, BuildOptions, build, main
 from routing.leaderboard import build_buckets
 from routing.load import LoadError, digest_scores, load_runs
@@ -69,6 +71,26 @@ def test_cli_help_and_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit) as info:
         main(["--run", str(empty), "--min-n", "0"])
     assert info.value.code == 2
+
+
+def test_an_out_folder_that_cannot_be_made_is_input_and_a_failed_write_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    run = make_run(tmp_path / "run")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    fast = ["--bootstrap", "200", "--bt-rounds", "20", "--elo-rounds", "10"]
+    assert main(["--run", str(run), "--out", str(blocker / "out"), *fast]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {blocker / 'out'}: cannot create the folder" in err
+
+    def full_disk(path: Path, *args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(routing.build, "atomic_write_text", full_disk)
+    assert main(["--run", str(run), "--out", str(tmp_path / "out"), *fast]) == 1
+    err = capsys.readouterr().err
+    assert "error: writing the routing files failed: [Errno 28] No space left on device" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(("line", "expected"), [
