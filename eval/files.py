@@ -30,3 +30,18 @@ def atomic_write_lines(path: Path, lines: Iterable[str]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class FolderError(ValueError):
+    """A folder the user named cannot be created: bad input, to be reported with what to do."""
+
+
+def make_folder(path: Path, named_by: str) -> Path:
+    """``path`` created with its parents; :class:`FolderError` naming ``named_by`` (the flag that
+    gave it, e.g. ``--out``) when it cannot be: no permission, a read-only disk, a file in the way."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FolderError(f"{named_by} {path}: cannot create the folder ({exc.strerror or exc}); "
+                          "pass a folder this user can write to") from None
+    return path

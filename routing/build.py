@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.files import atomic_write_text
+from eval.files import FolderError, atomic_write_text, make_folder
 from judge.calibration_store import default_store_dir
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
 from routing.frontier import cost_frontier
@@ -128,11 +128,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     infra = infra_by_model(loaded)
 
     target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # no permission, a read-only disk, a file in the way: the --out given is unusable
-        raise LoadError(f"--out {target}: cannot create the folder ({exc.strerror or exc}); "
-                        "pass a folder this user can write to") from None
+    make_folder(target, "--out")
     texts = {
         "leaderboard.json": json.dumps(leaderboard, indent=1, ensure_ascii=False) + "\n",
         "leaderboard.md": render_markdown(leaderboard, hard, manifest),
@@ -217,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     try:
         summary = build(args.run, args.out, options, calibration_dir=args.calibrations)
-    except LoadError as exc:
+    except (LoadError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # e.g. a full disk while writing the reports; the scores it read are untouched

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from eval.files import atomic_write_text
+from eval.files import FolderError, atomic_write_text, make_folder
 from routing.cli_types import OPEN_FRACTION, SCORE_DIFFERENCE
 from routing.compare_md import render_compare_md
 from routing.decision_changes import decision_changes
@@ -55,7 +55,7 @@ from routing.report_history import since_last_night_section
 from routing.stats import CI_T, holm, json_number, paired_difference_test, t_interval, wilson_interval
 from routing.table import SCORED, ScoreTable
 
-EXIT_OK, EXIT_INPUT, EXIT_REGRESSION = 0, 2, 3
+EXIT_OK, EXIT_WRITE, EXIT_INPUT, EXIT_REGRESSION = 0, 1, 2, 3
 COMPARE_JSON, COMPARE_MD = "compare.json", "compare.md"
 CI_NO_SPREAD = "wilson (no spread)"
 MIN_N = 5
@@ -349,8 +349,7 @@ def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float 
 
 def write_comparison(out_dir: Path, comparison: Comparison) -> tuple[Path, Path]:
     """Write ``compare.json`` and ``compare.md`` into ``out_dir`` (created), each atomically."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(Path(out_dir), "--out")
     document = comparison.to_json()
     json_path, md_path = out_dir / COMPARE_JSON, out_dir / COMPARE_MD
     atomic_write_text(json_path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
@@ -366,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m routing.compare",
         description="Compare two runs: paired differences per family, bucket and model (Holm-adjusted), models added / "
                     "removed / changed, judge changes, routing decisions changed. Writes compare.json and compare.md.",
-        epilog=f"Exit codes: {EXIT_OK} compared; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with --fail-on-regression: a "
+        epilog=f"Exit codes: {EXIT_OK} compared; {EXIT_WRITE} writing the files failed; {EXIT_INPUT} bad input; "
+               f"{EXIT_REGRESSION} with --fail-on-regression: a "
                "significant regression larger than the threshold.")  # fmt: skip
     parser.add_argument("base", metavar="BASE", help="the earlier run directory")
     parser.add_argument("new", metavar="NEW", help="the later run directory")
@@ -389,8 +389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     out = Path(args.out) if args.out else Path(args.new)
-    json_path, md_path = write_comparison(out, comparison)
-    update_report_file(out / "report.html", {"since-last-night": since_last_night_section(comparison.to_json())})
+    try:
+        json_path, md_path = write_comparison(out, comparison)
+        update_report_file(out / "report.html", {"since-last-night": since_last_night_section(comparison.to_json())})
+    except FolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # e.g. a full disk; the runs compared are untouched
+        print(f"error: writing the comparison failed: {exc}; fix the cause (e.g. free disk space) and run it again",
+              file=sys.stderr)
+        return EXIT_WRITE
     sys.stdout.write(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path} and {md_path}")
     if args.fail_on_regression is not None and comparison.regressed(threshold):

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from eval.files import make_folder
 from routing.load import SUMMARY_FILENAME, LoadError, ScoreDigest, digest_scores, parse_time
 from routing.run_scores import family_scores
 
@@ -218,7 +219,7 @@ def snapshot(root: Path, run_dir: Path, digest: ScoreDigest | None = None) -> In
 
 def _append_line(path: Path, data: bytes) -> None:
     """Append ``data`` under an exclusive flock: O_APPEND write, fsync; a cut-short last line is ended first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, "the runs root")
     created = not path.exists()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

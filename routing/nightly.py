@@ -13,7 +13,7 @@ A comparison that cannot be made (the earlier run's files broken) is reported in
 :attr:`NightlyOutcome.problems`, never raised: the night's own results stand.
 
 ``python -m routing.nightly RUN_DIR [--root runs] [--fail-on-regression [T]]`` does the same by
-hand. Exit codes: 0 done; 2 bad input; 3 (``routing.compare.EXIT_REGRESSION``) with
+hand. Exit codes: 0 done; 1 writing its files failed (e.g. a full disk); 2 bad input; 3 (``routing.compare.EXIT_REGRESSION``) with
 ``--fail-on-regression``: a significant regression larger than T.
 """
 
@@ -26,12 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.files import FolderError
 from routing.cli_types import SCORE_DIFFERENCE
 from routing.compare import (
     COMPARE_JSON,
     EXIT_INPUT,
     EXIT_OK,
     EXIT_REGRESSION,
+    EXIT_WRITE,
     Comparison,
     compare_runs,
     write_comparison,
@@ -91,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m routing.nightly",
                                      description="Index a finished run, compare it with the latest earlier run on the same data "
                                                  "and add 'Since last night' and 'Trends' to its report.html.",
-                                     epilog=f"Exit codes: {EXIT_OK} done; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with "
+                                     epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with "
                                             "--fail-on-regression: a significant regression larger than the threshold.")  # fmt: skip
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
@@ -105,9 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         outcome = after_run(Path(args.root), Path(args.run_dir), fail_on_regression=args.fail_on_regression, last=max(1, args.last))
-    except HistoryError as exc:
+    except (HistoryError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:  # e.g. a full disk while appending to index.jsonl or writing compare.md
+        print(f"error: writing the night's files failed: {exc}; fix the cause (e.g. free disk space) and run it again",
+              file=sys.stderr)
+        return EXIT_WRITE
     print(f"indexed {outcome.entry.run_id} in {Path(args.root) / 'index.jsonl'}")
     for problem in outcome.problems:
         print(f"warning: {problem}", file=sys.stderr)

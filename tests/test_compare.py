@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from routing.compare import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, compare_runs, main, write_comparison
+from routing.compare import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_WRITE, compare_runs, main, write_comparison
 from routing.decision_changes import decision_changes
 from routing.history import append_run, read_index
 from routing.nightly import after_run
@@ -112,6 +113,28 @@ def test_cli_exit_codes(nights: list[Path], tmp_path: Path, capsys: pytest.Captu
                           cwd=REPO, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == EXIT_REGRESSION, proc.stderr
     assert "REGRESSION" in proc.stdout
+
+
+def test_an_unusable_out_or_root_is_bad_input_and_a_failed_write_is_named(
+        nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import routing.compare
+    from routing.nightly import main as nightly_main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    base, new = str(nights[0]), str(nights[1])
+    assert main([base, new, "--out", str(blocker / "cmp")]) == EXIT_INPUT
+    assert f"--out {blocker / 'cmp'}: cannot create the folder" in capsys.readouterr().err
+    assert nightly_main([new, "--root", str(blocker / "root")]) == EXIT_INPUT
+    assert f"the runs root {blocker / 'root'}: cannot create the folder" in capsys.readouterr().err
+
+    def full_disk(path: Path, *args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(routing.compare, "atomic_write_text", full_disk)
+    assert main([base, new, "--out", str(tmp_path / "cmp")]) == EXIT_WRITE
+    err = capsys.readouterr().err
+    assert "error: writing the comparison failed: [Errno 28] No space left on device" in err
 
 
 def test_trends_follow_the_index_and_break_on_identity_and_judge_changes(nights: list[Path], tmp_path: Path) -> None:
