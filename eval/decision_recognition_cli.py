@@ -31,7 +31,7 @@ import numpy as np
 from eval.decision_recognition import LETTERS, Problem, build_choice_items
 from eval.embedding_cache import EmbeddingCache, cached_encoder
 from eval.encoders import Encoder, tfidf_char_ngrams, tfidf_encoder_name
-from eval.files import atomic_write_text
+from eval.files import FolderError, atomic_write_text, make_folder
 from eval.items import Item
 from eval.linglan import normalize_entity
 from eval.loaders import ItemFormatError, load_items
@@ -194,7 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(_summary(items, problems, len(loaded.items), None)))
         print("error: no item could be converted; nothing written", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out, "".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in items))
+    try:
+        make_folder(args.out.parent, "--out")
+        atomic_write_text(args.out, "".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in items))
+    except FolderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a full disk
+        print(f"error: writing {args.out} failed: {exc}; fix the cause and run it again", file=sys.stderr)
+        return 1
     print("\n".join(_summary(items, problems, len(loaded.items), args.out)))
     return 0

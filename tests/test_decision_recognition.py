@@ -438,6 +438,14 @@ def test_cli_refuses_out_inside_the_input_and_a_broken_suite(tmp_path: Path, cap
     assert "items.jsonl:1" in capsys.readouterr().err
 
 
+def test_cli_out_below_a_file_exits_2_naming_it(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    out = blocker / "dr.jsonl"
+    assert dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--band", "0.1", "0.95"]) == 2
+    assert f"--out {blocker}: cannot create the folder" in capsys.readouterr().err
+
+
 def test_cli_with_nothing_convertible_exits_1_and_writes_nothing(tmp_path: Path, capsys) -> None:
     out = tmp_path / "o.jsonl"
     assert dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out)]) == 1  # default band
