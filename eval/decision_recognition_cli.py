@@ -31,7 +31,7 @@ import numpy as np
 from eval.decision_recognition import LETTERS, Problem, build_choice_items
 from eval.embedding_cache import EmbeddingCache, cached_encoder
 from eval.encoders import Encoder, tfidf_char_ngrams, tfidf_encoder_name
-from eval.files import FolderError, atomic_write_text, make_folder
+from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from eval.items import Item
 from eval.linglan import normalize_entity
 from eval.loaders import ItemFormatError, load_items
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. a full disk
-        print(f"error: writing {args.out} failed: {exc}; fix the cause and run it again", file=sys.stderr)
+        print(write_failed(str(args.out), exc), file=sys.stderr)
         return 1
     print("\n".join(_summary(items, problems, len(loaded.items), args.out)))
     return 0

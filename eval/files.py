@@ -45,3 +45,9 @@ def make_folder(path: Path, named_by: str) -> Path:
         raise FolderError(f"{named_by} {path}: cannot create the folder ({exc.strerror or exc}); "
                           "pass a folder this user can write to") from None
     return path
+
+
+def write_failed(what: str, exc: OSError) -> str:
+    """The line a command prints when writing its files fails (e.g. a full disk). Its inputs are
+    untouched and its writes atomic, so running it again once the cause is fixed is safe."""
+    return f"error: writing {what} failed: {exc}; fix the cause (e.g. free disk space) and run it again"

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.files import FolderError, atomic_write_text, make_folder
+from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from judge.calibration_store import default_store_dir
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
 from routing.frontier import cost_frontier
@@ -217,8 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # e.g. a full disk while writing the reports; the scores it read are untouched
-        print(f"error: writing the routing files failed: {exc}; fix the cause (e.g. free disk space) and run "
-              "routing.build again", file=sys.stderr)
+        print(write_failed("the routing files", exc), file=sys.stderr)
         return EXIT_WRITE
     print(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
           f"({summary['infra_errors']} infra errors, excluded)")

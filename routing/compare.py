@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from eval.files import FolderError, atomic_write_text, make_folder
+from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from routing.cli_types import OPEN_FRACTION, SCORE_DIFFERENCE
 from routing.compare_md import render_compare_md
 from routing.decision_changes import decision_changes
@@ -396,8 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # e.g. a full disk; the runs compared are untouched
-        print(f"error: writing the comparison failed: {exc}; fix the cause (e.g. free disk space) and run it again",
-              file=sys.stderr)
+        print(write_failed("the comparison", exc), file=sys.stderr)
         return EXIT_WRITE
     sys.stdout.write(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path} and {md_path}")

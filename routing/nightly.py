@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.files import FolderError
+from eval.files import FolderError, write_failed
 from routing.cli_types import SCORE_DIFFERENCE
 from routing.compare import (
     COMPARE_JSON,
@@ -111,8 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # e.g. a full disk while appending to index.jsonl or writing compare.md
-        print(f"error: writing the night's files failed: {exc}; fix the cause (e.g. free disk space) and run it again",
-              file=sys.stderr)
+        print(write_failed("the night's files", exc), file=sys.stderr)
         return EXIT_WRITE
     print(f"indexed {outcome.entry.run_id} in {Path(args.root) / 'index.jsonl'}")
     for problem in outcome.problems:
