@@ -38,6 +38,7 @@ from pool.executor import leaf_errors
 from pool.export import export_results_with_costs, write_summary
 from pool.items_source import DataError, load_run_items, select_items
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
+from pool.preflight import PreflightError, preflight
 from pool.progress import ProgressDisplay
 from pool.ray_executor import cluster_host_port
 from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
@@ -46,6 +47,7 @@ from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options,
 from pool.scheduler import Scheduler
 from pool.scoring import ScoringStage
 from pool.store import RunMismatchError, RunStore, StoreFormatError
+from runners.llamacpp_server import LlamaServerError
 
 if TYPE_CHECKING:
     from routing.load import ScoreDigest
@@ -137,6 +139,7 @@ def describe_plan(spec: RunSpec) -> dict[str, Any]:
         raise RunInputError("pool: describe_plan takes a pool file; write the inline pool to a file first")
     plan, loaded_skipped = _plan(options)
     judge = run_judge(plan, options)
+    _preflight(plan, options, judge, mode="new")
     return {**plan.describe(judge, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped}
 
 
@@ -187,8 +190,19 @@ def plan_for_options(options: Mapping[str, Any]) -> Plan:
     return _plan(options)[0]
 
 
+def _preflight(plan: Plan, options: Mapping[str, Any], judge: Model | None, *, mode: str) -> None:
+    """Every backend the run will send to is usable (keys set, model files present): else bad input,
+    before a run folder is made. A rescore sends only to the judge."""
+    used = ([] if mode == "rescore" else list(plan.models)) + ([judge] if judge is not None else [])
+    try:
+        preflight(plan.config, options["pool"], used)
+    except PreflightError as exc:
+        raise RunInputError(str(exc)) from None
+
+
 def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
     plan, _ = _plan(options)
+    _preflight(plan, options, run_judge(plan, options), mode=mode)
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
         with RunLock(run_dir):
@@ -420,21 +434,25 @@ class _Run:
 def _failure_lines(exc: Exception, run_dir: Path, mode: str) -> list[str]:
     """What a run that failed says: each error its lanes raised, by name (not the task group that
     carried them); a failed database or file write also says what was kept and how to go on."""
-    lines = []
+    lines: list[str] = []
     for leaf in leaf_errors(exc):
         line = f"error: {type(leaf).__name__}: {leaf}"
-        if isinstance(leaf, sqlite3.Error):
+        if isinstance(leaf, LlamaServerError):  # says which server, how it ended, its log and the fix
+            line = (f"error: {leaf}\n  Its models' unanswered units stay pending (not charged as failures); "
+                    f"{_resume_hint(run_dir, mode, 'Fix the cause above')}")
+        elif isinstance(leaf, sqlite3.Error):
             line += f" (a SQLite database failed: the run store or the response cache; {_resume_hint(run_dir, mode)})"
         elif isinstance(leaf, OSError) and leaf.filename is not None:  # a file, not a connection
             line += f" ({_resume_hint(run_dir, mode)})"
-        lines.append(line)
+        if line not in lines:  # several lanes meet the same dead server
+            lines.append(line)
     return lines
 
 
-def _resume_hint(run_dir: Path, mode: str) -> str:
+def _resume_hint(run_dir: Path, mode: str, fix: str = "Fix the cause, e.g. free disk space") -> str:
     again = (f"run the same `python -m pool.run --rescore {run_dir} …` again" if mode == "rescore"
              else f"`python -m pool.run --resume {run_dir}`")
-    return f"every result recorded is kept in {run_dir / 'run.sqlite'}. Fix the cause, e.g. free disk space, then {again}"
+    return f"every result recorded is kept in {run_dir / 'run.sqlite'}. {fix}, then {again}"
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:

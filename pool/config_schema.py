@@ -46,6 +46,7 @@ from pool.config_values import (
 )
 from runners.base import GenerationParams, Mode
 from runners.llamacpp_engines import DEFAULT_SLOTS, Engine
+from runners.registry import runner_class
 
 ThinkSetting = bool | Literal["low", "medium", "high"]
 YamlBool = Annotated[bool, PlainValidator(parse_yaml_bool)]
@@ -96,7 +97,9 @@ class _BackendBase(_Block):
     answers are recorded as ``oversize`` and never sent to the judge.
     """
 
-    timeout_s: float = Field(default=120.0, gt=0, le=MAX_TIMEOUT_S)
+    # Left out, timeout_s (and max_concurrency of a remote backend) is the runner's own default
+    # (``default_timeout_s`` on the class that serves the type, see runners.registry).
+    timeout_s: float = Field(gt=0, le=MAX_TIMEOUT_S)
     max_retries: int = Field(default=3, ge=0, le=20)
     requests_per_minute: float | None = Field(default=None, gt=0)
     max_response_bytes: int = Field(
@@ -109,6 +112,21 @@ class _BackendBase(_Block):
     # Ray executor only: the node (its IP, a Ray ``node:<ip>`` resource) this backend's lane actor must run on
     node: str | None = Field(default=None, min_length=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _runner_defaults(cls, data: Any) -> Any:
+        """Keys left out take the defaults of the runner that serves the type (declared there once);
+        a managed llama.cpp backend sizes ``max_concurrency`` to its servers instead."""
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            return data
+        runner = runner_class(data["type"])
+        if runner is None:
+            return data  # an unknown type: the type check reports it
+        filled = {"timeout_s": runner.default_timeout_s, **data}
+        if data["type"] != "llamacpp":
+            filled = {"max_concurrency": runner.default_max_concurrency, **filled}
+        return filled
+
 
 class OpenAIBackend(_BackendBase):
     """Any OpenAI-compatible server or API (DeepSeek, vLLM, llama.cpp you run yourself...)."""
@@ -116,14 +134,14 @@ class OpenAIBackend(_BackendBase):
     type: Literal["openai"]
     base_url: BaseUrl
     api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
+    max_concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
 
 
 class OllamaBackend(_BackendBase):
     type: Literal["ollama"]
     base_url: BaseUrl
     api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
+    max_concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
 
 
 MAX_REPLICAS = 16  # per llamacpp backend: each replica holds its own copy of the weights

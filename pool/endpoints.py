@@ -61,6 +61,7 @@ async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, 
     from runners.balanced import BalancedRunner
     from runners.llamacpp_replicas import ManagedLlamaReplicas
     from runners.llamacpp_server import ServedModel
+    from runners.llamacpp_watch import ServerWatchRunner
 
     backend = config.backends[name]
     assert isinstance(backend, LlamaCppBackend)
@@ -69,10 +70,11 @@ async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, 
         for m in models
     }.values())
     replicas = ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
-                                    engine=backend.engine, slots=backend.slots,
-                                    n_ctx=backend.n_ctx, log_path=run_dir / f"llamacpp-{name}.log")
+                                    engine=backend.engine, slots=backend.slots, n_ctx=backend.n_ctx,
+                                    log_path=run_dir / f"llamacpp-{name}.log", label=f"backend '{name}'")
     await stack.enter_async_context(replicas)
-    runner = BalancedRunner([_runner(config, name, url) for url in replicas.base_urls])
+    # A dead server stops the run with its cause instead of failing its models' units one by one.
+    runner = ServerWatchRunner(BalancedRunner([_runner(config, name, url) for url in replicas.base_urls]), replicas)
     return runner, replicas.log_paths
 
 

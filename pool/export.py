@@ -41,7 +41,7 @@ from typing import Any
 from eval.files import atomic_write_lines, atomic_write_text
 from pool.config import PoolConfig
 from pool.costs import CostTally
-from pool.outcome import STATUSES, Result
+from pool.outcome import ANSWER_FLAWS, STATUSES, Result
 from pool.store import RunStore
 from pool.store_tallies import Tally
 
@@ -110,6 +110,7 @@ def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[s
     return {
         "results": len(results),
         "status": {s: sum(r.status == s for r in results) for s in STATUSES},
+        "answer_flaws": {f: sum(r.status == "error" and r.error_class == f for r in results) for f in ANSWER_FLAWS},
         "requests": sum(r.attempts for r in results) + sum(s["attempts"] for s in superseded),
         "retries": sum(r.retries for r in results) + sum(s["retries"] for s in superseded),
         "cache_hits": sum(r.cached for r in results),
@@ -124,6 +125,7 @@ def _store_tally(sums: Tally, superseded: tuple[int, int], median: float | None)
     return {
         "results": sums.results,
         "status": {s: getattr(sums, s) for s in STATUSES},
+        "answer_flaws": {f: getattr(sums, f) for f in ANSWER_FLAWS},
         "requests": sums.attempts + superseded[0],
         "retries": sums.retries + superseded[1],
         "cache_hits": sums.cache_hits,
@@ -176,7 +178,8 @@ def summarize(
 
     ``{"wall_time_s", "totals": tally, "models": {model: tally + {"failed": reason|null,
     "stages": {stage: tally}}}, "extra"}`` where a tally is ``results``, ``status`` (count per
-    ok/error/infra_error), ``requests`` (HTTP attempts, including ones whose infra_error row
+    ok/error/infra_error), ``answer_flaws`` (the ``error`` rows by reason: truncated at the token
+    budget, empty, oversize), ``requests`` (HTTP attempts, including ones whose infra_error row
     was later replaced), ``retries``, ``cache_hits``, ``prompt_tokens``, ``completion_tokens``
     and ``median_latency_s`` (over answered, non-cached rows; null if none). A model's tally
     spans all its stages; read ``stages.answer`` for the answer latency alone.

@@ -27,6 +27,9 @@ from runners.base import GenerationResponse
 
 Status = Literal["ok", "error", "infra_error"]
 STATUSES: tuple[Status, ...] = ("ok", "error", "infra_error")
+# Why an answer is an "error" (answered, but flawed); reported by name, since "error" alone reads as
+# a broken run when the answers were only cut at their token budget.
+ANSWER_FLAWS: tuple[str, ...] = ("truncated", "empty", "oversize")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from tqdm import tqdm
 class ModelTally:
     total: int
     done: int = 0
-    errors: int = 0  # "error": answered badly
+    errors: int = 0  # "error": answered, but truncated at the token budget, empty or oversize
     infra: int = 0  # "infra_error": no answer
     cached: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -31,7 +31,7 @@ class ModelTally:
         rate = fresh / elapsed
         remaining = self.total - self.done
         eta = f"{remaining / rate:.0f}s" if rate > 0 and remaining else ("0s" if not remaining else "?")
-        return (f"{name}: {self.done}/{self.total} done, {self.errors} error, {self.infra} infra_error, "
+        return (f"{name}: {self.done}/{self.total} done, {self.errors} flawed (truncated/empty), {self.infra} infra_error, "
                 f"{self.cached} cached, {rate:.2f}/s, ETA {eta}")
 
 
@@ -60,7 +60,7 @@ class ProgressDisplay:
         tally.cached += cached
         bar = self._bars.get(model)
         if bar is not None:
-            bar.set_postfix(error=tally.errors, infra=tally.infra, cached=tally.cached, refresh=False)
+            bar.set_postfix(flawed=tally.errors, infra=tally.infra, cached=tally.cached, refresh=False)
             bar.update(1)
         elif time.monotonic() - self._last_log >= self.interval_s:
             self.log_all()

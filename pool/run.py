@@ -121,12 +121,23 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     )
 
 
+def _flaws(entry: dict[str, Any], errors: int) -> str:
+    """The flawed answers by reason (``, truncated 56 (cut at max_tokens)``): answers, scored as given."""
+    flaws = {name: n for name, n in entry.get("answer_flaws", {}).items() if n}
+    parts = [f"{name} {n}" + (" (cut at the token budget, max_tokens)" if name == "truncated" else "")
+             for name, n in flaws.items()]
+    other = errors - sum(flaws.values())
+    if other > 0:  # rows of a store written before reasons were counted
+        parts.append(f"flawed {other}")
+    return "".join(f", {part}" for part in parts)
+
+
 def _print_summary(result: RunResult) -> None:
     print(f"run directory: {result.run_dir}")
     for model, entry in result.summary.get("models", {}).items():
         counts = entry.get("status", {})
         failed = f"  FAILED: {entry['failed']}" if entry.get("failed") else ""
-        print(f"  {model}: ok {counts.get('ok', 0)}, error {counts.get('error', 0)}, "
+        print(f"  {model}: ok {counts.get('ok', 0)}{_flaws(entry, counts.get('error', 0))}, "
               f"infra_error {counts.get('infra_error', 0)}, cache hits {entry.get('cache_hits', 0)}{failed}")
     print(f"results: {result.run_dir / 'results.jsonl'}\nsummary: {result.run_dir / 'summary.json'}")
 

@@ -34,6 +34,9 @@ class Tally:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    truncated: int = 0  # "error" rows by reason (see pool.outcome.ANSWER_FLAWS)
+    empty: int = 0
+    oversize: int = 0
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(*(a + b for a, b in zip(self.__dict__.values(), other.__dict__.values())))
@@ -54,7 +57,9 @@ def read_tallies(conn: sqlite3.Connection, run_id: str) -> StoreTallies:
         for row in conn.execute(
             f"SELECT {ANSWERER} AS who, stage, COUNT(*), SUM(status = 'ok'), SUM(status = 'error'),"
             " SUM(status = 'infra_error'), SUM(attempts), SUM(retries), SUM(cached),"
-            " SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0))"
+            " SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)),"
+            " SUM(status = 'error' AND error_class = 'truncated'), SUM(status = 'error' AND error_class = 'empty'),"
+            " SUM(status = 'error' AND error_class = 'oversize')"
             " FROM results WHERE run_id = ? GROUP BY who, stage",
             (run_id,),
         )

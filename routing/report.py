@@ -16,6 +16,7 @@ from typing import Any
 from eval.files import atomic_write_text
 from eval.scores import FAMILIES
 from routing.markdown import check_note, fmt
+from routing.stats import CI_METHOD_WORDS
 
 # Sections filled after the build (a run's comparison with the night before, the trends), in page
 # order; each sits between ``<!-- medpool:NAME -->`` and ``<!-- /medpool:NAME -->``. Model text
@@ -373,7 +374,8 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     body = [
         "<h1>medpool — model pool report</h1>",
         (f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. Families are reported side by side and never '
-         "blended. Every value carries its n and a 95% percentile-bootstrap confidence interval (bar: CI, tick: value).</p>"),
+         f"blended. Every value carries its n and a 95% confidence interval (bar: CI, tick: value); "
+         f"{esc(interval_methods_text(leaderboard))}.</p>"),
         f"<p>{nav}</p>",
         *[marked(name, (sections or {}).get(name, "")) for name in SPLICED_SECTIONS],
         runs_section(leaderboard, infra),
@@ -390,6 +392,25 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>medpool report</title><style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")  # fmt: skip
+
+
+def interval_methods_text(leaderboard: Mapping[str, Any]) -> str:
+    """Which interval rules this leaderboard's cells use, with their counts, in words."""
+    counts: dict[str, int] = {}
+    stack: list[Any] = [leaderboard]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            method = node.get("ci_method")
+            if isinstance(method, str):
+                counts[method] = counts.get(method, 0) + 1
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if not counts:
+        return "no interval was computed"
+    used = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "intervals by " + "; ".join(f"{CI_METHOD_WORDS.get(m, m)}: {n} value{'s' * (n != 1)}" for m, n in used)
 
 
 def marked(name: str, section_html: str) -> str:

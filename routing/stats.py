@@ -190,6 +190,15 @@ def t_interval(mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray |
 
 CI_WILSON, CI_T, CI_CONSTANT, CI_DELTA, CI_POOLED, CI_HULL = (
     "wilson", "t", "wilson (constant sample)", "delta t", "wilson (pooled ratio)", "percentile ∪ wilson")  # fmt: skip
+# How each rule reads in a report, for a reader who does not know the keys (see the module doc).
+CI_METHOD_WORDS = {
+    CI_WILSON: "Wilson score with continuity correction (pass rates)",
+    CI_T: "Student t (means of continuous scores)",
+    CI_CONSTANT: "Wilson on the mean as a proportion (samples without spread)",
+    CI_DELTA: "delta-method t (ratios over items)",
+    CI_POOLED: "Wilson on the pooled ratio (ratios without spread)",
+    CI_HULL: "hull of the percentile bootstrap and Wilson (macro-F1)",
+}
 
 
 def ratio_intervals(num: np.ndarray, den: np.ndarray, scale: np.ndarray | None = None,

@@ -35,7 +35,7 @@ from pathlib import Path
 from runners.base import Mode
 
 CACHE_ENV = "MEDPOOL_MODEL_CACHE"
-INSTALL_HINT = "pip install 'medpool[local]'"
+INSTALL_HINT = "scripts/install.sh local"  # the project's install step (portable llama.cpp build)
 _BLOCK = 1024 * 1024
 
 

@@ -31,6 +31,7 @@ from runners.llamacpp_server import (
     Engine,
     ManagedLlamaServer,
     ServedModel,
+    ServerDied,
     ServerTiming,
     free_loopback_ports,
     server_pid_path,
@@ -83,6 +84,7 @@ class ManagedLlamaReplicas:
         stop_timeout_s: float = 10.0,
         engine: Engine = "llama_cpp",
         slots: int = 1,
+        label: str = "the managed llama.cpp server",
     ) -> None:
         if replicas < 1:
             raise ValueError(f"replicas must be at least 1, got {replicas}")
@@ -93,6 +95,7 @@ class ManagedLlamaReplicas:
                 served, host=host, n_ctx=n_ctx, n_threads=n_threads, cache_dir=cache_dir,
                 log_path=replica_log_path(self.log_path, i, replicas) if self.log_path else None,
                 ready_timeout_s=ready_timeout_s, stop_timeout_s=stop_timeout_s, engine=engine, slots=slots,
+                label=label if replicas == 1 else f"{label} (replica {i})",
             )
             for i in range(replicas)
         ]
@@ -149,6 +152,17 @@ class ManagedLlamaReplicas:
             for server in self.servers:  # cancelled mid-stop: a stop that never ran must still kill
                 server.kill()
             raise
+
+    def death(self) -> ServerDied | None:
+        """The first replica that exited while it was needed, as the error to raise; else None."""
+        return next((died for died in (server.death() for server in self.servers) if died is not None), None)
+
+    async def wait_death(self, grace_s: float) -> ServerDied | None:
+        """:meth:`death`, giving each replica whose socket may just have closed ``grace_s`` to exit."""
+        if (died := self.death()) is not None:
+            return died
+        found = await asyncio.gather(*(server.wait_death(grace_s) for server in self.servers))
+        return next((died for died in found if died is not None), None)
 
     def log_offsets(self) -> list[int]:
         """Each replica's log size now; pass the list to :meth:`timings_since` later."""

@@ -74,9 +74,10 @@ import aiohttp
 from runners.base import Mode
 from runners.gguf_models import MODELS, model_path
 from runners.llamacpp_engines import ENGINE_MODULES, SERVER_CMDLINE_MARKER, Engine
+from runners.llamacpp_exit import crash_advice, describe_exit
 
 LLAMA_INSTALL_HINT = (
-    "pip install 'medpool[local]'  (or: pip install 'llama-cpp-python[server]')"
+    "scripts/install.sh local  (it builds llama-cpp-python[server] for this CPU)"
 )
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -85,6 +86,10 @@ logger = logging.getLogger(__name__)
 
 class LlamaServerError(RuntimeError):
     """The managed server could not be started or did not become ready."""
+
+
+class ServerDied(LlamaServerError):
+    """A managed server exited while the run still needed it (a crash, an OOM kill, a signal)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,7 @@ class ManagedLlamaServer:
         stop_timeout_s: float = 10.0,
         engine: Engine = "llama_cpp",
         slots: int = 1,
+        label: str = "the managed llama.cpp server",
     ) -> None:
         if engine not in ENGINE_MODULES:
             raise ValueError(f"engine must be one of {sorted(ENGINE_MODULES)}, got {engine!r}")
@@ -216,7 +222,9 @@ class ManagedLlamaServer:
         self.config_path: Path | None = None
         self.pid_path: Path | None = None
         self.process: asyncio.subprocess.Process | None = None
+        self.label = label  # who this server is in messages, e.g. "backend 'local'"
         self._ready = False
+        self._stopping = False
 
     @property
     def base_url(self) -> str:
@@ -272,7 +280,8 @@ class ManagedLlamaServer:
                     stderr=asyncio.subprocess.STDOUT,
                     start_new_session=True,  # own process group: one killpg reaches everything
                     preexec_fn=_die_with_parent_hook(),
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    # faulthandler: a crash leaves the Python stack in the log, not a log that just stops
+                    env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
                 )
             _LIVE_GROUPS.add(self.process.pid)
             _write_pid_file(
@@ -323,10 +332,7 @@ class ManagedLlamaServer:
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
                 if self.process.returncode is not None:
-                    raise LlamaServerError(
-                        f"llama.cpp server exited with code {self.process.returncode} before it was ready; "
-                        f"log {self.log_path}:\n{self.log_tail()}"
-                    )
+                    raise LlamaServerError(self.exit_message("before it was ready"))
                 try:
                     async with session.get(f"{self.base_url}/models") as resp:
                         if resp.status == 200:
@@ -342,14 +348,41 @@ class ManagedLlamaServer:
                     pass  # not listening yet
                 if time.monotonic() > deadline:
                     raise LlamaServerError(
-                        f"llama.cpp server not ready after {self.ready_timeout_s:.0f}s; "
-                        f"log {self.log_path}:\n{self.log_tail()}"
+                        f"{self.label}: llama.cpp server not ready after {self.ready_timeout_s:.0f}s; "
+                        f"its log {self.log_path} ends:\n{_indented(self.log_tail())}"
                     )
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 1.0)
 
+    def exit_message(self, when: str) -> str:
+        """The server's exit, its log's last lines and what to do, for a person."""
+        code = self.process.returncode if self.process is not None else None
+        how = describe_exit(code) if code is not None else "stopped"
+        advice = crash_advice(code)
+        return (f"{self.label}: llama.cpp server {how} {when}; its log {self.log_path} ends:\n"
+                f"{_indented(self.log_tail())}" + (f"\n  {advice}" if advice else ""))
+
+    def death(self) -> ServerDied | None:
+        """The error to raise when the server, once ready, exited without being stopped; else None."""
+        proc = self.process
+        if proc is None or not self._ready or self._stopping or proc.returncode is None:
+            return None
+        return ServerDied(self.exit_message("while the run needed it"))
+
+    async def wait_death(self, grace_s: float) -> ServerDied | None:
+        """Like :meth:`death`, first giving a server whose socket just closed ``grace_s`` to be
+        reaped (a crash closes the connection before the exit status is collected)."""
+        proc = self.process
+        if proc is not None and self._ready and not self._stopping and proc.returncode is None:
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
+            except TimeoutError:
+                return None  # alive: the failure was the call's own
+        return self.death()
+
     async def stop(self) -> None:
         """SIGTERM the process group, SIGKILL after ``stop_timeout_s``; safe to call twice."""
+        self._stopping = True
         proc = self.process
         try:
             if proc is not None and proc.returncode is None:
@@ -406,6 +439,10 @@ class ManagedLlamaServer:
             log.seek(max(0, self.log_path.stat().st_size - 16384))
             text = log.read().decode("utf-8", "replace")
         return "\n".join(text.splitlines()[-lines:])
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.splitlines()) or "    (empty)"
 
 
 def _require_llama_cpp() -> None:

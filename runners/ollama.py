@@ -71,8 +71,10 @@ def parse_body(obj: Any) -> GenerationResponse:
 @backend("ollama")
 class OllamaRunner(JsonProtocolRunner):
     """A :class:`runners.base.Runner` for one Ollama server (native API). Its default timeout is
-    longer: Ollama loads a model's weights on the first request for it."""
+    longer: Ollama loads a model's weights on the first request for it; and one request at a time,
+    as a default Ollama server answers (more would only queue there and time out)."""
 
     default_timeout_s = 300.0
+    default_max_concurrency = 1
     build_payload = staticmethod(build_payload)
     parse_body = staticmethod(parse_body)

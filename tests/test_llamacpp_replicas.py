@@ -198,7 +198,7 @@ def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: 
     async def scenario() -> list[int]:
         async with open_backends(config, [model], tmp_path) as endpoints:
             local = endpoints["local"]
-            assert local.lane.max_concurrency == 2 and isinstance(local.lane.runner, BalancedRunner)
+            assert local.lane.max_concurrency == 2 and isinstance(local.lane.runner.inner, BalancedRunner)
             assert local.identities == {"smol": local_model_identity(model)}
             assert local.identities["smol"].startswith("llamacpp://")
             assert local.server_logs == [tmp_path / "llamacpp-local-r0.log", tmp_path / "llamacpp-local-r1.log"]

@@ -18,18 +18,42 @@ from tests.processes import count_results
 REPO = Path(__file__).resolve().parents[1]
 
 
+class ServedFake:
+    """The fake in its own process: its base URL, and (when started holding) the release of held requests."""
+
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
+        port_file = tmp_path / f"port{len(list(tmp_path.glob('port*')))}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file),
+                                      "--latency", "0.05", *extra], cwd=REPO)
+        deadline = time.monotonic() + 20
+        while not port_file.exists():
+            assert self.proc.poll() is None and time.monotonic() < deadline, "fake server did not start"
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+
+    def release(self) -> None:
+        self.proc.send_signal(signal.SIGUSR1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
 @pytest.fixture
 def fake_server(tmp_path):
     """Start the fake with 50 ms latency in a separate process; yield its base URL."""
-    port_file = tmp_path / "port"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", "0.05"], cwd=REPO)
-    deadline = time.monotonic() + 20
-    while not port_file.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, "fake server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port_file.read_text()}/v1"
-    proc.terminate()
-    proc.wait(10)
+    fake = ServedFake(tmp_path)
+    yield fake.url
+    fake.stop()
+
+
+@pytest.fixture
+def held_fake(tmp_path):
+    """A fake that answers 15 requests and holds the rest until ``release()``: a signal sent after
+    15 results finds the run still working, on any machine."""
+    fake = ServedFake(tmp_path, "--hold-after", "15")
+    yield fake
+    fake.stop()
 
 
 def write_pool(path: Path, base_url: str, max_retries: int = 3) -> Path:
@@ -78,18 +102,21 @@ def wait_for_results(db: Path, proc: subprocess.Popen, at_least: int) -> None:
         time.sleep(0.02)
 
 
-def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server):
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server, held_fake):
     pool = write_pool(tmp_path / "pool.yaml", fake_server)
     args = ("--pool", str(pool), "--limit", "30", "--no-cache")
     reference = run_cli(*args, "--out", str(tmp_path / "reference"), cache_dir=tmp_path / "c1")
     assert reference.wait(120) == 0, reference.communicate()
 
-    killed = run_cli(*args, "--out", str(tmp_path / "killed"), cache_dir=tmp_path / "c2")
+    held_pool = write_pool(tmp_path / "held.yaml", held_fake.url)  # same models: same results
+    killed = run_cli("--pool", str(held_pool), "--limit", "30", "--no-cache", "--out", str(tmp_path / "killed"),
+                     cache_dir=tmp_path / "c2")
     wait_for_results(tmp_path / "killed" / "run.sqlite", killed, 15)
     killed.kill()
     killed.wait(10)
     done_before = count_results(tmp_path / "killed" / "run.sqlite")
-    assert 15 <= done_before < 60
+    assert done_before == 15  # the fake answered 15 and holds the rest
+    held_fake.release()
 
     resumed = run_cli("--resume", str(tmp_path / "killed"), cache_dir=tmp_path / "c2")
     out, err = resumed.communicate(timeout=120)
@@ -101,19 +128,20 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server)
     assert summary["run_status"] == "finished" and summary["resumes"] == 1
 
 
-def test_ctrl_c_saves_and_prints_how_to_resume(tmp_path, fake_server):
-    pool = write_pool(tmp_path / "pool.yaml", fake_server)
+def test_ctrl_c_saves_and_prints_how_to_resume(tmp_path, held_fake):
+    pool = write_pool(tmp_path / "pool.yaml", held_fake.url)
     run_dir = tmp_path / "run"
     proc = run_cli("--pool", str(pool), "--limit", "30", "--no-cache", "--out", str(run_dir), cache_dir=tmp_path / "c")
-    wait_for_results(run_dir / "run.sqlite", proc, 10)
+    wait_for_results(run_dir / "run.sqlite", proc, 15)  # then the fake holds every request: the run waits
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"--resume {run_dir}" in err
     partial = rows(run_dir)
-    assert 10 <= len(partial) < 60
+    assert len(partial) == 15
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["run_status"] == "interrupted"
+    held_fake.release()
     resumed = run_cli("--resume", str(run_dir), cache_dir=tmp_path / "c")
     assert resumed.wait(120) == 0
     assert len(answers(run_dir)) == 60 and set(partial) <= set(rows(run_dir))
