@@ -4,7 +4,13 @@ Loads every item under SUITE (files or folders, through the loader registry), co
 open-label and classification items with ``eval.decision_recognition.build_choice_items`` and
 writes the DR items in medpool's own JSONL format (``eval/loaders/medpool_jsonl.py``), which
 ``python -m pool.run --data FILE.jsonl`` reads back. LABELS is a UTF-8 text file, one label per
-line (surrounding whitespace ignored, blank lines skipped).
+line (surrounding whitespace ignored, blank lines skipped); the label space is those labels plus
+the golds of the converted items (``--closed-labels``: the labels alone).
+
+The distractor band is ``--band-quantiles QLOW QHIGH`` (default 0.5 0.99): quantiles of the cosines
+between all pairs of labels in the label space, resolved per run, so the same flags suit the TF-IDF
+fallback and a sentence encoder alike; ``--band-abs LOW HIGH`` gives absolute cosines instead. The
+summary and every item's ``meta["band"]`` record the band actually used.
 
 The encoder is the embeddings endpoint given by ``--embeddings-url``/``--embeddings-model``
 (vectors cached in ``--cache-dir``, default ``$MEDPOOL_CACHE_DIR`` or ``~/.cache/medpool``), else
@@ -28,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.decision_recognition import LETTERS, Problem, build_choice_items
+from eval.decision_recognition import DEFAULT_QUANTILES, LETTERS, Band, Problem, build_choice_items
 from eval.embedding_cache import EmbeddingCache, cached_encoder
 from eval.encoders import Encoder, tfidf_char_ngrams, tfidf_encoder_name
 from eval.files import FolderError, atomic_write_text, make_folder, write_failed
@@ -38,9 +44,6 @@ from eval.loaders import ItemFormatError, load_items
 from eval.loaders.base import read_utf8
 
 MAX_LISTED_PROBLEMS = 20
-# Character-bigram TF-IDF cosines between distinct TCM syndrome labels sit mostly below 0.3 (95th
-# percentile 0.25 over 28 common syndromes): a useful band for the fallback starts near 0.1.
-TFIDF_BAND_HINT = (0.1, 0.95)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _SUITE_NAME = re.compile(r"^[^/\s]+$")
 
@@ -100,14 +103,27 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m eval.decision_recognition",
         description="Convert open-label and classification items into single-choice decision-recognition items "
-        "(K-1 distractors nearest to the gold inside a cosine band) and write them as medpool JSONL.",
+        "(K-1 distractors nearest to the gold inside a similarity band relative to the encoder) and write them as "
+        "medpool JSONL.",
     )
     parser.add_argument("suite", nargs="+", type=Path, metavar="SUITE", help="item files or folders")
-    parser.add_argument("--labels", type=Path, required=True, help="label file: one label per line (UTF-8)")
+    parser.add_argument("--labels", type=Path, required=True,
+                        help="label file: one label per line (UTF-8); the golds of the converted items join these labels "
+                        "in the label space unless --closed-labels")
     parser.add_argument("--out", type=Path, required=True, help="output file, *.jsonl (overwritten atomically)")
     parser.add_argument("--k", type=int, default=4, help="options per item, gold included (2-26; default 4)")
-    parser.add_argument("--band", type=float, nargs=2, default=(0.5, 0.95), metavar=("LOW", "HIGH"),
-                        help="cosine band for distractors, inclusive (default 0.5 0.95)")
+    band = parser.add_mutually_exclusive_group()
+    band.add_argument("--band-quantiles", type=float, nargs=2, default=DEFAULT_QUANTILES, metavar=("QLOW", "QHIGH"),
+                      help="distractor band relative to the encoder: a distractor's cosine to the gold must lie between "
+                      "these quantiles (0-1) of the cosines of all label pairs in the label space, inclusive "
+                      f"(default {DEFAULT_QUANTILES[0]} {DEFAULT_QUANTILES[1]}: at least as close as the median pair, "
+                      "not among the closest 1%%)")
+    band.add_argument("--band-abs", "--band", type=float, nargs=2, metavar=("LOW", "HIGH"),
+                      help="absolute cosine band instead (-1..1), inclusive; cosines differ between encoders, so a band "
+                      "for one gives nothing with another (--band is the same flag)")
+    parser.add_argument("--closed-labels", action="store_true",
+                        help="label space = --labels only; a gold missing from it is reported as gold_not_in_labels "
+                        "(default: the golds of the converted items join the label space)")
     parser.add_argument("--seed", type=int, default=0, help="option-order seed (default 0)")
     parser.add_argument("--suite-name", help="suite of the DR items (default: each source item's suite)")
     parser.add_argument("--embeddings-url", help="OpenAI-compatible base URL with its /v1 prefix (default: TF-IDF fallback)")
@@ -117,12 +133,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def band_from_flags(args: argparse.Namespace) -> Band:
+    """The Band asked for: ``--band-abs`` in cosines when given, else ``--band-quantiles``; BadInput naming the flag."""
+    if args.band_abs is not None:
+        low, high = args.band_abs
+        if not -1.0 <= low <= high <= 1.0:
+            raise BadInput(f"--band-abs must be LOW HIGH with -1 <= LOW <= HIGH <= 1, got {low} {high}")
+        return Band.cosines(low, high)
+    low, high = args.band_quantiles
+    if not 0.0 <= low <= high <= 1.0:
+        raise BadInput(f"--band-quantiles must be QLOW QHIGH with 0 <= QLOW <= QHIGH <= 1, got {low} {high}")
+    return Band.quantiles(low, high)
+
+
 def _check_flags(args: argparse.Namespace) -> None:
     if not 2 <= args.k <= len(LETTERS):
         raise BadInput(f"--k must be between 2 and {len(LETTERS)}, got {args.k}")
-    low, high = args.band
-    if not (-1.0 <= low <= high <= 1.0):
-        raise BadInput(f"--band must be LOW HIGH with -1 <= LOW <= HIGH <= 1, got {low} {high}")
     if args.out.suffix != ".jsonl":
         raise BadInput(f"--out must end in .jsonl (the medpool JSONL loader reads only those), got {args.out}")
     out = args.out.resolve()
@@ -143,10 +169,22 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise BadInput("--api-key-env must be the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a key")
 
 
+def _band_line(items: Sequence[Item]) -> list[str]:
+    """The band the items were built with (one per run), as recorded in their meta."""
+    if not items:
+        return []
+    band, size = items[0].meta["band"], items[0].meta["label_space_size"]
+    low, high = band["cosines"]
+    how = "absolute" if band["quantiles"] is None else (
+        f"quantiles {band['quantiles'][0]} {band['quantiles'][1]} of {band['label_pairs']} label-pair cosines")
+    return [f"band: cosine {low} to {high} ({how}); label space {size} label(s)"]
+
+
 def _summary(items: Sequence[Item], problems: Sequence[Problem], sources: int, out: Path | None) -> list[str]:
-    """Counts, problems by kind, and the first problems in full."""
+    """Counts, the band used, problems by kind, and the first problems in full."""
     where = f"written to {out}" if out is not None else "converted, nothing written"
-    lines = [f"decision recognition: {len(items)} item(s) {where}; {len(problems)} problem(s) among {sources} source item(s)"]
+    lines = [f"decision recognition: {len(items)} item(s) {where}; {len(problems)} problem(s) among {sources} source item(s)",
+             *_band_line(items)]
     for kind, count in sorted(Counter(problem.kind for problem in problems).items()):
         lines.append(f"  {kind}: {count}")
     lines += [f"  {problem}" for problem in problems[:MAX_LISTED_PROBLEMS]]
@@ -159,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         _check_flags(args)
+        band = band_from_flags(args)
         labels, duplicates = read_labels(args.labels)
         loaded = load_items(args.suite)
     except (BadInput, ItemFormatError) as exc:
@@ -178,8 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               + ("; --cache-dir unused (TF-IDF vectors depend on the whole label set)" if args.cache_dir else ""))
     try:
         items, problems = build_choice_items(
-            loaded.items, labels, encode, encoder_name=encoder_name, k=args.k, band=tuple(args.band), seed=args.seed,
-            suite=args.suite_name,
+            loaded.items, labels, encode, encoder_name=encoder_name, k=args.k, band=band, seed=args.seed,
+            suite=args.suite_name, include_golds=not args.closed_labels,
         )  # fmt: skip
     except (EncoderUnavailable, ValueError) as exc:
         print(f"error: the encoder failed: {exc}", file=sys.stderr)
@@ -187,9 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if encoder_name == tfidf_encoder_name() and any(problem.kind == "too_few_in_band" for problem in problems):
-        print(f"note: TF-IDF cosines run far below a sentence encoder's, for which a band like 0.5 0.95 is meant; "
-              f"with the fallback try --band {TFIDF_BAND_HINT[0]} {TFIDF_BAND_HINT[1]}")
+    if band.unit == "cosine" and any(problem.kind == "too_few_in_band" for problem in problems):
+        print("note: an absolute band suits one encoder only (TF-IDF cosines run far below a sentence encoder's); "
+              "leave out --band-abs for the band relative to the encoder (--band-quantiles)")
     if not items:
         print("\n".join(_summary(items, problems, len(loaded.items), None)))
         print("error: no item could be converted; nothing written", file=sys.stderr)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from eval.decision_recognition import (
     DR_INSTRUCTION,
     LETTERS,
+    Band,
     build_choice_items,
     nearest_in_band,
     option_order_key,
@@ -84,26 +85,30 @@ SPEC = {
     "痰湿蒙窍证": (0, 0.49),  # just below
 }
 LABELS = list(SPEC)
+# The hand-set cosines above are absolute: these tests pin the absolute band (the default band,
+# relative to the encoder, is tested in tests/test_decision_recognition_defaults.py).
+ABS = Band.cosines(0.5, 0.95)
 
 
 def test_distractors_are_the_nearest_inside_the_band_ties_by_code_point() -> None:
     encode = StubEncoder(SPEC)
-    items, problems = build_choice_items([item("1", "气虚血瘀证")], LABELS, encode, encoder_name="stub", k=4)
+    items, problems = build_choice_items([item("1", "气虚血瘀证")], LABELS, encode, encoder_name="stub", k=4, band=ABS)
     assert problems == [] and len(encode.calls) == 1
     meta = items[0].meta
     picked = [(d["label"], d["similarity"]) for d in meta["distractors"]]
     assert sorted(["肝郁血瘀证", "气虚痰湿证"]) == ["气虚痰湿证", "肝郁血瘀证"]  # 气 U+6C14 < 肝 U+809D
     assert picked == [("气滞血瘀证", 0.9), ("气虚痰湿证", 0.8), ("肝郁血瘀证", 0.8)]
     assert all(0.5 <= sim <= 0.95 for _, sim in picked)
-    assert meta["source_item_id"] == "t/SD/1" and meta["encoder"] == "stub" and meta["band"] == (0.5, 0.95)
+    assert meta["source_item_id"] == "t/SD/1" and meta["encoder"] == "stub"
+    assert meta["band"] == {"quantiles": None, "cosines": (0.5, 0.95), "label_pairs": 28} and meta["label_space_size"] == 8
     texts = [text for _, text in items[0].options]
     assert "气虚血瘀证。" not in texts and "气虚血瘀" not in texts
 
 
 def test_band_edges_are_inclusive_and_k_grows_into_them() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=6)
+    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=6, band=ABS)
     assert [d["label"] for d in items[0].meta["distractors"]][-1] == "瘀血阻络证"  # cosine 0.5 == lo
-    _, problems = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=7)
+    _, problems = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=7, band=ABS)
     assert [p.kind for p in problems] == ["too_few_in_band"]
     assert "5 label(s)" in problems[0].detail and "0.490" in problems[0].detail and "0.970" in problems[0].detail
 
@@ -115,18 +120,19 @@ def test_nearest_in_band_is_pure_and_hand_checked() -> None:
 
 
 def test_gold_letter_names_the_gold_and_the_question_asks_for_a_letter() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub")
+    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", band=ABS)
     dr = items[0]
     assert dr.gold_type == "single_choice" and dict(dr.options)[dr.gold] == "气虚血瘀证"
     assert [label for label, _ in dr.options] == list("ABCD")
     assert dr.id == "t/SD-DR/1" and dr.task == "SD-DR" and dr.track == "tcm" and dr.source == Source("t.jsonl", 1)
     assert dr.question == f"主诉：头晕。\n{DR_INSTRUCTION}" and TCM_SD_INSTRUCTION not in dr.question
-    other, _ = build_choice_items([item("1", "气虚血瘀证", question="何证？")], LABELS, StubEncoder(SPEC), encoder_name="s")
+    other, _ = build_choice_items([item("1", "气虚血瘀证", question="何证？")], LABELS, StubEncoder(SPEC), encoder_name="s",
+                                  band=ABS)
     assert other[0].question == f"何证？\n{DR_INSTRUCTION}"
 
 
 def test_option_order_is_the_documented_sha256_sort_pinned() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", seed=0)
+    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", seed=0, band=ABS)
     texts = [text for _, text in items[0].options]
     assert texts == sorted(texts, key=lambda text: option_order_key(0, "t/SD-DR/1", text))
     assert option_order_key(0, "t/SD-DR/1", "气虚血瘀证").startswith(PINNED_KEY_PREFIX)
@@ -141,25 +147,26 @@ PINNED_OPTIONS = (("A", "气滞血瘀证"), ("B", "气虚血瘀证"), ("C", "气
 
 def test_option_order_is_stable_across_runs_and_differs_across_seeds() -> None:
     sources = [item(str(i), "气虚血瘀证") for i in range(1, 13)]
-    first, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s")
-    again, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s")
+    first, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS)
+    again, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS)
     assert [i.to_record() for i in first] == [i.to_record() for i in again]
-    reseeded, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s", seed=1)
+    reseeded, _ = build_choice_items(sources, LABELS, StubEncoder(SPEC), encoder_name="s", seed=1, band=ABS)
     assert [i.options for i in reseeded] != [i.options for i in first]
     assert len({i.gold for i in first}) > 1  # the gold is not always in one place
 
 
 _PROCESS_SCRIPT = """
 import json, sys
-from tests.test_decision_recognition import SPEC, LABELS, StubEncoder, item
+from tests.test_decision_recognition import ABS, SPEC, LABELS, StubEncoder, item
 from eval.decision_recognition import build_choice_items
-items, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s")
+items, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS)
 print(json.dumps([i.to_record() for i in items], ensure_ascii=False))
 """
 
 
 def test_option_order_is_the_same_in_another_process_with_another_hash_seed() -> None:
-    here, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s")
+    here, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s",
+                                 band=ABS)
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     done = subprocess.run([sys.executable, "-c", _PROCESS_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -169,7 +176,7 @@ def test_option_order_is_the_same_in_another_process_with_another_hash_seed() ->
 def test_problems_are_reported_in_input_order_never_padded() -> None:
     items = [
         item("1", "气虚血瘀证"),
-        item("2", "不在表中证"),
+        item("2", "不在表中证"),  # joins the label space, but the stub puts it far from every label
         item("3", ["气虚血瘀证", "气滞血瘀证"], gold_type="open_label"),
         item("4", ["气虚血瘀证", " 气虚血瘀证"], gold_type="open_label"),  # one gold, spelt twice
         item("5", "B", gold_type="single_choice", options={"A": "甲", "B": "乙"}),
@@ -177,30 +184,41 @@ def test_problems_are_reported_in_input_order_never_padded() -> None:
         item("7", "痰湿蒙窍证"),  # its own group: no neighbour in the band
     ]
     spec = {**SPEC, "痰湿蒙窍证": (1, 1.0)}
-    built, problems = build_choice_items(items, LABELS, StubEncoder(spec), encoder_name="stub")
+    built, problems = build_choice_items(items, LABELS, StubEncoder(spec), encoder_name="stub", band=ABS)
     assert [i.id for i in built] == ["t/SD-DR/1", "t/SD-DR/4"]
     assert [(p.item_id, p.kind) for p in problems] == [
-        ("t/SD/2", "gold_not_in_labels"), ("t/SD/3", "multi_gold"), ("t/SD/5", "not_convertible"),
+        ("t/SD/2", "too_few_in_band"), ("t/SD/3", "multi_gold"), ("t/SD/5", "not_convertible"),
         ("t/SD/6", "unscorable"), ("t/SD/7", "too_few_in_band"),
     ]  # fmt: skip
-    assert str(problems[0]).startswith("t.jsonl:2: t/SD/2: gold_not_in_labels:")
+    assert str(problems[0]).startswith("t.jsonl:2: t/SD/2: too_few_in_band:")
+    assert built[0].meta["label_space_size"] == len(LABELS) - 1 + 1  # 气虚血瘀证。 merges with the gold; 不在表中证 joins
+
+
+def test_a_closed_label_list_reports_golds_outside_it() -> None:
+    items = [item("1", "气虚血瘀证"), item("2", "不在表中证")]
+    built, problems = build_choice_items(items, LABELS, StubEncoder(SPEC), encoder_name="stub", band=ABS, include_golds=False)
+    assert [i.id for i in built] == ["t/SD-DR/1"] and [(p.item_id, p.kind) for p in problems] == [("t/SD/2", "gold_not_in_labels")]
+    assert str(problems[0]).startswith("t.jsonl:2: t/SD/2: gold_not_in_labels: gold '不在表中证'")
+    assert built[0].meta["label_space_size"] == len(LABELS) - 1
+    with pytest.raises(ValueError, match="the label set is empty"):
+        build_choice_items(items, [], StubEncoder(SPEC), encoder_name="stub", include_golds=False)
 
 
 def test_a_merged_suite_name_that_collides_is_a_problem() -> None:
     a = item("1", "气虚血瘀证")
     b = Item(id="u/SD/1", suite="u", track="tcm", task="SD", gold_type="classification", gold="气虚血瘀证",
              source=Source("u.jsonl", 1), question="q")
-    built, problems = build_choice_items([a, b], LABELS, StubEncoder(SPEC), encoder_name="stub", suite="merged")
+    built, problems = build_choice_items([a, b], LABELS, StubEncoder(SPEC), encoder_name="stub", suite="merged", band=ABS)
     assert [i.id for i in built] == ["merged/SD-DR/1"] and [p.kind for p in problems] == ["duplicate_id"]
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"k": 1}, "k must be >= 2"), ({"k": 27}, "at most 26"), ({"band": (0.9, 0.5)}, "band low"),
-    ({"band": (0.5, 1.5)}, "band high"), ({"encoder_name": " "}, "encoder_name"),
+    ({"k": 1}, "k must be >= 2"), ({"k": 27}, "at most 26"), ({"band": (0.5, 0.95)}, "band must be a Band"),
+    ({"encoder_name": " "}, "encoder_name"),
 ])  # fmt: skip
 def test_bad_options_are_refused_naming_them(kwargs, message) -> None:
     options = {"encoder_name": "stub", **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((TypeError, ValueError), match=message):
         build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), **options)
 
 
@@ -218,7 +236,7 @@ def test_an_encoder_of_the_wrong_shape_is_named() -> None:
 )
 def test_property_every_item_is_well_formed(cosines, k, low, seed) -> None:
     spec = {"金": (0, 1.0), **{f"证{i:02d}": (0, c) for i, c in enumerate(cosines)}}
-    band = (low, 0.95)
+    band = Band.cosines(low, 0.95)
     built, problems = build_choice_items([item("1", "金")], list(spec), StubEncoder(spec), encoder_name="s", k=k, band=band,
                                          seed=seed)
     in_band = sum(low <= round(c, 6) <= 0.95 for c in cosines)
@@ -250,8 +268,7 @@ def test_tfidf_hand_computed() -> None:
 
 
 def test_tfidf_fallback_is_recorded_in_provenance() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, tfidf_char_ngrams, encoder_name=tfidf_encoder_name(),
-                                  band=(0.1, 0.95))
+    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, tfidf_char_ngrams, encoder_name=tfidf_encoder_name())
     assert items and all(i.meta["encoder"] == "tfidf-char-1-2" for i in items)
 
 
@@ -341,7 +358,7 @@ def test_client_sends_the_key_from_the_named_variable_and_never_prints_it(monkey
         _embed(hostile, ["心悸"], api_key_env=KEY_ENV)
     assert secret not in str(caught.value) and "HTTP 400" in str(caught.value)
     monkeypatch.delenv(KEY_ENV)
-    with pytest.raises(EmbeddingsError, match=f"{KEY_ENV} is not set"):
+    with pytest.raises(EmbeddingsError, match="is not set"):
         _embed(FakeEmbeddingsServer(), ["心悸"], api_key_env=KEY_ENV)
 
 
@@ -388,11 +405,12 @@ def _labels(tmp_path: Path, text: str = CLI_LABELS) -> Path:
 
 def test_cli_writes_items_that_load_back_through_the_medpool_loader(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out" / "dr.jsonl"
-    code = dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--band", "0.1", "0.95",
-                    "--suite-name", "dr-suite"])
+    code = dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--suite-name", "dr-suite"])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert "TF-IDF fallback" in printed and "1 duplicate line(s) ignored" in printed and "gold_not_in_labels: 1" in printed
+    assert "TF-IDF fallback" in printed and "1 duplicate line(s) ignored" in printed and "gold_not_in_labels" not in printed
+    # 不在表中证 joins the label space (8 distinct labels + it) but shares only 证 with the others: too far
+    assert "label space 9 label(s)" in printed and "too_few_in_band: 1" in printed
     loaded = load_items([out]).items
     written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [i.to_record() for i in loaded] == written and len(loaded) == 3
@@ -403,10 +421,10 @@ def test_cli_writes_items_that_load_back_through_the_medpool_loader(tmp_path: Pa
 def test_cli_output_is_byte_identical_in_a_subprocess(tmp_path: Path) -> None:
     suite, labels = _suite(tmp_path), _labels(tmp_path)
     here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
-    assert dr_main([str(suite), "--labels", str(labels), "--out", str(here), "--band", "0.1", "0.95"]) == 0
+    assert dr_main([str(suite), "--labels", str(labels), "--out", str(here)]) == 0
     env = {**os.environ, "PYTHONHASHSEED": "987"}
     done = subprocess.run([sys.executable, "-m", "eval.decision_recognition", str(suite), "--labels", str(labels), "--out",
-                           str(there), "--band", "0.1", "0.95"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+                           str(there)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "RuntimeWarning" not in done.stderr
     assert here.read_bytes() == there.read_bytes()
@@ -415,7 +433,10 @@ def test_cli_output_is_byte_identical_in_a_subprocess(tmp_path: Path) -> None:
 @pytest.mark.parametrize("extra, label_text, message", [
     (["--out", "x.json"], None, "--out must end in .jsonl"),
     (["--k", "1"], None, "--k must be between 2 and 26"),
-    (["--band", "0.9", "0.2"], None, "--band must be"),
+    (["--band-abs", "0.9", "0.2"], None, "--band-abs must be LOW HIGH"),
+    (["--band", "0.5", "1.5"], None, "--band-abs must be LOW HIGH"),
+    (["--band-quantiles", "0.2", "1.5"], None, "--band-quantiles must be QLOW QHIGH"),
+    (["--band-quantiles", "0.9", "0.2"], None, "--band-quantiles must be QLOW QHIGH"),
     (["--embeddings-url", "http://127.0.0.1:9/v1"], None, "--embeddings-url and --embeddings-model go together"),
     (["--embeddings-url", "ftp://x", "--embeddings-model", "m"], None, "--embeddings-url must be http"),
     (["--api-key-env", "sk-123"], None, "--api-key-env needs --embeddings-url"),
@@ -442,15 +463,16 @@ def test_cli_out_below_a_file_exits_2_naming_it(tmp_path: Path, capsys) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     out = blocker / "dr.jsonl"
-    assert dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--band", "0.1", "0.95"]) == 2
+    assert dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out)]) == 2
     assert f"--out {blocker}: cannot create the folder" in capsys.readouterr().err
 
 
 def test_cli_with_nothing_convertible_exits_1_and_writes_nothing(tmp_path: Path, capsys) -> None:
     out = tmp_path / "o.jsonl"
-    assert dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out)]) == 1  # default band
+    argv = [str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--band-abs", "0.5", "0.95"]
+    assert dr_main(argv) == 1  # a band meant for a sentence encoder, with the TF-IDF fallback
     captured = capsys.readouterr()
-    assert "too_few_in_band: 3" in captured.out and "--band 0.1 0.95" in captured.out and "nothing written" in captured.err
+    assert "too_few_in_band: 4" in captured.out and "leave out --band-abs" in captured.out and "nothing written" in captured.err
     assert not out.exists()
 
 
@@ -522,7 +544,7 @@ def test_dr_items_from_the_tcm_sd_sample(tcm_sd_sample: Path, tmp_path: Path, ca
     golds = sorted({r["norm_syndrome"] for r in records})
     labels = _labels(tmp_path, "\n".join([*golds, *EXTRA_SYNDROMES]) + "\n")
     out = tmp_path / "tcm-sd-dr.jsonl"
-    assert dr_main([str(tcm_sd_sample), "--labels", str(labels), "--out", str(out), "--band", "0.1", "0.95"]) == 0
+    assert dr_main([str(tcm_sd_sample), "--labels", str(labels), "--out", str(out), "--band-abs", "0.1", "0.95"]) == 0
     printed = capsys.readouterr().out
     items = load_items([out]).items
     sources = load_items([tcm_sd_sample]).items
@@ -534,6 +556,7 @@ def test_dr_items_from_the_tcm_sd_sample(tcm_sd_sample: Path, tmp_path: Path, ca
         source = next(s for s in sources if s.id == dr.meta["source_item_id"])
         assert dict(dr.options)[dr.gold] == source.gold and dr.task == "TCM-SD-DR" and dr.meta["encoder"] == "tfidf-char-1-2"
         assert len(dr.options) == 4 and all(0.1 <= d["similarity"] <= 0.95 for d in dr.meta["distractors"])
+        assert dr.meta["band"] == {"quantiles": None, "cosines": (0.1, 0.95), "label_pairs": 351}
         assert dr.question.endswith(DR_INSTRUCTION) and source.question.startswith(dr.question[: -len(DR_INSTRUCTION)])
     assert LETTERS.startswith("".join(label for label, _ in items[0].options))
 
