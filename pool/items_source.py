@@ -115,7 +115,7 @@ def _nothing_loaded(loaded: LoadResult, options: Mapping[str, Any]) -> str:
     found = f"{len(loaded.items)} item(s) found, none scorable" if loaded.items else "no items found"
     more = f" ({reasons})" if reasons else ""
     return (f"{_data_name(options)}: {found}{more}; pass files or folders of JSONL/JSON items in a supported format "
-            "(see README, 'Item files')")
+            "(see docs/pool-file.md, 'Item files')")
 
 
 def read_id_list(path: Path) -> list[str]:

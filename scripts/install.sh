@@ -9,7 +9,7 @@
 # seen here), that build dies with SIGILL or a protection fault in libggml-cpu.so on its first
 # prompt. This script builds for the instruction sets the CPU lists instead (AVX/AVX2/FMA/F16C,
 # AVX-512 with VNNI/VBMI, AVX-VNNI), never AMX. AVX-512 is kept where present: the two larger
-# shipped models read prompts 1.35-1.5x faster with it (docs/benchmarks.md). A CMAKE_ARGS that is
+# shipped models read prompts 1.35-1.5x faster with it (bench/README.md, "llama.cpp build"). A CMAKE_ARGS that is
 # already set is used as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,5 +15,5 @@ HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 
 requires_llama = pytest.mark.skipif(
     not HAVE_LLAMA and os.environ.get("CI") != "true",
-    reason="llama_cpp not importable: pip install -e '.[local]' (these tests are required when CI=true)",
+    reason="llama_cpp not importable: scripts/install.sh local (these tests are required when CI=true)",
 )

@@ -25,7 +25,7 @@ from tests.ray_cluster import loopback_cluster, non_loopback_connections
 if importlib.util.find_spec("ray") is None:
     if os.environ.get("CI") == "true":
         raise RuntimeError("CI=true but Ray is not installed: .ci/run installs the [ray] extra")
-    pytest.skip("Ray is not installed (pip install -e '.[ray]')", allow_module_level=True)
+    pytest.skip("Ray is not installed (scripts/install.sh local,dev,ray)", allow_module_level=True)
 
 N_ITEMS = 9
 
