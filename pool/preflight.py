@@ -56,7 +56,8 @@ def preflight(config: PoolConfig, pool_file: str | os.PathLike[str], models: Ite
             seen_models.add(model.name)
             problem = gguf_problem(model.gguf)
             if problem:
-                issues.append(where.issue(where.gguf_loc(model), f"model '{model.name}': {problem}"))
+                issues.append(where.issue(where.gguf_loc(model),
+                                          f"model '{model.name}' of backend '{model.backend}': {problem}"))
     if issues:
         raise PreflightError(sorted(issues, key=lambda i: (i.line or 0, i.field)))
 

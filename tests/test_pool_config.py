@@ -182,6 +182,32 @@ models:
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": ""}) == ["DEEPSEEK_API_KEY"]
 
 
+def test_left_out_limits_are_the_serving_runners_own_defaults(tmp_path: Path) -> None:
+    """One place for a protocol's defaults: the runner class; the pool file inherits them."""
+    from runners.ollama import OllamaRunner
+    from runners.openai_compat import OpenAICompatRunner
+
+    config = load(tmp_path, """backends:
+  ollama:
+    type: ollama
+    base_url: http://127.0.0.1:11434
+  ollama_fast:
+    type: ollama
+    base_url: http://127.0.0.1:11435
+    timeout_s: 30
+    max_concurrency: 2
+  api:
+    type: openai
+    base_url: https://api.example.com/v1
+models:
+  - {name: m, backend: ollama}
+""")
+    ollama, fast, api = (config.backends[n] for n in ("ollama", "ollama_fast", "api"))
+    assert (ollama.timeout_s, ollama.max_concurrency) == (OllamaRunner.default_timeout_s, 1) == (300.0, 1)
+    assert (fast.timeout_s, fast.max_concurrency) == (30.0, 2)
+    assert (api.timeout_s, api.max_concurrency) == (OpenAICompatRunner.default_timeout_s, 8)
+
+
 def test_inline_judge_on_another_backend(tmp_path: Path) -> None:
     config = load(
         tmp_path,

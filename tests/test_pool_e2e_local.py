@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -56,7 +57,8 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
 
 def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_judges(tmp_path):
     """The real pool: SIGKILL while the judge works leaves no llama.cpp server behind; SIGTERM exits
-    130; the resume stores every verdict as the judge's, never a candidate's answer."""
+    130; the resume stores every verdict as the judge's, never a candidate's answer. The servers are
+    stopped (SIGSTOP) while the signal is sent, so the run cannot finish first on a fast machine."""
     import signal
     import time
 
@@ -80,8 +82,13 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
             time.sleep(0.05)
         server_pids = [json.loads(f.read_text(encoding="utf-8"))["pid"] for f in run_dir.glob("llamacpp-local*.pid")]
         assert server_pids, "no llama.cpp server pid file while judging"
+        for pid in server_pids:  # hold the run in the judge phase: its servers answer nothing until SIGCONT
+            os.kill(pid, signal.SIGSTOP)
         proc.send_signal(sig)
-        code = proc.wait(120)
+        code = proc.wait(120)  # a stopped server still takes its SIGKILL (after the stop's grace)
+        for pid in server_pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         proc.stderr.close()
         if sig == signal.SIGTERM:
             assert code == 130

@@ -350,6 +350,7 @@ def test_summary_counts(store: RunStore, tmp_path: Path) -> None:
     assert s == json.loads((tmp_path / "summary.json").read_text())
     a, b = s["models"]["a"], s["models"]["b"]
     assert a["status"] == {"ok": 3, "error": 1, "infra_error": 0}
+    assert a["answer_flaws"] == {"truncated": 1, "empty": 0, "oversize": 0}  # the "length" answer, by name
     assert (a["requests"], a["retries"], a["cache_hits"]) == (2 + 1 + 3 + 1 + 0, 1 + 2, 1)
     assert (a["prompt_tokens"], a["completion_tokens"], a["failed"]) == (48, 12, None)
     assert a["median_latency_s"] == 0.5 and a["stages"]["answer"]["results"] == 4
