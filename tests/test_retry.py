@@ -194,10 +194,12 @@ def test_attempt_count_and_backoff_bounds(max_retries, script, base, cap):
         assert 0 <= wait <= min(cap, base * 2 ** (n - 1)) + 1e-9
 
 
-def test_unset_key_env_is_an_auth_error_naming_the_variable(monkeypatch):
+def test_unset_key_env_is_an_auth_error_that_never_stores_the_variable(monkeypatch):
+    """The detail is stored with the result, and a "variable name" may be a pasted token: it says
+    which setting to fix, not the name (the run's preflight names the pool file's line)."""
     monkeypatch.delenv("MEDPOOL_TEST_UNSET_KEY", raising=False)
     endpoint = JsonEndpoint("http://127.0.0.1:9", api_key_env="MEDPOOL_TEST_UNSET_KEY",
                             timeout_s=1, policy=FAST)
     resp = asyncio.run(endpoint.post("/x", {}, lambda obj: ANSWER))
     assert resp.error_class == "auth" and resp.attempts == ()
-    assert "MEDPOOL_TEST_UNSET_KEY" in resp.error_detail
+    assert "api_key_env" in resp.error_detail and "MEDPOOL_TEST_UNSET_KEY" not in resp.error_detail

@@ -296,10 +296,10 @@ def test_key_is_read_from_env_at_call_time(monkeypatch):
     assert [r.authorization for r in fake.requests] == ["Bearer first-key", "Bearer rotated-key"]
 
 
-def test_unset_key_env_is_auth_error_naming_the_variable(monkeypatch):
+def test_unset_key_env_is_auth_error_that_never_stores_the_variable(monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
     resp, fake = call([ok()], api_key_env=KEY_ENV)
-    assert resp.error_class == "auth" and KEY_ENV in resp.error_detail
+    assert resp.error_class == "auth" and KEY_ENV not in resp.error_detail and "api_key_env" in resp.error_detail
     assert fake.request_count == 0
 
 
