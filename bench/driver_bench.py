@@ -157,7 +157,7 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
     if profile is not None:
         profile.disable()
         profile.dump_stats(args.profile)
-    # The arrival-scoring worker (pool.arrival_scoring) is a child: its CPU is reported beside the driver's.
+    # The arrival-scoring worker (pool.score.arrival) is a child: its CPU is reported beside the driver's.
     worker = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
             "detail": {"exit_code": result.exit_code, "counts": result.counts,
@@ -172,11 +172,11 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     """The driver alone: the Scheduler over an executor that answers every job at once (no HTTP),
     so what is timed is what the driver pays per result whatever executes the calls — the cache
     lookup and write, the request serialisation and key, the store transaction, the progress."""
-    from pool.outcome import Unit
-    from pool.progress import ProgressDisplay
-    from pool.response_cache import ResponseCache
-    from pool.scheduler import Job, Scheduler
-    from pool.store import RunStore
+    from pool.store.outcome import Unit
+    from pool.execute.progress import ProgressDisplay
+    from pool.execute.response_cache import ResponseCache
+    from pool.execute.scheduler import Job, Scheduler
+    from pool.store.run_store import RunStore
     from runners.base import (
         Attempt,
         GenerationParams,

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from bench.measure import write_json_report
 from pool.config import load_pool
-from pool.config_schema import LlamaCppBackend, Model
+from pool.config.schema import LlamaCppBackend, Model
 from runners.balanced import BalancedRunner
 from runners.base import GenerationRequest, GenerationResponse, Runner
 from runners.llamacpp_replicas import ManagedLlamaReplicas

@@ -1,8 +1,8 @@
 """Benchmark the Ray executor's overhead per request against the local executor.
 
-The same N planned units go through the same driver (:class:`pool.scheduler.Scheduler`: store, one
+The same N planned units go through the same driver (:class:`pool.execute.scheduler.Scheduler`: store, one
 transaction per result) to the same FAKE OpenAI-compatible server (its own process, fixed latency),
-once with :class:`pool.executor.LocalExecutor` and once with :class:`pool.ray_executor.RayExecutor`
+once with :class:`pool.execute.executor.LocalExecutor` and once with :class:`pool.execute.ray_executor.RayExecutor`
 on a loopback-only Ray cluster (``tests.ray_cluster``: head with 2 CPUs, every address 127.0.0.1).
 ``ratio = ray req/s / local req/s``; the overhead per request is ``1/ray_rate − 1/local_rate``
 (wall time per request at that concurrency) and the driver's CPU per request is shown beside it.
@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.scheduler_bench import FakeServerProcess, bench_items, jobs_for, openai_pool
-from pool.endpoints import open_execution
+from pool.execute.endpoints import open_execution
 from pool.plan import Plan
-from pool.progress import ProgressDisplay
-from pool.scheduler import Scheduler
-from pool.store import RunStore
+from pool.execute.progress import ProgressDisplay
+from pool.execute.scheduler import Scheduler
+from pool.store.run_store import RunStore
 from tests.ray_cluster import loopback_cluster, non_loopback_connections
 
 

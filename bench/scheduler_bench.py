@@ -55,11 +55,11 @@ import aiohttp
 
 from bench.measure import write_json_report
 from pool.config import PoolConfig, parse_pool
-from pool.endpoints import BackendEndpoint, open_backends
+from pool.execute.endpoints import BackendEndpoint, open_backends
 from pool.plan import Plan, answer_request
-from pool.progress import ProgressDisplay
-from pool.scheduler import Job, Scheduler
-from pool.store import RunStore
+from pool.execute.progress import ProgressDisplay
+from pool.execute.scheduler import Job, Scheduler
+from pool.store.run_store import RunStore
 from runners.llamacpp_server import parse_server_timings
 from runners.openai_compat import build_payload
 from tests.fakes.openai_fake import FakeOpenAIServer

@@ -57,15 +57,15 @@ from judge.prompts import (
 )
 from judge.verdicts import ParseFailure
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
-from pool.dispatch import Dispatcher
-from pool.endpoints import open_backends
-from pool.executor import leaf_errors
-from pool.outcome import Unit
-from pool.progress import ProgressDisplay
-from pool.response_cache import ResponseCache
-from pool.scheduler import Scheduler
-from pool.scoring import JudgeSetup, ScoringStage
-from pool.store import RunStore
+from pool.execute.dispatch import Dispatcher
+from pool.execute.endpoints import open_backends
+from pool.execute.executor import leaf_errors
+from pool.store.outcome import Unit
+from pool.execute.progress import ProgressDisplay
+from pool.execute.response_cache import ResponseCache
+from pool.execute.scheduler import Scheduler
+from pool.score.stage import JudgeSetup, ScoringStage
+from pool.store.run_store import RunStore
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 REPO = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """The calibration store: one JSON file per judge identity, every calibration of it kept.
 
 Folder: ``$MEDPOOL_CALIBRATION_DIR``, else ``calibrations/`` in the response cache folder
-(``$MEDPOOL_CACHE_DIR``, else ``~/.cache/medpool`` — the rule of ``pool.response_cache``);
+(``$MEDPOOL_CACHE_DIR``, else ``~/.cache/medpool`` — the rule of ``pool.execute.response_cache``);
 ``judge.calibrate --store DIR`` and ``routing.build --calibrations DIR`` override it.
 
 ``<folder>/<judge key>.json``::

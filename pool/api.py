@@ -29,24 +29,24 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pool.arrival_scoring import MIN_ANSWERS, ArrivalWorker
-from pool.budget import Budget, BudgetExhausted
-from pool.config import Model, PoolConfigError, load_pool
-from pool.dispatch import Dispatcher
-from pool.endpoints import open_execution
-from pool.executor import leaf_errors
-from pool.export import export_results_with_costs, write_summary
-from pool.items_source import DataError, load_run_items, select_items
-from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, select_models
-from pool.preflight import PreflightError, preflight
-from pool.progress import ProgressDisplay
-from pool.ray_executor import cluster_host_port
-from pool.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
-from pool.run_lock import RunFolderError, RunLock, unwritable_run_folder
+from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
+from pool.execute.budget import Budget, BudgetExhausted
+from pool.config import Model, PoolConfigError
+from pool.execute.dispatch import Dispatcher
+from pool.execute.endpoints import open_execution
+from pool.execute.executor import leaf_errors
+from pool.store.export import export_results_with_costs, write_summary
+from pool.items_source import DataError
+from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
+from pool.config.preflight import PreflightError, preflight
+from pool.execute.progress import ProgressDisplay
+from pool.execute.ray_executor import cluster_host_port
+from pool.execute.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
+from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
-from pool.scheduler import Scheduler
-from pool.scoring import ScoringStage
-from pool.store import RunMismatchError, RunStore, StoreFormatError
+from pool.execute.scheduler import Scheduler
+from pool.score.stage import ScoringStage
+from pool.store.run_store import RunMismatchError, RunStore, StoreFormatError
 from runners.llamacpp_server import LlamaServerError
 
 if TYPE_CHECKING:
@@ -172,22 +172,12 @@ def _check_cache_dir(options: Mapping[str, Any]) -> None:
 
 
 def _plan(options: Mapping[str, Any]) -> tuple[Plan, int]:
+    """The plan of ``options`` and how many loaded items were skipped; bad input is RunInputError."""
     def build() -> tuple[Plan, int]:
         _check_cache_dir(options)
-        config = load_pool(options["pool"])
-        loaded = load_run_items(options["data"])
-        items = select_items(loaded, options)
-        models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
-        if not models:
-            raise DataError(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
-        return Plan(config, models, tuple(items)), len(loaded.skipped)
+        return plan_from_options(options)
 
     return _checked(build)
-
-
-def plan_for_options(options: Mapping[str, Any]) -> Plan:
-    """The plan a run's options give (a resume's, and the arrival-scoring worker's, way back to it)."""
-    return _plan(options)[0]
 
 
 def _preflight(plan: Plan, options: Mapping[str, Any], judge: Model | None, *, mode: str) -> None:

@@ -17,8 +17,9 @@ from typing import Any, Protocol
 # JUDGED_GOLD_TYPES: gold types whose answers the LLM judge scores (the rest have judge-free
 # scorers); RUBRIC_GOLD_TYPES: those judged on the rubric, which --hallu also checks claim by claim.
 from eval.gold_types import JUDGED_GOLD_TYPES, RUBRIC_GOLD_TYPES
-from pool.config import Model, PoolConfig
-from pool.outcome import Unit
+from pool.config import Model, PoolConfig, load_pool
+from pool.items_source import DataError, load_run_items, select_items
+from pool.store.outcome import Unit
 from runners.base import GenerationRequest
 
 ANSWER_STAGE = "answer"
@@ -133,6 +134,18 @@ class Plan:
             "judge": judge_view,
             "requests_at_most": self.unit_count + (judge_view["requests_at_most"] if judge_view else 0),
         }
+
+
+def plan_from_options(options: Mapping[str, Any]) -> tuple[Plan, int]:
+    """The plan a run's stored options describe, and how many loaded items were skipped.
+    Raises the loaders' and the pool file's own errors (each names its file, line or flag)."""
+    config = load_pool(options["pool"])
+    loaded = load_run_items(options["data"])
+    items = select_items(loaded, options)
+    models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
+    if not models:
+        raise DataError(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
+    return Plan(config, models, tuple(items)), len(loaded.skipped)
 
 
 def select_models(config: PoolConfig, names: Sequence[str] | None, include_disabled: bool) -> tuple[Model, ...]:

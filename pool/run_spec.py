@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pool.items_source import DataError
-from pool.store import RUN_DB_FILENAME, RunStore
+from pool.store.run_store import RUN_DB_FILENAME, RunStore
 
 DEFAULT_POOL = "model_pool.yaml"
 EXECUTORS = ("local", "ray")

@@ -98,7 +98,7 @@ def read_summary_json(run_dir: Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as exc:
         raise HistoryError(f"{path}: unreadable ({exc}); re-export it with `python -m pool.run --resume {run_dir}`") from None
     if not isinstance(summary, dict) or not all(isinstance(summary.get(k), str) for k in ("run_id", "created_at")):
-        raise HistoryError(f"{path}: needs string fields run_id and created_at (written by pool.export)")
+        raise HistoryError(f"{path}: needs string fields run_id and created_at (written by pool.store.export)")
     try:
         parse_time(summary["created_at"], f"{path}: created_at")
     except LoadError as exc:
@@ -148,7 +148,7 @@ def counted_cached_share(run_dir: Path) -> dict[str, Any]:
 
 
 def summary_cached_share(summary: Mapping[str, Any]) -> dict[str, Any] | None:
-    """:func:`counted_cached_share` from summary.json's per-stage counts, which pool.export writes from
+    """:func:`counted_cached_share` from summary.json's per-stage counts, which pool.store.export writes from
     the same store state as results.jsonl; None for a summary without them (then read the rows)."""
     models = summary.get("models")
     if not isinstance(models, dict) or not models:

@@ -1,7 +1,7 @@
 """Read run directories into a :class:`~routing.table.ScoreTable` — the only file reading in aggregation.
 
 Per run directory: ``summary.json`` (run_id, created_at, pool and data fingerprints, per-model
-answer counts; see ``pool.export``) and ``scores.jsonl`` (one row per (model, item); see
+answer counts; see ``pool.store.export``) and ``scores.jsonl`` (one row per (model, item); see
 ``eval.scores``). A missing or broken file raises :class:`LoadError` naming ``path:line: field``.
 
 Merging several runs: rows are keyed by (model identity, judge identity, item). Two rows with the

@@ -22,11 +22,11 @@ import pytest
 import pool.api as api_module
 from pool import RunSpec, rescore, resume, run_pool
 from pool.api import EXIT_OK
-from pool.arrival_scoring import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
+from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
 from pool.config import load_pool
-from pool.costs import CostTally
-from pool.export import export_results_jsonl, summarize_store
-from pool.store import RunStore
+from pool.store.costs import CostTally
+from pool.store.export import export_results_jsonl, summarize_store
+from pool.store.run_store import RunStore
 from routing.history import read_index, snapshot
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
@@ -143,7 +143,7 @@ def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: 
     monkeypatch.setattr(ArrivalWorker, "start", classmethod(lambda cls, run_dir, run_id: start(run_dir, "no-such-run")))
     handed = _watch_finish(monkeypatch)
     run_dir = tmp_path / "run"
-    with caplog.at_level(logging.WARNING, logger="pool.arrival_scoring"):
+    with caplog.at_level(logging.WARNING, logger="pool.score.arrival"):
         result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
     assert result.exit_code == EXIT_OK
     assert handed == [None]
@@ -172,7 +172,7 @@ def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(tmp_path: Pa
     monkeypatch.setattr(ArrivalWorker, "start", classmethod(start))
     handed, exported = _watch_finish(monkeypatch), _watch_exports(monkeypatch)
     run_dir = tmp_path / "run"
-    with caplog.at_level(logging.WARNING, logger="pool.arrival_scoring"):
+    with caplog.at_level(logging.WARNING, logger="pool.score.arrival"):
         result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
     assert result.exit_code == EXIT_OK
     assert handed == [0] and exported == [False]  # scoring "finished" with no rows; no export
@@ -210,7 +210,7 @@ def test_small_runs_start_no_worker(tmp_path: Path, setup: tuple[Path, Path], mo
 
 
 def _worker(run_dir: Path, run_id: str, file: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "pool.arrival_scoring", str(run_dir), run_id, str(file.fileno())],
+    return subprocess.Popen([sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno())],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(file.fileno(),))
 
 
@@ -253,7 +253,7 @@ def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: P
 
 
 def _workers_of(run_dir: Path) -> list[int]:
-    return pids_with(b"pool.arrival_scoring", str(run_dir).encode())
+    return pids_with(b"pool.score.arrival", str(run_dir).encode())
 
 
 def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Full model and judge identities: what scores.jsonl carries, and that routing.build never merges two.
 
-Judges here come from real pool files through ``pool.scoring.JudgeSetup`` and models through
-``pool.scoring.model_identity``, so the rows are the ones a run writes; old rows (no full identity,
+Judges here come from real pool files through ``pool.score.stage.JudgeSetup`` and models through
+``pool.score.stage.model_identity``, so the rows are the ones a run writes; old rows (no full identity,
 no ``answer_status``) still load, as what they carry.
 """
 
@@ -16,7 +16,7 @@ import yaml
 
 from eval.scores import JudgeIdentity, Score
 from pool.config import parse_pool
-from pool.scoring import JudgeSetup, configured_endpoint, model_identity
+from pool.score.stage import JudgeSetup, configured_endpoint, model_identity
 from routing.build import BuildOptions, build, main
 from routing.leaderboard import build_buckets
 from routing.load import load_runs
@@ -225,7 +225,7 @@ def test_score_record_carries_the_key_and_the_full_identity() -> None:
 
 
 def failed(model: str, item: str, task: str = "single_choice") -> dict[str, Any]:
-    """An answer never obtained: the model was marked failed (what pool.scoring writes)."""
+    """An answer never obtained: the model was marked failed (what pool.score.stage writes)."""
     return {**row(model, item, task, "single_choice", None, status="infra_error",
                   details={"reason": "no answer was obtained (infra_error)"}), "answer_status": "infra_error"}  # fmt: skip
 

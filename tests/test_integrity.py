@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pool.dispatch import Dispatcher, answerer_of
-from pool.endpoints import BackendEndpoint
-from pool.export import summarize
-from pool.outcome import Unit, classify, result_from_response
+from pool.execute.dispatch import Dispatcher, answerer_of
+from pool.execute.endpoints import BackendEndpoint
+from pool.store.export import summarize
+from pool.store.outcome import Unit, classify, result_from_response
 from pool.run import main
-from pool.run_lock import RunLock
-from pool.scheduler import Lane
-from pool.store import RunStore, StoreFormatError, WrongAnswererError
+from pool.store.run_lock import RunLock
+from pool.execute.scheduler import Lane
+from pool.store.run_store import RunStore, StoreFormatError, WrongAnswererError
 from runners.base import GenerationResponse
 
 JUDGE_STAGE = "judge:0123456789"
@@ -57,7 +57,7 @@ def test_every_stage_has_exactly_one_answerer():
 
 
 def test_dispatcher_sends_judge_stages_to_the_judge_only():
-    from pool.config_schema import PoolConfig
+    from pool.config.schema import PoolConfig
 
     config = PoolConfig.model_validate({
         "backends": {"a": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"},

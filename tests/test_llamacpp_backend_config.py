@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import pool.config_schema as schema
+import pool.config.schema as schema
 from pool.config import PoolConfigError, load_pool
-from pool.config_schema import LlamaCppBackend
+from pool.config.schema import LlamaCppBackend
 
 MODEL = "models:\n  - {name: m, backend: local, gguf: gemma3-270m}\n"
 

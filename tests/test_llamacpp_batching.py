@@ -194,7 +194,7 @@ def test_a_pool_s_llamacpp_backend_is_one_batched_server_by_default(tmp_path: An
     import json
 
     from pool.config import parse_pool
-    from pool.endpoints import open_backends
+    from pool.execute.endpoints import open_backends
     from runners.base import GenerationRequest
 
     config = parse_pool("backends:\n  local:\n    type: llamacpp\n    n_ctx: 512\n"

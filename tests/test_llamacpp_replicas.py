@@ -188,7 +188,7 @@ def test_replicas_are_stopped_when_cancelled(tmp_path: Path) -> None:
 @requires_llama
 def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: Path) -> None:
     from pool.config import parse_pool
-    from pool.endpoints import local_model_identity, open_backends
+    from pool.execute.endpoints import local_model_identity, open_backends
 
     config = parse_pool("backends:\n  local:\n    type: llamacpp\n    engine: llama_cpp\n    replicas: 2\n    n_ctx: 512\n"
                         "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",

@@ -22,7 +22,7 @@ from pool.config import (
     load_pool,
     missing_api_keys,
 )
-from pool.yaml_lines import PoolYamlLoader
+from pool.config.yaml_lines import PoolYamlLoader
 from runners.base import GenerationParams
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pool.config import load_pool
-from pool.preflight import PreflightError, preflight
+from pool.config.preflight import PreflightError, preflight
 from pool.run import main
 from runners import gguf_models
 from runners.gguf_models import MODELS, PackageFile

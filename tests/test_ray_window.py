@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pool.ray_executor import RayExecutor
+from pool.execute.ray_executor import RayExecutor
 
 
 class StandInActor:

@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from pool.config_schema import BackendType
+from pool.config.schema import BackendType
 from runners.ollama import OllamaRunner
 from runners.openai_compat import OpenAICompatRunner
 from runners.protocol import JsonProtocolRunner

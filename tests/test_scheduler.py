@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pool.cache_key import cache_key
-from pool.outcome import Unit
-from pool.response_cache import ResponseCache
-from pool.scheduler import Job, Lane, Scheduler
-from pool.store import RunStore
+from pool.execute.cache_key import cache_key
+from pool.store.outcome import Unit
+from pool.execute.response_cache import ResponseCache
+from pool.execute.scheduler import Job, Lane, Scheduler
+from pool.store.run_store import RunStore
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.openai_compat import OpenAICompatRunner
 from runners.retry import RetryPolicy

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import pool.scoring as scoring_module
-import pool.store as store_module
+import pool.score.stage as scoring_module
+import pool.store.run_store as store_module
 from eval.items import Item, Source
-from pool.arrival_scoring import _Tail
+from pool.score.arrival import _Tail
 from pool.config import parse_pool
-from pool.outcome import Unit, result_from_response
-from pool.scoring import ArrivalSpool, ScoringStage, _RowSpool
-from pool.store import RunStore
+from pool.store.outcome import Unit, result_from_response
+from pool.score.stage import ArrivalSpool, ScoringStage, _RowSpool
+from pool.store.run_store import RunStore
 from runners.base import Attempt, GenerationResponse
 
 RUN = "run"

@@ -22,17 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import store_crash_writer as writer
 
-from pool.cache_key import (
+from pool.execute.cache_key import (
     cache_key,
     canonical_json,
     normalize_endpoint,
     request_payload,
 )
-from pool.export import EXPORT_FIELDS, export_results_jsonl, write_summary
-from pool.outcome import Result, Unit, classify, result_from_response
-from pool.response_cache import CACHE_FILENAME, ResponseCache
-import pool.store as store_module
-from pool.store import RunMismatchError, RunStore
+from pool.store.export import EXPORT_FIELDS, export_results_jsonl, write_summary
+from pool.store.outcome import Result, Unit, classify, result_from_response
+from pool.execute.response_cache import CACHE_FILENAME, ResponseCache
+import pool.store.run_store as store_module
+from pool.store.run_store import RunMismatchError, RunStore
 from runners.base import (
     Attempt,
     GenerationParams,
@@ -147,7 +147,7 @@ def test_only_answered_responses_are_cached(tmp_path: Path) -> None:
 
 def test_write_behind_holds_puts_that_lookups_see_and_writes_them_together(tmp_path: Path) -> None:
     """A run's cache holds its puts in memory; every put reaches the file by the batch size or at close."""
-    from pool.response_cache import WRITE_BEHIND_ROWS
+    from pool.execute.response_cache import WRITE_BEHIND_ROWS
 
     with ResponseCache(tmp_path, write_behind=True) as cache:
         assert cache.put("k0", _response(n=2))
@@ -172,7 +172,7 @@ def test_write_behind_holds_puts_that_lookups_see_and_writes_them_together(tmp_p
 
 
 def test_write_behind_writes_a_held_put_after_at_most_a_second(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pool.response_cache as response_cache
+    import pool.execute.response_cache as response_cache
 
     clock = [100.0]
     monkeypatch.setattr(response_cache.time, "monotonic", lambda: clock[0])
@@ -462,7 +462,7 @@ def test_utc_now_iso_has_isoformats_layout_across_second_boundaries(monkeypatch:
     """The stamp formats each second once; the text must still be datetime's, millisecond for millisecond."""
     from datetime import UTC, datetime
 
-    import pool.sqlite_db as sqlite_db
+    import pool.store.sqlite_db as sqlite_db
 
     for moment in (1738289645.123456, 1738289645.9994, 1738289646.0, 1738289646.0501, 1738289645.5, 951782400.25):
         monkeypatch.setattr(sqlite_db.time, "time", lambda moment=moment: moment)

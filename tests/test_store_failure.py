@@ -18,7 +18,7 @@ import pytest
 import pool.api as pool_api
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_INFRA, EXIT_OK
-from pool.store import RunStore
+from pool.store.run_store import RunStore
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -89,7 +89,7 @@ def test_a_full_disk_mid_run_is_named_and_the_resume_keeps_what_was_recorded(
 
 
 def test_errors_nested_in_task_groups_are_listed_one_by_one() -> None:
-    from pool.executor import leaf_errors
+    from pool.execute.executor import leaf_errors
 
     inner = ExceptionGroup("lane b", [KeyError("y")])
     leaves = leaf_errors(ExceptionGroup("lanes", [ValueError("x"), inner]))

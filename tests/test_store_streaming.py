@@ -3,7 +3,7 @@
 The driver streams pending units, results and the summary so its memory stays flat in the number of
 units; these tests pin that each streamed or SQL-counted view equals the in-memory one: page
 boundaries (pages of 3 rows here) lose and repeat nothing, and ``summary.json`` from SQL equals
-:func:`pool.export.summarize` over the same rows.
+:func:`pool.store.export.summarize` over the same rows.
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pool.store as store_module
-from pool.cache_key import (
+import pool.store.run_store as store_module
+from pool.execute.cache_key import (
     CACHE_KEY_VERSION,
     cache_key_of_json,
     canonical_json,
     normalize_endpoint,
     request_payload,
 )
-from pool.export import export_results_jsonl, result_record, summarize, summarize_store
-from pool.outcome import Result, Unit, result_from_response
-from pool.store import RunStore
+from pool.store.export import export_results_jsonl, result_record, summarize, summarize_store
+from pool.store.outcome import Result, Unit, result_from_response
+from pool.store.run_store import RunStore
 from runners.base import (
     Attempt,
     GenerationParams,
@@ -139,8 +139,8 @@ def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_
     counted from results.jsonl (retried infra errors, cache hits, judge stages, a failed model; a cache
     hit is always an answer, as the scheduler records one)."""
     from pool.config import parse_pool
-    from pool.costs import CostTally
-    from pool.export import write_summary
+    from pool.store.costs import CostTally
+    from pool.store.export import write_summary
     from routing.history import counted_cached_share, summary_cached_share
 
     config = parse_pool("backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pool.budget import call_cost
+from pool.execute.budget import call_cost
 from pool.config import PoolConfig
-from pool.outcome import Result
+from pool.store.outcome import Result
 
 
 class CostTally:

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pool.config import Model
-from pool.endpoints import BackendEndpoint
-from pool.outcome import Unit
+from pool.execute.endpoints import BackendEndpoint
+from pool.store.outcome import Unit
 from pool.plan import ANSWER_STAGE, PromptItem, answer_request
-from pool.scheduler import Job
+from pool.execute.scheduler import Job
 from runners.base import GenerationRequest
 
 JUDGE_STAGE_PREFIX = "judge:"

@@ -2,13 +2,13 @@
 
 An executor takes lazy job streams per backend lane, sends each job's request within that lane's
 limits, and hands every response back to the driver as it arrives (``on_result``); cancelling the
-task that awaits :meth:`Executor.run` cancels the run. The driver (:class:`pool.scheduler.Scheduler`)
+task that awaits :meth:`Executor.run` cancels the run. The driver (:class:`pool.execute.scheduler.Scheduler`)
 alone reads the response cache, decides a failed model's jobs without sending them
 (``settle_locally``), and writes the run store — every result committed before the slot that
 sent it sends again — so exactly-once recording, caching and resume are no executor's concern.
 
 Two executors exist: :class:`LocalExecutor` (asyncio lanes in this process) and
-``pool.ray_executor.RayExecutor`` (one actor per lane on a Ray cluster).
+``pool.execute.ray_executor.RayExecutor`` (one actor per lane on a Ray cluster).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from runners.base import GenerationResponse
 
 if TYPE_CHECKING:
-    from pool.scheduler import Job, Lane
+    from pool.execute.scheduler import Job, Lane
 
 # Takes a response; returns an awaitable done once its row is committed (None: committed already).
 # The executor awaits it before the slot that sent the job sends again.

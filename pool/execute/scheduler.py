@@ -2,7 +2,7 @@
 
 Limits belong to backends, not models: each backend is a *lane* (:class:`Lane`: a runner, at most
 ``max_concurrency`` requests in flight and an optional asyncio-throttle rate limiter), shared by
-every model on it. An executor (:mod:`pool.executor`) sends the jobs of each lane — from lazy
+every model on it. An executor (:mod:`pool.execute.executor`) sends the jobs of each lane — from lazy
 streams, so a run of 10⁵ items never builds 10⁵ coroutines — and hands each response back;
 :class:`Scheduler` serves cache hits, records every result and watches each model's health.
 
@@ -20,14 +20,14 @@ from typing import Protocol
 
 from asyncio_throttle import Throttler
 
-from pool.cache_key import cache_key_of_json, canonical_json, request_payload
-from pool.budget import Budget, BudgetExhausted
-from pool.executor import Executor, LocalExecutor
-from pool.outcome import Result, Unit, result_from_response
+from pool.execute.cache_key import cache_key_of_json, canonical_json, request_payload
+from pool.execute.budget import Budget, BudgetExhausted
+from pool.execute.executor import Executor, LocalExecutor
+from pool.store.outcome import Result, Unit, result_from_response
 from pool.plan import ANSWER_STAGE
-from pool.response_cache import ResponseCache
-from pool.sqlite_db import utc_now_iso
-from pool.store import RunStore
+from pool.execute.response_cache import ResponseCache
+from pool.store.sqlite_db import utc_now_iso
+from pool.store.run_store import RunStore
 from runners.base import GenerationRequest, GenerationResponse, Runner
 
 MODEL_FAILED = "model_failed"
@@ -41,7 +41,7 @@ class Job:
     request: GenerationRequest
     backend_type: str
     endpoint_identity: str
-    called_model: str = ""  # the pool model that answers (the judge for judge units); see pool.dispatch
+    called_model: str = ""  # the pool model that answers (the judge for judge units); see pool.execute.dispatch
 
     @property
     def caller(self) -> str:
@@ -119,7 +119,7 @@ class RunCounters:
 class Scheduler:
     """The driver: decides what is sent, and writes each result to the store as it arrives.
 
-    Sending is the executor's job (:mod:`pool.executor`; by default :class:`LocalExecutor` over
+    Sending is the executor's job (:mod:`pool.execute.executor`; by default :class:`LocalExecutor` over
     ``lanes``). The driver alone reads and fills the response cache, settles a failed model's jobs
     without sending them, and records every result: each settled job in a transaction of its own; of
     the responses that arrive in one turn of the event loop, the first in a transaction of its own at

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from pool.config_values import check_gguf
+from pool.config.values import check_gguf
 
 if TYPE_CHECKING:
-    from pool.config_schema import Judge, Model, PoolConfig
+    from pool.config.schema import Judge, Model, PoolConfig
 
 Loc = tuple[str | int, ...]
 

@@ -40,10 +40,10 @@ from typing import Any
 
 from eval.files import atomic_write_lines, atomic_write_text
 from pool.config import PoolConfig
-from pool.costs import CostTally
-from pool.outcome import ANSWER_FLAWS, STATUSES, Result
-from pool.store import RunStore
-from pool.store_tallies import Tally
+from pool.store.costs import CostTally
+from pool.store.outcome import ANSWER_FLAWS, STATUSES, Result
+from pool.store.run_store import RunStore
+from pool.store.tallies import Tally
 
 RESULTS_FILENAME = "results.jsonl"
 SUMMARY_FILENAME = "summary.json"
@@ -93,7 +93,7 @@ def export_results_jsonl(run_dir: Path | str, run_id: str | None = None, *,
 
 
 def export_results_with_costs(run_dir: Path | str, run_id: str, config: PoolConfig) -> dict[str, Any]:
-    """:func:`export_results_jsonl`, and the run's cost summary (:class:`pool.costs.CostTally`) tallied on
+    """:func:`export_results_jsonl`, and the run's cost summary (:class:`pool.store.costs.CostTally`) tallied on
     that same pass — what summary.json's ``extra.costs`` holds, whichever process exports."""
     costs = CostTally(config)
     export_results_jsonl(run_dir, run_id, observe=costs.add)
@@ -121,7 +121,7 @@ def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[s
 
 
 def _store_tally(sums: Tally, superseded: tuple[int, int], median: float | None) -> dict[str, Any]:
-    """:func:`_tally` from SQL sums (:mod:`pool.store_tallies`): the same keys, the same values."""
+    """:func:`_tally` from SQL sums (:mod:`pool.store.tallies`): the same keys, the same values."""
     return {
         "results": sums.results,
         "status": {s: getattr(sums, s) for s in STATUSES},

@@ -6,7 +6,7 @@ model, unique names) are checked in :meth:`PoolConfig._resolve`, which also fold
 into each model, so ``config.models`` are complete and need no further merging.
 
 Booleans (``enabled``, ``think``) accept YAML ``true``/``false`` and also the words
-``yes``/``no``/``on``/``off`` in any case. The loader (:mod:`pool.yaml_lines`) keeps those words
+``yes``/``no``/``on``/``off`` in any case. The loader (:mod:`pool.config.yaml_lines`) keeps those words
 as strings, so ``think: off`` means ``False`` here while ``name: no`` stays the text ``"no"``.
 
 ``think`` (Ollama's reasoning switch: a bool, or ``low``/``medium``/``high``) is rejected on a
@@ -35,8 +35,8 @@ from pydantic import (
     model_validator,
 )
 
-from pool.config_refs import reference_issues
-from pool.config_values import (
+from pool.config.refs import reference_issues
+from pool.config.values import (
     KNOWN_GGUF,
     check_api_key_env,
     check_base_url,
@@ -62,7 +62,7 @@ BackendType = Literal["openai", "ollama", "llamacpp"]
 class _Block(BaseModel):
     # allow_inf_nan=False: YAML reads .inf/.nan as floats, and no setting here means "forever"
     # or "undefined". hide_input_in_errors: a ValidationError printed raw (outside
-    # pool.config_errors) must not echo values such as a pasted key.
+    # pool.config.errors) must not echo values such as a pasted key.
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, allow_inf_nan=False, hide_input_in_errors=True
     )

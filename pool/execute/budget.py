@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pool.config_schema import Price
+from pool.config.schema import Price
 from runners.base import GenerationResponse
 
 

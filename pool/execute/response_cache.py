@@ -1,4 +1,4 @@
-"""Response cache shared across runs: one SQLite file, keyed by :func:`pool.cache_key.cache_key`.
+"""Response cache shared across runs: one SQLite file, keyed by :func:`pool.execute.cache_key.cache_key`.
 
 Why only successes: a response with ``error_class`` set (connection, timeout, 429, 5xx, auth,
 client error, unparsable body) says nothing about the model — caching it would turn a passing
@@ -7,7 +7,7 @@ the model's answer to that exact request and is cached like any other.
 
 Location: ``cache_dir`` argument, else ``$MEDPOOL_CACHE_DIR``, else ``~/.cache/medpool``; the
 file is ``responses.sqlite`` in that directory. Several runs may share it at once (WAL + busy
-timeout, see :mod:`pool.sqlite_db`). The first answer stored under a key wins.
+timeout, see :mod:`pool.store.sqlite_db`). The first answer stored under a key wins.
 
 Write-behind (``ResponseCache(..., write_behind=True)``, what a run uses): puts are held in memory
 and written together, one transaction per ``WRITE_BEHIND_ROWS`` puts or per ``WRITE_BEHIND_S``,
@@ -28,7 +28,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
+from pool.store.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
 from runners.base import GenerationResponse
 
 CACHE_FILENAME = "responses.sqlite"

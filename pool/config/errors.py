@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 from yaml.nodes import Node, ScalarNode
 
-from pool.config_schema import (
+from pool.config.schema import (
     ANSWER_CHARS_RANGE,
     BACKEND_CLASSES,
     MAX_CONCURRENCY,
@@ -27,7 +27,7 @@ from pool.config_schema import (
     Model,
     PoolConfig,
 )
-from pool.yaml_lines import format_path, locate
+from pool.config.yaml_lines import format_path, locate
 
 _SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "api_token", "secret", "password"})
 _BACKEND_TYPES = "openai (any OpenAI-compatible server or API), ollama, llamacpp (managed local)"

@@ -1,11 +1,11 @@
 """The Ray executor: one async actor per backend lane, so a pool runs where its models live.
 
-Each lane actor opens its backend exactly as the local executor does (:func:`pool.endpoints.open_backends`
+Each lane actor opens its backend exactly as the local executor does (:func:`pool.execute.endpoints.open_backends`
 for that backend's models: the HTTP session, or the managed llama.cpp server(s) started in the actor's
 own process, so the weights load once on the host the actor is placed on) and holds the lane's
 concurrency limit and rate limiter — one actor per lane, so the limits hold cluster-wide. The
 driver keeps at most ``2 × max_concurrency`` calls in flight per lane and commits each response to
-the run store as it arrives (:class:`pool.scheduler.Scheduler`), so a driver's memory does not grow
+the run store as it arrives (:class:`pool.execute.scheduler.Scheduler`), so a driver's memory does not grow
 with the plan and a killed driver resumes from the store as today.
 
 An actor that dies is restarted (``max_restarts=-1``) and Ray re-sends its unfinished calls
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pool.config import Model, PoolConfig
-from pool.executor import OnResult, SettleLocally
-from pool.scheduler import Job
+from pool.execute.executor import OnResult, SettleLocally
+from pool.execute.scheduler import Job
 from runners.base import GenerationRequest, GenerationResponse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ class LaneActor:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._lane is None:
-                from pool.endpoints import open_backends
+                from pool.execute.endpoints import open_backends
 
                 self.run_dir.mkdir(parents=True, exist_ok=True)
                 stack = AsyncExitStack()

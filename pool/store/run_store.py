@@ -4,7 +4,7 @@ Why it is built this way: a nightly run may be SIGKILLed at any moment and resum
 result is committed in its own transaction (or a small batch) as soon as it exists, the
 primary key (run_id, model, item_id, stage) makes a second record of a unit impossible, and the
 planned units are stored so a resumed run computes its remaining work as *plan minus results*.
-Connection settings and crash-safety reasoning: :mod:`pool.sqlite_db`.
+Connection settings and crash-safety reasoning: :mod:`pool.store.sqlite_db`.
 
 Tables::
 
@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pool.outcome import Result, Unit
-from pool.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
-from pool.store_tallies import StoreTallies, read_tallies
+from pool.store.outcome import Result, Unit
+from pool.store.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
+from pool.store.tallies import StoreTallies, read_tallies
 
 RUN_DB_FILENAME = "run.sqlite"
 SCHEMA_VERSION = 2
@@ -510,7 +510,7 @@ class RunStore(SqliteHandle):
 
     def iter_result_keys(self, run_id: str, stage: str) -> Iterator[tuple[str, str]]:
         """(model, item_id) of one stage's rows, in :meth:`iter_results`' order, read from the primary
-        key's index alone (a reader that has most rows already, see ``pool.scoring.ArrivalSpool``)."""
+        key's index alone (a reader that has most rows already, see ``pool.score.stage.ArrivalSpool``)."""
         for row in self._pages("SELECT model, item_id, stage FROM results", run_id, stage):
             yield row[0], row[1]
 
@@ -560,7 +560,7 @@ class RunStore(SqliteHandle):
             raise KeyError(f"{self.path}: no result for {unit} in run {run_id!r}")
 
     def tallies(self, run_id: str) -> StoreTallies:
-        """The counts and medians ``summary.json`` reports, computed in SQL (:mod:`pool.store_tallies`)."""
+        """The counts and medians ``summary.json`` reports, computed in SQL (:mod:`pool.store.tallies`)."""
         return read_tallies(self._conn, run_id)
 
     def superseded_infra_errors(self, run_id: str) -> list[dict[str, Any]]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pool.config import LlamaCppBackend, Model, PoolConfig
-from pool.executor import Executor, LocalExecutor
-from pool.scheduler import Lane
+from pool.execute.executor import Executor, LocalExecutor
+from pool.execute.scheduler import Lane
 from runners.base import Runner
 from runners.gguf_models import MODELS, verified_sha256
 from runners.registry import make_runner
@@ -127,14 +127,14 @@ class Backends:
 async def open_execution(config: PoolConfig, models: Iterable[Model], run_dir: Path, *, executor: str = "local",
                          ray_address: str | None = None) -> AsyncIterator[Backends]:
     """Bring the backends up where the executor runs them: in this process (``local``) or in one
-    Ray actor per backend (``ray``, see :mod:`pool.ray_executor`)."""
+    Ray actor per backend (``ray``, see :mod:`pool.execute.ray_executor`)."""
     if executor == "local":
         async with open_backends(config, models, run_dir) as endpoints:
             yield Backends(endpoints, LocalExecutor({name: e.lane for name, e in endpoints.items()}))
         return
     if executor != "ray":
         raise ValueError(f"unknown executor {executor!r}; expected local or ray")
-    from pool.ray_executor import RayExecutor
+    from pool.execute.ray_executor import RayExecutor
 
     grouped = models_by_backend(models)
     endpoints = {name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))

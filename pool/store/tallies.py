@@ -3,7 +3,7 @@
 Why in SQL: a run of 10⁶ results would otherwise be loaded whole (every answer's text) to count
 statuses and sum tokens. Here each figure is one ``GROUP BY`` query and the medians one window
 query per grouping, so the driver's memory does not grow with the run. The figures are exactly
-those of :func:`pool.export.summarize` over the same rows (a test checks it):
+those of :func:`pool.store.export.summarize` over the same rows (a test checks it):
 
 - a row is charged to its answerer, ``answered_by`` or, for rows stored before that column
   existed, the unit's model;
@@ -23,7 +23,7 @@ Group = tuple[str | None, str | None]  # (answerer, stage); None: all of them
 
 @dataclass(frozen=True)
 class Tally:
-    """One group's sums (what :func:`pool.export._tally` counts), medians aside."""
+    """One group's sums (what :func:`pool.store.export._tally` counts), medians aside."""
 
     results: int = 0
     ok: int = 0
@@ -34,7 +34,7 @@ class Tally:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    truncated: int = 0  # "error" rows by reason (see pool.outcome.ANSWER_FLAWS)
+    truncated: int = 0  # "error" rows by reason (see pool.store.outcome.ANSWER_FLAWS)
     empty: int = 0
     oversize: int = 0
 

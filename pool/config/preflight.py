@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pool.config import LlamaCppBackend, Model, PoolConfig
-from pool.config_errors import Issue
-from pool.yaml_lines import YamlProblem, format_path, locate, parse_yaml
+from pool.config.errors import Issue
+from pool.config.yaml_lines import YamlProblem, format_path, locate, parse_yaml
 from runners.gguf_models import MODELS, ModelHashMismatch, ModelPackageMissing, model_path
 
 

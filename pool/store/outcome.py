@@ -48,7 +48,7 @@ class Unit:
 
 @dataclass(frozen=True)
 class Result:
-    """One row of the ``results`` table (see :mod:`pool.store` for the column meanings)."""
+    """One row of the ``results`` table (see :mod:`pool.store.run_store` for the column meanings)."""
 
     run_id: str
     model: str

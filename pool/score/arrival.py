@@ -2,7 +2,7 @@
 
 Scoring is the driver's largest cost per answer after the HTTP call and the store's commit, and the
 driver's event loop bounds a whole run (on a cluster, the whole cluster). So a large run hands it
-to a worker: ``python -m pool.arrival_scoring RUN_DIR RUN_ID FD`` rebuilds the plan from the run
+to a worker: ``python -m pool.score.arrival RUN_DIR RUN_ID FD`` rebuilds the plan from the run
 folder as a resume would, tails the run store (answers committed since the last look, by rowid,
 every ``POLL_S``), makes each judge-free answer's scores.jsonl row with the scoring stage's own
 code (:meth:`ScoringStage.arrival_entry`) and appends it to the anonymous file the driver passed
@@ -10,7 +10,7 @@ as FD, then reports where the batch's rows are (a JSON line of model, item_id, o
 stdout), which the driver adds to the stage's :class:`ArrivalSpool` as it runs. When answering is
 over the driver writes ``finish``; the worker scores what is left, reports ``{"scored": true}`` and
 exits 0. A run without a judge writes nothing to its store after answering, so its driver writes
-``export`` instead: the worker then also writes results.jsonl (:func:`pool.export.export_results_jsonl`)
+``export`` instead: the worker then also writes results.jsonl (:func:`pool.store.export.export_results_jsonl`)
 and counts the store for summary.json, and reports both (``{"costs": ..., "summary": ...}``) while
 the driver scores, writes scores.jsonl and reads it for the nightly index: the last passes over
 the run go side by side, on two cores.
@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from pool.export import export_results_with_costs, summarize_store
-from pool.plan import ANSWER_STAGE
+from pool.store.export import export_results_with_costs, summarize_store
+from pool.plan import ANSWER_STAGE, plan_from_options
 from pool.run_spec import stored_options
-from pool.scoring import ArrivalSpool, ScoringStage
-from pool.store import RunStore
+from pool.score.stage import ArrivalSpool, ScoringStage
+from pool.store.run_store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class ArrivalWorker:
         file = tempfile.TemporaryFile("w+b", dir=run_dir)  # noqa: SIM115 - the spool's, closed with it
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "pool.arrival_scoring", str(run_dir), run_id, str(file.fileno()),
+                sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno()),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, pass_fds=(file.fileno(),),
                 limit=LINE_LIMIT)
         except OSError as exc:
@@ -136,7 +136,7 @@ class ArrivalWorker:
 
     async def exported(self) -> dict[str, Any] | None:
         """After ``finish(export=True)``: ``{"costs": ..., "summary": ...}``, the cost tally of the
-        results.jsonl the worker wrote and :func:`pool.export.summarize_store` of the final store; None
+        results.jsonl the worker wrote and :func:`pool.store.export.summarize_store` of the final store; None
         if it did not get that far (logged: the run exports and counts as without a worker)."""
         await asyncio.wait([self.reading])
         await self.proc.wait()
@@ -231,7 +231,7 @@ def _stop(signum: int, frame: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker; exit 0 having reported every row's place (and exported, when told to), 1 when the driver
     went away, 2 on a changed plan."""
-    parser = argparse.ArgumentParser(prog="python -m pool.arrival_scoring",
+    parser = argparse.ArgumentParser(prog="python -m pool.score.arrival",
                                      description="Internal: started by pool.run for a run with many judge-free "
                                                  "answers; scores them while the run answers (see the module doc).")
     parser.add_argument("run_dir", type=Path, help="the run's folder (its run.sqlite holds the run and its options)")
@@ -241,10 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver ends the worker
     signal.signal(signal.SIGTERM, _stop)
     run_dir, run_id, fd = args.run_dir, args.run_id, args.fd
-    # The driver's module, imported here because it imports this one.
-    from pool.api import plan_for_options
-
-    plan = plan_for_options(stored_options(run_dir))
+    plan, _ = plan_from_options(stored_options(run_dir))
     with RunStore(run_dir, create=False) as store, open(fd, "wb") as out:
         run = store.get_run(run_id)
         if run is None or (run.pool_fingerprint, run.data_fingerprint) != plan.fingerprints():

@@ -1,12 +1,13 @@
 """Load and check ``model_pool.yaml``: the one public entry point for pool configuration.
 
-``load_pool(path)`` parses with a safe YAML 1.2-style loader (see :mod:`pool.yaml_lines`),
-validates with the schema in :mod:`pool.config_schema`, and on any problem raises
+``load_pool(path)`` parses with a safe YAML 1.2-style loader (see :mod:`pool.config.yaml_lines`),
+validates with the schema in :mod:`pool.config.schema`, and on any problem raises
 :class:`PoolConfigError` listing every issue as ``file:line: field: what; what to do``.
 
 API keys are never read here: backends name the env var (``api_key_env``) and the runner reads
-it at call time, so a config can be checked on a machine without keys.
-:func:`missing_api_keys` lists the unset ones for a preflight message.
+it at call time, so a config can be checked on a machine without keys;
+:mod:`pool.config.preflight` checks, before a run starts, that the keys and model files its
+backends need are there.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 from pydantic import ValidationError
 from yaml.nodes import MappingNode
 
-from pool.config_errors import Issue, issues_from_errors
-from pool.config_schema import (
+from pool.config.errors import Issue, issues_from_errors
+from pool.config.schema import (
     KNOWN_GGUF,
     Backend,
     Defaults,
@@ -32,8 +33,8 @@ from pool.config_schema import (
     PoolConfig,
     ThinkSetting,
 )
-from pool.config_values import file_stem
-from pool.yaml_lines import YamlProblem, node_kind, parse_yaml
+from pool.config.values import file_stem
+from pool.config.yaml_lines import YamlProblem, node_kind, parse_yaml
 
 MAX_ISSUES_SHOWN = 20
 

@@ -37,18 +37,18 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
-from pool.anchors import anchor_sample, judge_anchors
-from pool.budget import call_cost
-from pool.cache_key import normalize_endpoint
+from pool.score.anchors import anchor_sample, judge_anchors
+from pool.execute.budget import call_cost
+from pool.execute.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
-from pool.config_schema import NOT_RESULT_SHAPING
-from pool.dispatch import Dispatcher, Messages
-from pool.endpoints import BackendEndpoint, local_model_identity
-from pool.outcome import Result, Unit
+from pool.config.schema import NOT_RESULT_SHAPING
+from pool.execute.dispatch import Dispatcher, Messages
+from pool.execute.endpoints import BackendEndpoint, local_model_identity
+from pool.store.outcome import Result, Unit
 from pool.plan import ANSWER_STAGE
-from pool.progress import ProgressDisplay
-from pool.scheduler import Scheduler
-from pool.store import RunStore
+from pool.execute.progress import ProgressDisplay
+from pool.execute.scheduler import Scheduler
+from pool.store.run_store import RunStore
 
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
 # answer must not become a 21 MB judge request. Far above any real answer to one question.
@@ -137,10 +137,10 @@ class ScoringStage:
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
         self.anchor_sample = anchor_sample
-        self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.anchors)
+        self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.score.anchors)
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
-        self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.arrival_scoring), taken by run()
+        self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.score.arrival), taken by run()
         self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
 
     def _answers(self, arrivals: ArrivalSpool | None) -> Iterator[Result]:
@@ -164,7 +164,7 @@ class ScoringStage:
 
     def arrival_entry(self, answer: Result) -> str | None:
         """The spool entry of a judge-free answer's row, made before :meth:`run` (by the worker of
-        :mod:`pool.arrival_scoring`, while the run is still answering); None for what :meth:`run`
+        :mod:`pool.score.arrival`, while the run is still answering); None for what :meth:`run`
         must do itself: judged items, infra errors, other stages, items not in this run, and an
         answer whose scorer raises (run() scores it again and raises there)."""
         if answer.stage != ANSWER_STAGE or answer.status == "infra_error" or answer.item_id not in self.items:
@@ -458,7 +458,7 @@ class _RowSpool:
 
 
 class ArrivalSpool:
-    """Rows scored before :meth:`ScoringStage.run` (:mod:`pool.arrival_scoring`), in arrival order, in
+    """Rows scored before :meth:`ScoringStage.run` (:mod:`pool.score.arrival`), in arrival order, in
     an anonymous file; an index from :func:`_slot` to the row's place (offset and length, packed in
     one int) lets run() take each back in the store's order. Holds two ints per row, never the rows;
     reads are positioned (``os.pread``), so they do not move the writer's offset."""

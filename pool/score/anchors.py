@@ -21,10 +21,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from judge import ParseFailure, judge_messages, judged_score, parse_reply
-from pool.outcome import Result, Unit
+from pool.store.outcome import Result, Unit
 
 if TYPE_CHECKING:
-    from pool.scoring import ScoringStage
+    from pool.score.stage import ScoringStage
 
 ANCHOR_SUFFIX = ":anchor"
 ANCHOR_AGREEMENT_FLOOR = 0.9
@@ -38,7 +38,7 @@ def anchor_sample(answers: Sequence[Result], n: int) -> list[Result]:
 
 async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int) -> dict[str, Any]:
     """Judge the anchor sample afresh; put ``details["anchor"]`` on each score and return the tally."""
-    from pool.scoring import answer_for_judge
+    from pool.score.stage import answer_for_judge
 
     assert stage.judge is not None
     sample = anchor_sample(stage.scored_rubric_answers(answers, scores), n)
