@@ -386,9 +386,7 @@ def _choice_item(item: Item, gold: str, picked: Sequence[tuple[str, float]], ban
     )  # fmt: skip
 
 
-if __name__ == "__main__":  # python -m eval.decision_recognition: the CLI has its own module
-    import sys
+if __name__ == "__main__":  # python -m eval.decision_recognition: the same as python -m pool.decision_recognition
+    import runpy
 
-    from eval.decision_recognition_cli import main
-
-    sys.exit(main())
+    runpy.run_module("pool.decision_recognition", run_name="__main__", alter_sys=True)

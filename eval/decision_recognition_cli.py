@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -80,23 +80,9 @@ def read_labels(path: Path) -> tuple[list[str], int]:
     return labels, duplicates
 
 
-def remote_encoder(url: str, model: str, api_key_env: str | None) -> tuple[Encoder, str]:
-    """(encode, identity) for an OpenAI-compatible embeddings endpoint.
-
-    This is the edge of a leaf package: ``eval`` imports nothing of ours, so the HTTP client in
-    ``runners.embeddings`` is imported here, lazily, only when ``--embeddings-url`` is given.
-    """
-    from runners.embeddings import EmbeddingsClient, EmbeddingsError, embed_texts
-
-    identity = EmbeddingsClient(url, model, api_key_env=api_key_env).identity
-
-    def encode(texts: list[str]) -> np.ndarray:
-        try:
-            return np.asarray(embed_texts(url, model, texts, api_key_env=api_key_env), dtype=float)
-        except EmbeddingsError as exc:
-            raise EncoderUnavailable(str(exc)) from None
-
-    return encode, identity
+# (url, model, api_key_env) -> (encode, identity): how the CLI reaches an embeddings endpoint. eval
+# makes no HTTP calls itself; ``python -m pool.decision_recognition`` passes the runners' client.
+RemoteEncoder = Callable[[str, str, str | None], tuple[Encoder, str]]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -193,10 +179,13 @@ def _summary(items: Sequence[Item], problems: Sequence[Problem], sources: int, o
     return lines
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, remote_encoder: RemoteEncoder | None = None) -> int:
+    """The CLI; ``remote_encoder`` reaches an embeddings endpoint (without it, ``--embeddings-url`` is refused)."""
     args = _parser().parse_args(argv)
     try:
         _check_flags(args)
+        if args.embeddings_url is not None and remote_encoder is None:
+            raise BadInput("--embeddings-url needs an embeddings client: run python -m pool.decision_recognition")
         band = band_from_flags(args)
         labels, duplicates = read_labels(args.labels)
         loaded = load_items(args.suite)
@@ -207,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           + (f" ({duplicates} duplicate line(s) ignored)" if duplicates else ""))
     cache: EmbeddingCache | None = None
     if args.embeddings_url is not None:
+        assert remote_encoder is not None  # checked with the flags
         remote, encoder_name = remote_encoder(args.embeddings_url, args.embeddings_model, args.api_key_env)
         cache = EmbeddingCache(args.cache_dir or Path(os.environ.get("MEDPOOL_CACHE_DIR") or Path.home() / ".cache" / "medpool"))
         encode = cached_encoder(remote, encoder_name, cache)

@@ -2,7 +2,7 @@
 
 Folder: ``$MEDPOOL_CALIBRATION_DIR``, else ``calibrations/`` in the response cache folder
 (``$MEDPOOL_CACHE_DIR``, else ``~/.cache/medpool`` — the rule of ``pool.execute.response_cache``);
-``judge.calibrate --store DIR`` and ``routing.build --calibrations DIR`` override it.
+``pool.calibrate --store DIR`` and ``routing.build --calibrations DIR`` override it.
 
 ``<folder>/<judge key>.json``::
 

@@ -77,6 +77,7 @@ class RunResult:
     scoring: dict[str, Any] | None = None
     compared_with: Path | None = None  # the earlier night compare.md compares against
     warnings: tuple[str, ...] = ()
+    routing: dict[str, Any] | None = None  # routing.build's summary (buckets, winners, files), when it ran
 
     @property
     def ok(self) -> bool:
@@ -285,6 +286,7 @@ class _Run:
                                "calls_without_usage": self.budget.calls_without_usage, "not_run": self.budget.not_run,
                                "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
+        routing: dict[str, Any] | None = None
         files_written = True
         try:
             counted = None
@@ -294,8 +296,9 @@ class _Run:
                 extra["costs"] = export_results_with_costs(self.run_dir, self.run_id, self.plan.config)
             summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra,
                                     counted=counted)
-            if status == EXIT_OK and not self.options.get("no_routing") and not build_routing(self.run_dir):
-                status = EXIT_INFRA
+            if status == EXIT_OK and not self.options.get("no_routing"):
+                routing = build_routing(self.run_dir)
+                status = EXIT_INFRA if routing is None else status
         except KeyboardInterrupt:
             status = EXIT_INTERRUPTED
         except OSError as exc:  # writing results.jsonl, summary.json or the routing files, e.g. on a full disk
@@ -313,7 +316,7 @@ class _Run:
                 status = EXIT_INTERRUPTED
             else:
                 status = EXIT_REGRESSION if regressed and status == EXIT_OK else status
-        return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings))
+        return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings), routing)
 
     def _budget(self) -> Budget | None:
         if self.spec.max_cost is None and self.spec.max_tokens_total is None:
@@ -456,14 +459,23 @@ def _scores_digest(run_dir: Path) -> ScoreDigest | None:
         return None
 
 
-def build_routing(run_dir: Path) -> bool:
-    """Leaderboards, pairwise ratings, hard subset, manifest and report (routing.build)."""
+def build_routing(run_dir: Path) -> dict[str, Any] | None:
+    """Leaderboards, pairwise ratings, hard subset, manifest and report (:func:`routing.build.build`);
+    returns the build's summary, or None when it failed (and says why)."""
+    from eval.files import FolderError, write_failed
+    from routing.build import build, summary_lines
+    from routing.load import LoadError
+
     try:
-        from routing.build import main as build_main
-    except ImportError as exc:  # routing is part of this project; a broken install is worth a line
-        print(f"warning: routing.build unavailable ({exc}); run python -m routing.build --run {run_dir}", file=sys.stderr)
-        return False
-    return build_main(["--run", str(run_dir)]) == 0
+        summary = build([run_dir])
+    except (LoadError, FolderError) as exc:
+        print(f"error: routing.build: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:  # e.g. a full disk while writing the reports; the run's results are kept
+        print(write_failed("the routing files", exc), file=sys.stderr)
+        return None
+    print("\n".join(summary_lines(summary)))
+    return summary
 
 
 def plan_json(spec: RunSpec) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,6 +200,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def summary_lines(summary: Mapping[str, Any]) -> list[str]:
+    """What a build did, for a person: rows, buckets, winners, warnings, files written."""
+    lines: list[str] = []
+    lines.append(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
+                 f"({summary['infra_errors']} infra errors, excluded)")
+    lines.append(f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
+                 f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
+    lines.append(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
+                 f"hard subset: {summary['hard_items']} items")
+    if summary["kept_apart"]:
+        lines.append(f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)")
+    for gap in summary["common_left_out"]:
+        lines.append(f"  --common: {gap['model']} left out of {gap['family']}/{gap['task']}: {gap['reason']}")
+    for warning in summary["judge_warnings"]:
+        lines.append(f"  judge reliability warning: {warning}")
+    lines.append(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = BuildOptions(
@@ -219,19 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. a full disk while writing the reports; the scores it read are untouched
         print(write_failed("the routing files", exc), file=sys.stderr)
         return EXIT_WRITE
-    print(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
-          f"({summary['infra_errors']} infra errors, excluded)")
-    print(f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
-          f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
-    print(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
-          f"hard subset: {summary['hard_items']} items")
-    if summary["kept_apart"]:
-        print(f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)")
-    for gap in summary["common_left_out"]:
-        print(f"  --common: {gap['model']} left out of {gap['family']}/{gap['task']}: {gap['reason']}")
-    for warning in summary["judge_warnings"]:
-        print(f"  judge reliability warning: {warning}")
-    print(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
+    print("\n".join(summary_lines(summary)))
     return EXIT_OK
 
 

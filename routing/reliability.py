@@ -27,7 +27,7 @@ Per judge (identity without the contract's prompt version):
 - **agreement** (``pool.run --rejudge-sample N``: ``details.rejudge`` of N sampled rubric
   verdicts judged again on a perturbed prompt) — Cohen's κ on pass/fail and Spearman ρ on the
   totals; a warning when κ < 0.6;
-- **calibration** — the judge's calibrations (``judge.calibrate``) found in the calibration store
+- **calibration** — the judge's calibrations (``pool.calibrate``) found in the calibration store
   by the stages this judge's verdicts have in the runs' ``results.jsonl`` (so only an identical
   judge: endpoint, model, settings and prompts); a warning when the latest one drifted.
 """
@@ -300,7 +300,7 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                 warnings.append({"kind": "calibration_drift", "subject": name, "message": f"{name}: calibration moved since "
                                  f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})"})  # fmt: skip
         if calibration_dir is not None and not store:
-            notes.append(f"{name}: no calibration of this exact judge in {calibration_dir} (python -m judge.calibrate --pool FILE)")
+            notes.append(f"{name}: no calibration of this exact judge in {calibration_dir} (python -m pool.calibrate --pool FILE)")
         for model, view in length["groups"].items():
             m_rows = [(c, v) for m, c, v in rubric if m == model]
             corr = spearman([c for c, _ in m_rows], [v for _, v in m_rows])

@@ -347,7 +347,7 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
                           td(fmt(o["f1"]), True), td(fmt(o["accuracy_3class"]), True),
                           td(", ".join(f"{t} {fmt(m['f1'], 2)}" for t, m in c["tiers"].items())), td(drift)])  # fmt: skip
     if calib:
-        out.append("<h3>Calibration on labelled claims (python -m judge.calibrate)</h3>")
+        out.append("<h3>Calibration on labelled claims (python -m pool.calibrate)</h3>")
         out.append(table(["judge", "calibrated", "set", "labelled", "P unsupported", "R unsupported", "F1 unsupported", "3-class acc",
                           "F1 per tier", "drift"], calib, "reliability-calibration"))  # fmt: skip
     if reliability["notes"]:

@@ -25,7 +25,7 @@ from eval.decision_recognition import (
     nearest_in_band,
     option_order_key,
 )
-from eval.decision_recognition_cli import main as dr_main
+from pool.decision_recognition import main as dr_main
 from eval.embedding_cache import EmbeddingCache, cached_encoder
 from eval.encoders import cosine_matrix, tfidf_char_ngrams, tfidf_encoder_name
 from eval.items import Item, Source

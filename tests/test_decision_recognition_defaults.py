@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from eval.decision_recognition import DEFAULT_QUANTILES, Band, build_choice_items, resolve_band
-from eval.decision_recognition_cli import main as dr_main
+from pool.decision_recognition import main as dr_main
 from eval.encoders import Encoder, tfidf_char_ngrams, tfidf_encoder_name
 from eval.items import Item, Source
 from eval.loaders import load_items

@@ -1,5 +1,5 @@
 """Judge calibration: the metrics on a hand-built confusion, the set loader, the store's history
-and drift, and ``python -m judge.calibrate`` end to end against a FAKE OpenAI server playing a
+and drift, and ``python -m pool.calibrate`` end to end against a FAKE OpenAI server playing a
 judge whose labels are known, so P/R/F1 are exact."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from eval.loaders.base import ItemFormatError
-from judge.calibrate import DEFAULT_SET, main
+from pool.calibrate import DEFAULT_SET, main
 from judge.calibration_set import (
     calibration_metrics,
     claim_label,
