@@ -17,6 +17,7 @@ from typing import Any, Protocol
 # JUDGED_GOLD_TYPES: gold types whose answers the LLM judge scores (the rest have judge-free
 # scorers); RUBRIC_GOLD_TYPES: those judged on the rubric, which --hallu also checks claim by claim.
 from eval.gold_types import JUDGED_GOLD_TYPES, RUBRIC_GOLD_TYPES
+from eval.items import Item
 from pool.config import Model, PoolConfig, load_pool
 from pool.items_source import DataError, load_run_items, select_items
 from pool.store.outcome import Unit
@@ -142,10 +143,24 @@ def plan_from_options(options: Mapping[str, Any]) -> tuple[Plan, int]:
     config = load_pool(options["pool"])
     loaded = load_run_items(options["data"])
     items = select_items(loaded, options)
+    _check_scorers(items)
     models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
     if not models:
         raise DataError(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
     return Plan(config, models, tuple(items)), len(loaded.skipped)
+
+
+def _check_scorers(items: Sequence[Item]) -> None:
+    """Every selected gold type has a scorer: found now, before any answer is paid for."""
+    from eval.scorers import SCORERS, missing_scorer_message
+
+    first: dict[str, Item] = {}
+    for item in items:
+        first.setdefault(item.gold_type, item)
+    missing = [gold_type for gold_type in first if gold_type not in SCORERS]
+    if missing:
+        raise DataError("\n".join(f"{first[t].source}: item {first[t].id}: {missing_scorer_message(t)}"
+                                   for t in missing))
 
 
 def select_models(config: PoolConfig, names: Sequence[str] | None, include_disabled: bool) -> tuple[Model, ...]:

@@ -118,3 +118,27 @@ models:
     assert code == 2, output
     assert "pool.yaml:7: models[0].gguf" in output and "sha256 mismatch" in output and "reinstall" in output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_gold_type_without_a_scorer_is_bad_input_before_any_answer_is_paid_for(tmp_path, capsys, monkeypatch):
+    from eval.scorers import SCORERS
+
+    monkeypatch.setenv("MEDPOOL_PREFLIGHT_KEY", SECRET)
+    monkeypatch.delitem(SCORERS, "single_choice")
+    code, output = _run(tmp_path, _pool(tmp_path, API_POOL), capsys)
+    assert code == 2, output
+    assert "items.jsonl:1: item" in output and "no scorer for gold type 'single_choice'" in output
+    assert "@register('single_choice')" in output and "eval/scorers/" in output
+    assert not (tmp_path / "run").exists()
+
+
+def test_scorer_modules_are_discovered_not_listed() -> None:
+    import pkgutil
+
+    import eval.scorers
+    from eval.gold_types import GOLD_TYPES
+
+    modules = {m.name for m in pkgutil.iter_modules(eval.scorers.__path__)}
+    assert {"exam", "tcm", "orchestration", "judged"} <= modules
+    assert "from eval.scorers import exam" not in (Path(eval.scorers.__file__).read_text(encoding="utf-8"))
+    assert set(GOLD_TYPES) <= set(eval.scorers.SCORERS)

@@ -67,14 +67,20 @@ def register(gold_type: str) -> Callable[[Scorer], Scorer]:
     return decorate
 
 
+def missing_scorer_message(gold_type: str) -> str:
+    """Why ``gold_type`` cannot be scored, and where its scorer goes."""
+    spec = GOLD_TYPE_SPECS.get(gold_type)
+    family = f" (family {spec.family})" if spec else ""
+    return (f"no scorer for gold type {gold_type!r}{family}; registered: {', '.join(sorted(SCORERS))}. "
+            f"Add one with @register({gold_type!r}) in a module of eval/scorers/ (every module there is "
+            "imported), e.g. the module of its family")
+
+
 def scorer_for(gold_type: str) -> Scorer:
     try:
         return SCORERS[gold_type]
     except KeyError:
-        raise UnknownGoldTypeError(
-            f"no scorer for gold type {gold_type!r}; registered: {', '.join(sorted(SCORERS))}. "
-            f"Add one in eval/scorers/ with @register({gold_type!r})."
-        ) from None
+        raise UnknownGoldTypeError(missing_scorer_message(gold_type)) from None
 
 
 def score_answer(item: Item, answer_text: str | None, status: str) -> Score | NeedsJudge:
