@@ -1,4 +1,4 @@
-"""Benchmark `eval.sql_check.check_sql` on the 30 MedDBOps items of ../shared/data.
+"""Benchmark `eval.objective.sql.check.check_sql` on the 30 MedDBOps items of ../shared/data.
 
 Per item, in one process:
 
@@ -39,10 +39,10 @@ import sqlglot
 from sqlglot import exp
 
 from bench.measure import write_json_report
-from eval import sql_check
-from eval.sql_check import check_sql
-from eval.sql_dialect import SqlDialectError, parse_oracle
-from eval.sql_extract import find_sql_blocks
+from eval.objective.sql import check as sql_check
+from eval.objective.sql.check import check_sql
+from eval.objective.sql.dialect import SqlDialectError, parse_oracle
+from eval.objective.sql.extract import find_sql_blocks
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medbench-agent-95" / "MedDBOps.jsonl"
 

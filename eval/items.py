@@ -11,8 +11,8 @@ a gold cannot be mutated by a scorer.
 
 An item may declare an objective ``check`` (``CHECKS``) that scores its answer without a judge:
 ``"sql"`` runs the reference's and the answer's SQL on the same synthetic database
-(``eval.sql_check``), ``"api_call"`` compares the call in the answer with the reference's
-(``eval.api_call``). Only reference items can declare one: both checks read the reference answer.
+(``eval.objective.sql.check``), ``"api_call"`` compares the call in the answer with the reference's
+(``eval.objective.api_call.check``). Only reference items can declare one: both checks read the reference answer.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.api_call import ApiCallCheck, check_api_call
-from eval.api_call_extract import find_api_call
-from eval.api_signature import parse_api_signature
+from eval.objective.api_call.check import ApiCallCheck, check_api_call
+from eval.objective.api_call.extract import find_api_call
+from eval.objective.api_call.signature import parse_api_signature
 
 REPO = Path(__file__).resolve().parents[1]
 MEDCALLAPI = REPO.parent / "shared" / "data" / "medbench-agent-95" / "MedCallAPI.jsonl"

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval import sql_check
-from eval.sql_check import SqlCheck, check_sql
-from eval.sql_compare import normalise
-from eval.sql_data import build_database, literal_hints
-from eval.sql_dates import add_months, days_between, months_between, to_char
-from eval.sql_dialect import parse_oracle, to_sqlite
-from eval.sql_extract import find_sql_blocks, split_statements
-from eval.sql_functions import register_oracle_functions
-from eval.sql_schema import SchemaError, parse_schema_text, schema_for_question
+from eval.objective.sql import check as sql_check
+from eval.objective.sql.check import SqlCheck, check_sql
+from eval.objective.sql.compare import normalise
+from eval.objective.sql.data import build_database, literal_hints
+from eval.objective.sql.dates import add_months, days_between, months_between, to_char
+from eval.objective.sql.dialect import parse_oracle, to_sqlite
+from eval.objective.sql.extract import find_sql_blocks, split_statements
+from eval.objective.sql.functions import register_oracle_functions
+from eval.objective.sql.schema import SchemaError, parse_schema_text, schema_for_question
 
 DBOPS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "medbench-agent-95" / "MedDBOps.jsonl"
 

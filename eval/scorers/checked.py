@@ -1,8 +1,8 @@
 """Objective checks as scores, with the judge's verdict kept beside them.
 
 An item that declares ``check`` (``eval.items.CHECKS``) is scored by running it: ``sql`` executes the
-reference's and the answer's SQL on the same synthetic database (``eval.sql_check``), ``api_call``
-compares the call in the answer with the reference's (``eval.api_call``). Why both views: the check
+reference's and the answer's SQL on the same synthetic database (``eval.objective.sql.check``), ``api_call``
+compares the call in the answer with the reference's (``eval.objective.api_call.check``). Why both views: the check
 decides what is right — a judge cannot see that two SQL texts return the same rows — while the
 judge's four dimensions still explain an answer and watch its safety. So the check's score is the
 row's ``value`` / ``passed`` and the judge's sits beside it (see ``eval.scores``).
@@ -41,13 +41,13 @@ def run_check(item: Item, answer: str) -> Score | dict[str, Any]:
     # Imported here, not at the top: the SQL check brings sqlglot (half a second), which every
     # `import eval` would otherwise pay, checked items or not.
     if item.check == "sql":
-        from eval.sql_check import check_sql
+        from eval.objective.sql.check import check_sql
 
         sql = check_sql(question, item.gold, answer)
         outcome, passed, evidence = sql.outcome, sql.passed, dict(sql.details)
         metrics = {metric: float(bool(passed))}
     else:
-        from eval.api_call import check_api_call
+        from eval.objective.api_call.check import check_api_call
 
         call = check_api_call(question, item.gold, answer)
         outcome, passed, evidence = call.outcome, call.passed, call.to_dict()

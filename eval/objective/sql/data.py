@@ -10,7 +10,7 @@ A check is only as sharp as its data: on empty or uniform tables every query "ma
   ``>= DATE '2024-01-01'``, ``> 10.0``) are planted in about a third of the rows, so WHERE clauses
   select something and their boundaries (``<`` vs ``<=``) are exercised; example values quoted in a
   column's description ('草稿', '已完成') join the column's vocabulary;
-- dates spread over 2023-2024 widened by the planted dates, canonical text (`eval.sql_functions`);
+- dates spread over 2023-2024 widened by the planted dates, canonical text (`eval.objective.sql.functions`);
   start/end and admission/discharge pairs are in order in 90% of rows.
 
 The seed is sha256(schema text + reference text + seed), so the same item always builds the same rows.
@@ -29,8 +29,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from eval.sql_dates import canonical, parse_temporal, str_to_datetime
-from eval.sql_schema import Column, Schema, Table
+from eval.objective.sql.dates import canonical, parse_temporal, str_to_datetime
+from eval.objective.sql.schema import Column, Schema, Table
 
 ROWS_MIN, ROWS_MAX = 60, 120
 PLANTED_SHARE = 0.35  # rows that take the reference's literals

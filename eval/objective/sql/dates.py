@@ -2,7 +2,7 @@
 
 SQLite has no date type. One fixed-width text form for every DATE and TIMESTAMP (a DATE at midnight
 included) makes ``=``, ``<`` and ``ORDER BY`` on the text agree with Oracle's comparisons of dates,
-so these functions (registered by `eval.sql_functions`) take any ISO-like date text and always
+so these functions (registered by `eval.objective.sql.functions`) take any ISO-like date text and always
 return that form. NULL in gives NULL out, as in Oracle.
 """
 

@@ -3,13 +3,13 @@ compare what they return (a query) or leave behind (an UPDATE/INSERT/DELETE).
 
 Why execution: two SQL texts that differ in aliases, join order or NVL-vs-COALESCE mean the same, and a
 judge model cannot be trusted to see that; the rows can. The suite writes Oracle; the database is
-SQLite, built in memory from the schema the question describes (`eval.sql_schema`) with seeded rows
-that the reference's filters select (`eval.sql_data`). Dialect translation is a library's job, so
+SQLite, built in memory from the schema the question describes (`eval.objective.sql.schema`) with seeded rows
+that the reference's filters select (`eval.objective.sql.data`). Dialect translation is a library's job, so
 sqlglot (a dependency for this reason alone; >= 30 because the rewrites name its Oracle tree nodes)
-transpiles Oracle to SQLite (`eval.sql_dialect`), and SQLite user functions supply what SQLite lacks
-(`eval.sql_functions`).
+transpiles Oracle to SQLite (`eval.objective.sql.dialect`), and SQLite user functions supply what SQLite lacks
+(`eval.objective.sql.functions`).
 
-Which SQL counts (`eval.sql_extract` finds the blocks): the first block of the answer that runs --
+Which SQL counts (`eval.objective.sql.extract` finds the blocks): the first block of the answer that runs --
 fenced blocks in order, else bare statements. A block holding UPDATE/INSERT/DELETE/MERGE is a data
 change: its changes run in order (its SELECTs, e.g. before/after checks, are skipped) and the result
 is every table's contents afterwards. Otherwise the block's first SELECT/WITH that runs is the
@@ -17,7 +17,7 @@ query. PL/SQL is never run, and a block holding PL/SQL does not run (its SELECTs
 what the PL/SQL did, not the answer). A broken first attempt is skipped in favour of a later block that
 runs, but the first that runs is final: a model cannot offer several and have the best one taken.
 
-Comparison (`eval.sql_compare`): rows as multisets of normalised values, column names ignored and
+Comparison (`eval.objective.sql.compare`): rows as multisets of normalised values, column names ignored and
 column order free; in order, up to ties of the sort keys, when the reference's outermost query has
 ORDER BY (the reference is run a second time with its sort keys as extra columns to find the ties).
 
@@ -44,12 +44,12 @@ from typing import Any, Literal
 from sqlglot import exp
 
 from eval._checks import require_str
-from eval.sql_compare import Execution, compare, informative, normalise
-from eval.sql_data import SyntheticDatabase, build_database, literal_hints
-from eval.sql_dialect import SqlDialectError, parse_oracle, to_sqlite
-from eval.sql_extract import SqlBlock, find_sql_blocks
-from eval.sql_functions import register_oracle_functions
-from eval.sql_schema import Schema, SchemaError, schema_for_question
+from eval.objective.sql.compare import Execution, compare, informative, normalise
+from eval.objective.sql.data import SyntheticDatabase, build_database, literal_hints
+from eval.objective.sql.dialect import SqlDialectError, parse_oracle, to_sqlite
+from eval.objective.sql.extract import SqlBlock, find_sql_blocks
+from eval.objective.sql.functions import register_oracle_functions
+from eval.objective.sql.schema import Schema, SchemaError, schema_for_question
 
 Outcome = Literal["match", "mismatch", "model_sql_invalid", "no_sql_found", "reference_not_executable"]
 OUTCOMES: tuple[Outcome, ...] = ("match", "mismatch", "model_sql_invalid", "no_sql_found", "reference_not_executable")
@@ -281,7 +281,7 @@ def check_sql(question: str, reference_answer: str, model_answer: str, *,
     """Run the reference's and the model's SQL on the item's synthetic database and compare them.
 
     ``fixture`` replaces the schema in the question (DDL text or {"tables": {...}}, see
-    `eval.sql_schema.schema_from_fixture`); ``seed`` changes the synthetic rows. The database and
+    `eval.objective.sql.schema.schema_from_fixture`); ``seed`` changes the synthetic rows. The database and
     the reference's result are cached per (question, reference, fixture, seed).
     """
     for name, value in (("question", question), ("reference_answer", reference_answer), ("model_answer", model_answer)):

@@ -1,7 +1,7 @@
 """Type-aware canonical forms of API argument values, so that equal meanings compare equal.
 
 Two values match when their canonical forms are equal. The form depends on the declared type
-(``eval.api_signature.ApiParam``):
+(``eval.objective.api_call.signature.ApiParam``):
 
 - numeric (integer/number): 10, 10.0 and "10" (also full-width "１０") → the same Decimal;
 - boolean: true, "true", "True", "是", "yes" → True; false, "false", "否", "no" → False;
@@ -27,7 +27,7 @@ import unicodedata
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from eval.api_signature import NUMERIC_TYPES, ApiParam
+from eval.objective.api_call.signature import NUMERIC_TYPES, ApiParam
 
 # Applied after NFKC (which already maps full-width ，：（）［］｛｝ and digits to ASCII).
 PUNCTUATION_TABLE = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "「": '"', "」": '"', "、": ","})

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval._checks import require_str
-from eval.api_signature import ApiSignature
-from eval.api_values import PUNCTUATION_TABLE
+from eval.objective.api_call.signature import ApiSignature
+from eval.objective.api_call.values import PUNCTUATION_TABLE
 from eval.parsing import extract_json
 
 CallForm = str  # "python" | "tool_calls" | "wrapper" | "keyed" | "json"

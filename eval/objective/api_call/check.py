@@ -1,13 +1,13 @@
 """Score an API call by its structure, BFCL-style (AST matching), instead of by a judge's reading.
 
 ``check_api_call(question, reference_answer, model_answer)`` reads the API the question declares
-(``eval.api_signature``), the call in the reference answer and the call in the model's answer
-(``eval.api_call_extract``), and compares them:
+(``eval.objective.api_call.signature``), the call in the reference answer and the call in the model's answer
+(``eval.objective.api_call.extract``), and compares them:
 
 - name: equal after trimming, case-sensitive; a case-only difference fails and is recorded
   (``case_insensitive_match``);
 - each reference parameter: present in the answer with an equal value after type-aware
-  normalisation (``eval.api_values``: "10" ≡ 10 for numbers, "true" ≡ true for booleans, dates in
+  normalisation (``eval.objective.api_call.values``: "10" ≡ 10 for numbers, "true" ≡ true for booleans, dates in
   any common spelling, lists as multisets, enum codes case-folded); an optional parameter the
   answer omits is fine when the reference gives it its declared default;
 - a reference value that is a placeholder ("<待补充>", "【待补充：工号】") marks information the user
@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from eval._checks import require_str
-from eval.api_call_extract import FoundCall, find_api_call
-from eval.api_signature import ApiSignature, parse_api_signature
-from eval.api_values import is_placeholder, json_kind, values_match
+from eval.objective.api_call.extract import FoundCall, find_api_call
+from eval.objective.api_call.signature import ApiSignature, parse_api_signature
+from eval.objective.api_call.values import is_placeholder, json_kind, values_match
 
 Outcome = Literal["match", "mismatch", "no_call_found", "reference_unparseable"]
 Verdict = Literal["ok", "missing", "wrong_value", "hallucinated", "extra"]

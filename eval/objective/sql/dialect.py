@@ -2,7 +2,7 @@
 
 Dialect translation is a library's job, so sqlglot parses the Oracle text (``read="oracle"``) and
 generates SQLite. What it cannot express in SQLite is rewritten on the parsed tree into calls of the
-user functions in `eval.sql_functions`, never by string surgery:
+user functions in `eval.objective.sql.functions`, never by string surgery:
 
 - date arithmetic: Oracle ``date ± n`` adds days and ``date - date`` counts days, but SQLite would
   add numbers to text. Which operands are dates is known from the schema (date/timestamp columns),

@@ -1,9 +1,9 @@
 """Oracle functions SQLite lacks, as SQLite user functions (registered per connection).
 
 sqlglot transpiles Oracle to SQLite but leaves some calls as they are (``STR_TO_DATE``, ``ADD_MONTHS``,
-``REGEXP_SUBSTR``...), and `eval.sql_dialect` rewrites a few more into calls named ``ORA_*`` here
+``REGEXP_SUBSTR``...), and `eval.objective.sql.dialect` rewrites a few more into calls named ``ORA_*`` here
 (date arithmetic, ``TO_CHAR`` with a format, ``LISTAGG``, ``EXTRACT``). The date functions are in
-`eval.sql_dates`; this module adds regular expressions, padding and aggregates, and registers all.
+`eval.objective.sql.dates`; this module adds regular expressions, padding and aggregates, and registers all.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from eval.sql_dates import (
+from eval.objective.sql.dates import (
     add_months,
     date_add,
     date_add_interval,
