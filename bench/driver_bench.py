@@ -233,7 +233,7 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     from eval.loaders import load_items
     from pool.config import load_pool
     from pool.plan import answer_request
-    from runners.openai_compat import OpenAICompatRunner, build_payload
+    from runners.protocols.openai_compat import OpenAICompatRunner, build_payload
 
     config = load_pool(args.pool)
     items = load_items([Path(args.suite)]).scorable_items

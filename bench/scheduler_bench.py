@@ -61,7 +61,7 @@ from pool.execute.progress import ProgressDisplay
 from pool.execute.scheduler import Job, Scheduler
 from pool.store.run_store import RunStore
 from runners.llamacpp_server import parse_server_timings
-from runners.openai_compat import build_payload
+from runners.protocols.openai_compat import build_payload
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -1,16 +1,20 @@
-"""Backend type name → runner: the one place a pool entry's ``type`` becomes a protocol.
+"""Backend type name → runner and settings block: the one place a pool entry's ``type`` is declared.
 
-Each protocol module declares the type names it serves on its runner class, ``@backend("openai",
-"llamacpp")`` (``llamacpp`` is served by the OpenAI-compatible runner because the managed llama.cpp
-server speaks that protocol; starting and stopping that server is someone else's job). A new
-protocol is one module with a decorated runner, named in :data:`PROTOCOL_MODULES`. The modules (and
-aiohttp) are imported only when a runner is made or the types are listed.
+Each module of :mod:`runners.protocols` declares the types it serves on its runner class,
+``@backend("openai", settings=OpenAISettings)``, with the pydantic block of that type's pool-file
+settings (fields, defaults, validation; see :mod:`runners.settings`). ``llamacpp`` is served by the
+OpenAI-compatible runner because the managed llama.cpp server speaks that protocol (starting and
+stopping the server is someone else's job). A new type is one new module in ``runners/protocols/``:
+the modules there are discovered, and the pool schema builds its ``backends:`` union from
+:func:`settings_classes`. The modules (and aiohttp) are imported only when a runner is made or the
+types are listed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -19,31 +23,40 @@ from runners.base import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RESPONSE_BYTES, R
 if TYPE_CHECKING:
     from runners.retry import Sleep
 
-# The modules whose runners register themselves with @backend.
-PROTOCOL_MODULES: tuple[str, ...] = ("runners.openai_compat", "runners.ollama")
-
 R = TypeVar("R", bound=type)
 _BACKENDS: dict[str, type] = {}
+_SETTINGS: dict[str, type] = {}
 
 
-def backend(*type_names: str) -> Callable[[R], R]:
-    """Class decorator: the runner serves these pool backend types. A type served twice is an
+def backend(type_name: str, *, settings: type) -> Callable[[R], R]:
+    """Class decorator: the runner serves the pool backend type ``type_name``, whose pool-file block
+    is ``settings`` (its ``type`` field must be ``Literal[type_name]``). A type declared twice is an
     error (which runner a pool got would depend on import order)."""
 
     def decorate(runner_class: R) -> R:
-        for name in type_names:
-            if name in _BACKENDS and _BACKENDS[name] is not runner_class:
-                raise ValueError(f"backend type {name!r} is already served by {_BACKENDS[name].__qualname__}")
-            _BACKENDS[name] = runner_class
+        declared = getattr(settings.model_fields.get("type"), "annotation", None)
+        if getattr(declared, "__args__", None) != (type_name,):
+            raise ValueError(f"{settings.__qualname__}.type must be Literal[{type_name!r}] to declare backend type {type_name!r}")
+        if type_name in _BACKENDS and (_BACKENDS[type_name], _SETTINGS[type_name]) != (runner_class, settings):
+            raise ValueError(f"backend type {type_name!r} is already served by {_BACKENDS[type_name].__qualname__}")
+        _BACKENDS[type_name], _SETTINGS[type_name] = runner_class, settings
         return runner_class
 
     return decorate
 
 
 def _registered() -> dict[str, type]:
-    for module in PROTOCOL_MODULES:
-        importlib.import_module(module)
+    import runners.protocols
+
+    for module in pkgutil.iter_modules(runners.protocols.__path__):  # importing a module registers its types
+        importlib.import_module(f"runners.protocols.{module.name}")
     return _BACKENDS
+
+
+def settings_classes() -> dict[str, type]:
+    """Each backend type's settings block, by type name, sorted (import order must not show)."""
+    _registered()
+    return {name: _SETTINGS[name] for name in sorted(_SETTINGS)}
 
 
 def runner_class(backend_type: str) -> type | None:

@@ -208,7 +208,7 @@ POOL_CASES: list[Case] = [
     _pool_case("models_is_a_mapping", pool_text().split("models:")[0] + "models:\n  alpha: {backend: dead}\n", "models"),
     _pool_case("backends_is_a_list", "backends:\n  - dead\nmodels:\n  - name: alpha\n    backend: dead\n", "backends"),
     _pool_case("model_names_unknown_backend", pool_text().replace("backend: dead", "backend: vllm2"), "vllm2"),
-    _pool_case("unknown_backend_type", backend_with("type: vllm"), "vllm"),
+    _pool_case("unknown_backend_type", backend_with("type: tgi"), "tgi"),
     _pool_case("duplicate_model_names", pool_text(extra="  - name: alpha\n    backend: dead\n"), "alpha"),
     _pool_case("model_name_with_path_traversal", pool_text().replace("name: alpha", "name: ../../etc"), "name"),
     _pool_case("enabled_not_a_boolean", pool_text(model="    enabled: maybe\n"), "enabled"),

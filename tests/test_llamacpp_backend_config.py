@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import pool.config.schema as schema
+import runners.llamacpp_settings as llamacpp_settings
 from pool.config import PoolConfigError, load_pool
 from pool.config.schema import LlamaCppBackend
 
@@ -25,7 +25,7 @@ def _backend(tmp_path: Path, lines: str = "") -> LlamaCppBackend:
 @pytest.fixture
 def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     def set_cores(n: int) -> None:
-        monkeypatch.setattr(schema, "_available_cpus", lambda: n)
+        monkeypatch.setattr(llamacpp_settings, "_available_cpus", lambda: n)
 
     return set_cores
 

@@ -184,8 +184,8 @@ models:
 
 def test_left_out_limits_are_the_serving_runners_own_defaults(tmp_path: Path) -> None:
     """One place for a protocol's defaults: the runner class; the pool file inherits them."""
-    from runners.ollama import OllamaRunner
-    from runners.openai_compat import OpenAICompatRunner
+    from runners.protocols.ollama import OllamaRunner
+    from runners.protocols.openai_compat import OpenAICompatRunner
 
     config = load(tmp_path, """backends:
   ollama:
@@ -408,12 +408,12 @@ def test_unknown_backend_type(tmp_path: Path) -> None:
 backends:
   v:
     base_url: http://localhost:8000/v1
-    type: vllm
+    type: tgi
 models:
   - {name: a, backend: v}
 """,
     )
-    assert_issue(err, 4, "backends.v.type", "unknown backend type 'vllm'", "openai")
+    assert_issue(err, 4, "backends.v.type", "unknown backend type 'tgi'", "openai")
 
 
 def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
-from runners.ollama import OllamaRunner
+from runners.protocols.ollama import OllamaRunner
 from runners.retry import RetryPolicy
 from tests.fakes import (
     OLLAMA_ANSWER_SHELL,

@@ -10,8 +10,8 @@ import socket
 import pytest
 
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
-from runners.ollama import OllamaRunner
-from runners.openai_compat import OpenAICompatRunner
+from runners.protocols.ollama import OllamaRunner
+from runners.protocols.openai_compat import OpenAICompatRunner
 from runners.registry import make_runner
 from runners.retry import RetryPolicy
 from tests.fakes import (
@@ -335,8 +335,8 @@ def test_make_runner_maps_backend_types():
     assert isinstance(make_runner("openai", "http://h/v1"), OpenAICompatRunner)
     assert isinstance(make_runner("llamacpp", "http://h/v1"), OpenAICompatRunner)
     assert isinstance(make_runner("ollama", "http://h"), OllamaRunner)
-    with pytest.raises(ValueError, match="unknown backend type 'vllm'"):
-        make_runner("vllm", "http://h")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown backend type 'tgi'"):
+        make_runner("tgi", "http://h")  # type: ignore[arg-type]
 
 
 def test_fake_tracks_in_flight_requests():

@@ -11,7 +11,7 @@ from pool.execute.response_cache import ResponseCache
 from pool.execute.scheduler import Job, Lane, Scheduler
 from pool.store.run_store import RunStore
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
-from runners.openai_compat import OpenAICompatRunner
+from runners.protocols.openai_compat import OpenAICompatRunner
 from runners.retry import RetryPolicy
 from tests.fakes import cut_body, drop, rate_limited, server_error, stall, truncated_json
 from tests.fakes.openai_fake import FakeOpenAIServer

@@ -30,7 +30,8 @@ from pool.config.schema import (
 from pool.config.yaml_lines import format_path, locate
 
 _SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "api_token", "secret", "password"})
-_BACKEND_TYPES = "openai (any OpenAI-compatible server or API), ollama, llamacpp (managed local)"
+# The backend types, as the runners declare them: "openai (any OpenAI-compatible server or API), ..."
+_BACKEND_TYPES = ", ".join(f"{name} ({cls.summary})" if cls.summary else name for name, cls in BACKEND_CLASSES.items())
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PlainValidator,
     StringConstraints,
     ValidationError,
-    ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -38,40 +35,32 @@ from pydantic import (
 from pool.config.refs import reference_issues
 from pool.config.values import (
     KNOWN_GGUF,
-    check_api_key_env,
-    check_base_url,
     check_model_name,
     parse_think,
     parse_yaml_bool,
 )
 from runners.base import GenerationParams, Mode
-from runners.llamacpp_engines import DEFAULT_SLOTS, Engine
-from runners.registry import runner_class
+from runners.llamacpp_settings import MAX_REPLICAS, MAX_SLOTS  # noqa: F401  (part of the schema's surface)
+from runners.registry import settings_classes
+from runners.settings import (  # noqa: F401  (limits named in messages and docs)
+    ANSWER_CHARS_RANGE,
+    MAX_CONCURRENCY,
+    MAX_TIMEOUT_S,
+    RESPONSE_BYTES_RANGE,
+    BackendSettings,
+    SettingsBlock,
+)
 
 ThinkSetting = bool | Literal["low", "medium", "high"]
 YamlBool = Annotated[bool, PlainValidator(parse_yaml_bool)]
 Think = Annotated[ThinkSetting | None, PlainValidator(parse_think)]
 ModelName = Annotated[str, AfterValidator(check_model_name)]
 BackendName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
-EnvVarName = Annotated[str, AfterValidator(check_api_key_env)]
-BaseUrl = Annotated[str, AfterValidator(check_base_url)]
 StopSequence = Annotated[str, StringConstraints(min_length=1)]
-BackendType = Literal["openai", "ollama", "llamacpp"]
 
 
-class _Block(BaseModel):
-    # allow_inf_nan=False: YAML reads .inf/.nan as floats, and no setting here means "forever"
-    # or "undefined". hide_input_in_errors: a ValidationError printed raw (outside
-    # pool.config.errors) must not echo values such as a pasted key.
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, allow_inf_nan=False, hide_input_in_errors=True
-    )
-
-
-MAX_TIMEOUT_S = 3600  # one attempt; longer waits look like a hung server, not a slow answer
-MAX_CONCURRENCY = 256  # per backend; beyond this a typo, not a plan (and file handles run out)
-RESPONSE_BYTES_RANGE = (1024, 1024**3)  # 1 KiB .. 1 GiB
-ANSWER_CHARS_RANGE = (1_000, 10_000_000)
+class _Block(SettingsBlock):
+    """A block of the pool file (the same strictness as a backend's settings block)."""
 
 
 class Price(_Block):
@@ -89,172 +78,30 @@ class Price(_Block):
 NOT_RESULT_SHAPING = frozenset({"price", "node"})
 
 
-class _BackendBase(_Block):
-    """Settings every backend type has: limits, retries and caps on what comes back.
+class _PoolBackendFields(_Block):
+    """What the pool adds to every backend type's own settings (:mod:`runners.settings`)."""
 
-    ``max_response_bytes`` caps an HTTP response body after decompression (a runaway or
-    hostile server cannot fill memory); ``max_answer_chars`` caps an answer's text: longer
-    answers are recorded as ``oversize`` and never sent to the judge.
-    """
-
-    # Left out, timeout_s (and max_concurrency of a remote backend) is the runner's own default
-    # (``default_timeout_s`` on the class that serves the type, see runners.registry).
-    timeout_s: float = Field(gt=0, le=MAX_TIMEOUT_S)
-    max_retries: int = Field(default=3, ge=0, le=20)
-    requests_per_minute: float | None = Field(default=None, gt=0)
-    max_response_bytes: int = Field(
-        default=8 * 1024**2, ge=RESPONSE_BYTES_RANGE[0], le=RESPONSE_BYTES_RANGE[1]
-    )
-    max_answer_chars: int = Field(
-        default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1]
-    )
     price: Price | None = None  # every model on this backend, unless the model sets its own
     # Ray executor only: the node (its IP, a Ray ``node:<ip>`` resource) this backend's lane actor must run on
     node: str | None = Field(default=None, min_length=1)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _runner_defaults(cls, data: Any) -> Any:
-        """Keys left out take the defaults of the runner that serves the type (declared there once);
-        a managed llama.cpp backend sizes ``max_concurrency`` to its servers instead."""
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            return data
-        runner = runner_class(data["type"])
-        if runner is None:
-            return data  # an unknown type: the type check reports it
-        filled = {"timeout_s": runner.default_timeout_s, **data}
-        if data["type"] != "llamacpp":
-            filled = {"max_concurrency": runner.default_max_concurrency, **filled}
-        return filled
+
+def _pool_backend(type_name: str, settings: type[BackendSettings]) -> type[BackendSettings]:
+    """The pool file's block for one backend type: its runner's settings plus the pool's fields."""
+    name = settings.__name__.removesuffix("Settings") + "Backend"
+    return create_model(name, __base__=(settings, _PoolBackendFields), __module__=__name__,
+                        __doc__=settings.__doc__)
 
 
-class OpenAIBackend(_BackendBase):
-    """Any OpenAI-compatible server or API (DeepSeek, vLLM, llama.cpp you run yourself...)."""
-
-    type: Literal["openai"]
-    base_url: BaseUrl
-    api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
-
-
-class OllamaBackend(_BackendBase):
-    type: Literal["ollama"]
-    base_url: BaseUrl
-    api_key_env: EnvVarName | None = None
-    max_concurrency: int = Field(ge=1, le=MAX_CONCURRENCY)
-
-
-MAX_REPLICAS = 16  # per llamacpp backend: each replica holds its own copy of the weights
-
-
-def _available_cpus() -> int:
-    """Cores this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
-def _positive_int(value: Any) -> int | None:
-    """``value`` if the schema will accept it as a count (bools are not counts), else None."""
-    return value if type(value) is int and value >= 1 else None
-
-
-MAX_SLOTS = 64  # per batched server: requests one model decodes together
-
-
-class LlamaCppBackend(_BackendBase):
-    """The managed local llama.cpp servers; their URLs are assigned when they start, so none here.
-
-    ``engine`` picks the server. ``batched`` (the default, ``runners.llamacpp_batched_server``)
-    decodes up to ``slots`` requests per model in one step: a decode step of a small model is
-    bound by memory bandwidth, so on 2 cores one 2-thread batched server gives 1.45x (Qwen2.5-0.5B)
-    and 1.57x (Gemma-3-270M) the tokens per second of two 1-thread single-request servers, and the
-    same answers as llama-cpp-python's server when it decodes one request at a time.
-    ``llama_cpp`` is llama-cpp-python's own server (``python -m llama_cpp.server``), which answers
-    one request at a time, so throughput comes from ``replicas`` of it behind one lane.
-    Left out (or null), the settings are sized to the machine when the file is loaded:
-
-    * batched: ``replicas`` 1, ``n_threads`` cores // replicas, ``slots`` 4, ``max_concurrency``
-      replicas x slots;
-    * llama_cpp: ``replicas`` cores // ``n_threads`` (1 thread each when ``n_threads`` is unset),
-      at least 1, at most :data:`MAX_REPLICAS` and at most an explicit ``max_concurrency``;
-      ``n_threads`` 1 with several replicas, with one unset (the managed server's 2);
-      ``max_concurrency`` = ``replicas``.
-
-    Fewer requests in flight than replicas would leave replicas idle and is an error.
-    ``replicas: 1``, ``slots: 1`` and ``engine: llama_cpp`` are left out of dumps (and so of the
-    pool fingerprint), so runs planned with llama-cpp-python's server before engines existed still
-    resume with ``engine: llama_cpp``.
-    """
-
-    type: Literal["llamacpp"]
-    engine: Engine = Field(default="batched", exclude_if=lambda e: e == "llama_cpp")
-    # declared before max_concurrency, whose check reads them
-    replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS, exclude_if=lambda count: count == 1)
-    slots: int = Field(default=1, ge=1, le=MAX_SLOTS, exclude_if=lambda count: count == 1)
-    max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
-    n_ctx: int = Field(default=2048, ge=128)
-    n_threads: int | None = Field(default=None, ge=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _size_to_the_machine(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        replicas = data.get("replicas")
-        if replicas is not None and not 1 <= (_positive_int(replicas) or 0) <= MAX_REPLICAS:
-            return data  # a bad value: the field check reports it
-        if data.get("engine", "batched") == "batched":
-            return cls._size_batched(data, replicas or 1)
-        if replicas is None:
-            threads = _positive_int(data.get("n_threads")) or 1
-            replicas = min(MAX_REPLICAS, max(1, _available_cpus() // threads))
-            replicas = min(replicas, _positive_int(data.get("max_concurrency")) or replicas)
-        sized = {**data, "replicas": replicas}
-        if replicas > 1 and data.get("n_threads") is None:
-            sized["n_threads"] = 1
-        if "max_concurrency" not in data:
-            sized["max_concurrency"] = replicas
-        return sized
-
-    @staticmethod
-    def _size_batched(data: dict[str, Any], replicas: int) -> dict[str, Any]:
-        sized = {**data, "replicas": replicas}
-        if data.get("n_threads") is None:
-            sized["n_threads"] = max(1, _available_cpus() // replicas)
-        if data.get("slots") is None:
-            sized["slots"] = DEFAULT_SLOTS
-        slots = _positive_int(sized["slots"])
-        if "max_concurrency" not in data and slots is not None:
-            sized["max_concurrency"] = min(MAX_CONCURRENCY, replicas * slots)
-        return sized
-
-    @field_validator("slots")
-    @classmethod
-    def _one_slot_for_llama_cpp(cls, value: int, info: ValidationInfo) -> int:
-        if info.data.get("engine") == "llama_cpp" and value != 1:
-            raise ValueError(f"{value} slots need engine: batched; llama_cpp's server answers one request at a "
-                             "time (use replicas for more)")  # fmt: skip
-        return value
-
-    @field_validator("max_concurrency")
-    @classmethod
-    def _a_request_for_every_replica(cls, value: int, info: ValidationInfo) -> int:
-        replicas = info.data.get("replicas")
-        if isinstance(replicas, int) and value < replicas:
-            raise ValueError(
-                f"{value} is fewer than replicas ({replicas}), so {replicas - value} replica(s) would "
-                f"never get a request; set max_concurrency to at least {replicas} or replicas to {value}"
-            )
-        return value
-
-
-Backend = Annotated[OpenAIBackend | OllamaBackend | LlamaCppBackend, Field(discriminator="type")]
-BACKEND_CLASSES: dict[str, type[_Block]] = {
-    "openai": OpenAIBackend,
-    "ollama": OllamaBackend,
-    "llamacpp": LlamaCppBackend,
+# Every backend type a pool file may name, from the runners' registry (a new type is a new module
+# in runners/protocols/, nothing here).
+BACKEND_CLASSES: dict[str, type[BackendSettings]] = {
+    name: _pool_backend(name, settings) for name, settings in settings_classes().items()
 }
+OpenAIBackend = BACKEND_CLASSES["openai"]
+OllamaBackend = BACKEND_CLASSES["ollama"]
+LlamaCppBackend = BACKEND_CLASSES["llamacpp"]
+Backend = Annotated[Union[tuple(BACKEND_CLASSES.values())], Field(discriminator="type")]  # noqa: UP007
 
 
 class GenerationFields(_Block):
@@ -465,7 +312,6 @@ __all__ = [
     "MAX_TIMEOUT_S",
     "RESPONSE_BYTES_RANGE",
     "Backend",
-    "BackendType",
     "Defaults",
     "GenerationFields",
     "Judge",

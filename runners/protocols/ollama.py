@@ -13,12 +13,14 @@ sends ``think``: switching thinking is the template's job, which raw mode skips.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
 
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
+from runners.settings import RemoteSettings
 
 NS_PER_S = 1_000_000_000
 
@@ -68,7 +70,14 @@ def parse_body(obj: Any) -> GenerationResponse:
     )
 
 
-@backend("ollama")
+class OllamaSettings(RemoteSettings):
+    """An Ollama server, through its native API (``think`` reaches reasoning models only here)."""
+
+    summary = "Ollama's native API"
+    type: Literal["ollama"]
+
+
+@backend("ollama", settings=OllamaSettings)
 class OllamaRunner(JsonProtocolRunner):
     """A :class:`runners.base.Runner` for one Ollama server (native API). Its default timeout is
     longer: Ollama loads a model's weights on the first request for it; and one request at a time,

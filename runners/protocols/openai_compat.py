@@ -8,12 +8,15 @@ the scorer's call, not the transport's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
 
 from runners.base import GenerationRequest, GenerationResponse
+from runners.llamacpp_settings import LlamaCppSettings
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
+from runners.settings import RemoteSettings
 
 
 def _content_text(content: Any) -> str:
@@ -72,7 +75,15 @@ def parse_body(obj: Any) -> GenerationResponse:
     )
 
 
-@backend("openai", "llamacpp")
+class OpenAISettings(RemoteSettings):
+    """Any OpenAI-compatible server or API (DeepSeek, vLLM, llama.cpp you run yourself...)."""
+
+    summary = "any OpenAI-compatible server or API"
+    type: Literal["openai"]
+
+
+@backend("llamacpp", settings=LlamaCppSettings)
+@backend("openai", settings=OpenAISettings)
 class OpenAICompatRunner(JsonProtocolRunner):
     """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint. ``llamacpp`` is served
     too: the managed llama.cpp server speaks this protocol (starting it is not the runner's job)."""
