@@ -168,6 +168,18 @@ def _cpu_s(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+async def _send_through_a_session(out: Path, store: Any, cache: Any, progress: Any, executor: Any, jobs: Any) -> Any:
+    """The jobs through a run session whose executor answers every job at once (no backend opened)."""
+    from pool.config import parse_pool
+    from pool.execute.session import Session
+
+    config = parse_pool("backends:\n  fake:\n    type: openai\n    base_url: http://127.0.0.1:8000/v1\n"
+                        "models:\n  - {name: m, backend: fake}\n", "<driver bench>")
+    async with Session.open(config, (), out, run_id="run", store=store, cache=cache, executor=executor,
+                            progress=progress) as session:
+        return await session.send({"fake": jobs})
+
+
 def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     """The driver alone: the Scheduler over an executor that answers every job at once (no HTTP),
     so what is timed is what the driver pays per result whatever executes the calls — the cache
@@ -175,7 +187,7 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     from pool.store.outcome import Unit
     from pool.execute.progress import ProgressDisplay
     from pool.execute.response_cache import ResponseCache
-    from pool.execute.scheduler import Job, Scheduler
+    from pool.execute.scheduler import Job
     from pool.store.run_store import RunStore
     from runners.base import (
         Attempt,
@@ -215,10 +227,9 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
         store.begin_run("run", pool_fingerprint="bench", data_fingerprint="bench", options={})
         store.save_plan("run", (Unit(model, item) for model, item in units))
         progress = ProgressDisplay(Counter(model for model, _ in units), stream=io.StringIO(), interactive=False)
-        scheduler = Scheduler(run_id="run", store=store, executor=InstantExecutor(), cache=cache, progress=progress)
         start_rss = _status_mb("VmRSS")
         wall, cpu = time.perf_counter(), time.process_time()
-        counters = asyncio.run(scheduler.run({"fake": jobs()}))
+        counters = asyncio.run(_send_through_a_session(out, store, cache, progress, InstantExecutor(), jobs()))
         wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
     return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
             "detail": {"exit_code": 0 if counters.recorded == len(units) else 1, "recorded": counters.recorded}}

@@ -27,10 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.scheduler_bench import FakeServerProcess, bench_items, jobs_for, openai_pool
-from pool.execute.endpoints import open_execution
 from pool.plan import Plan
 from pool.execute.progress import ProgressDisplay
-from pool.execute.scheduler import Scheduler
+from pool.execute.session import Session
 from pool.store.run_store import RunStore
 from tests.ray_cluster import loopback_cluster, non_loopback_connections
 
@@ -44,12 +43,12 @@ async def one_run(executor: str, base_url: str, n: int, concurrency: int, workdi
         store.begin_run(run_dir.name, pool_fingerprint="bench", data_fingerprint="bench", options={})
         store.save_plan(run_dir.name, plan.units())
         pending = store.pending_units(run_dir.name)
-        async with open_execution(config, config.models, run_dir, executor=executor, ray_address=address) as backends:
-            endpoint = backends.endpoints["fake"]
-            progress = ProgressDisplay(Counter(u.model for u in pending), stream=io.StringIO(), interactive=False)
-            scheduler = Scheduler(run_id=run_dir.name, store=store, executor=backends.executor, progress=progress)
+        progress = ProgressDisplay(Counter(u.model for u in pending), stream=io.StringIO(), interactive=False)
+        async with Session.open(config, config.models, run_dir, run_id=run_dir.name, store=store, executor=executor,
+                                ray_address=address, progress=progress) as session:
+            endpoint = session.endpoints["fake"]
             started, cpu = time.perf_counter(), time.process_time()
-            counters = await scheduler.run({"fake": jobs_for(plan, endpoint, {"fake-model"}, pending)})
+            counters = await session.send({"fake": jobs_for(plan, endpoint, {"fake-model"}, pending)})
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         results = store.results(run_dir.name)
     if counters.recorded != n or any(r.status != "ok" for r in results):

@@ -1,7 +1,7 @@
 """Benchmark the pool scheduler: its own overhead, how well it fills a backend limit, and real llama.cpp.
 
 (a) overhead: N requests through the whole pool path (pool YAML → Plan → RunStore plan/pending →
-    ``open_backends`` → ``Scheduler`` with ``OpenAICompatRunner``, no response cache, results in
+    a run ``Session`` (backends and scheduler) with ``OpenAICompatRunner``, no response cache, results in
     SQLite) against a bare aiohttp loop (256 workers, one ClientSession, ``TCPConnector(limit=256)``,
     posting the same payloads and ``json.loads``-ing each body), both at concurrency 256 against the
     same zero-latency fake server. The fake runs in its own process (``tests.fakes.serve_openai``:
@@ -17,7 +17,7 @@
     by themselves). A second row asks for C=256 against an in-process ``FakeOpenAIServer`` (whose
     ``max_in_flight`` is readable) to show aiohttp's default connection pool (100 per session)
     capping a lane above 100.
-(c) real llama.cpp: ``open_backends`` starts the managed server with smollm2 (and qwen in a full
+(c) real llama.cpp: the session starts the managed server with smollm2 (and qwen in a full
     run); one warm-up request per model is excluded; then K short chat requests (max_tokens 32,
     distinct prompts) at concurrency 1. ``ratio = Σ server total time / wall``, the server's own
     per-request time read from its log (``parse_server_timings`` after the warm-up's log offset).
@@ -48,6 +48,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,12 @@ import aiohttp
 
 from bench.measure import write_json_report
 from pool.config import PoolConfig, parse_pool
-from pool.execute.endpoints import BackendEndpoint, open_backends
+from pool.execute.endpoints import BackendEndpoint
 from pool.plan import Plan, answer_request
 from pool.execute.progress import ProgressDisplay
-from pool.execute.scheduler import Job, Scheduler
+from pool.execute.scheduler import Job
+from pool.execute.session import Session
+from pool.execute.session import Session
 from pool.store.run_store import RunStore
 from runners.llamacpp_server import parse_server_timings
 from runners.protocols.openai_compat import build_payload
@@ -164,11 +167,12 @@ class PoolRun:
         self.store.save_plan(self.run_id, self.plan.units())
         self.pending = self.store.pending_units(self.run_id)
 
-    def scheduler(self, endpoints: dict[str, BackendEndpoint]) -> Scheduler:
+    def session(self) -> AbstractAsyncContextManager[Session]:
+        """The run's session, as pool.run opens one (no response cache: every request is sent)."""
         totals = Counter(u.model for u in self.pending)
         progress = ProgressDisplay(totals, stream=io.StringIO(), interactive=False, interval_s=30.0)
-        return Scheduler(run_id=self.run_id, store=self.store, lanes={n: e.lane for n, e in endpoints.items()},
-                         cache=None, progress=progress, max_consecutive_failures=5)
+        return Session.open(self.config, self.plan.models, self.run_dir, run_id=self.run_id, store=self.store,
+                            progress=progress, max_consecutive_failures=5)
 
     def check(self, n: int, model: str | None = None, allowed: tuple[str, ...] = ("ok",)) -> list[Any]:
         """The model's stored results; raises unless there are n, all ``allowed`` (failures time nothing)."""
@@ -240,14 +244,13 @@ async def pool_path(base_url: str, n: int, concurrency: int, workdir: Path, tag:
     """Scheduler.run over n fresh units; only the run itself is timed (planning is not)."""
     run = PoolRun(openai_pool(base_url, concurrency), bench_items(n), workdir / tag)
     try:
-        async with open_backends(run.config, run.plan.models, run.run_dir) as endpoints:
-            (endpoint,) = endpoints.values()
-            counter = endpoint.lane.runner = InFlightCounter(endpoint.lane.runner)
-            scheduler = run.scheduler(endpoints)
+        async with run.session() as session:
+            (endpoint,) = session.endpoints.values()
+            counter = endpoint.lane.runner = InFlightCounter(endpoint.lane.runner)  # the bench's own probe
 
             async def go() -> int:
                 jobs = jobs_for(run.plan, endpoint, {"fake-model"}, run.pending)
-                return (await scheduler.run({endpoint.name: jobs})).recorded
+                return (await session.send({endpoint.name: jobs})).recorded
 
             result = await timed(go, profile=profile, trace_memory=trace_memory)
         latencies = [r.latency_s for r in run.check(n)]
@@ -385,8 +388,8 @@ async def llama_rows(sizes: Sizes, workdir: Path) -> list[Row]:
     run = PoolRun(llama_pool(models), bench_items(sizes.llama_requests), workdir / "llama")
     rows = []
     try:
-        async with open_backends(run.config, run.plan.models, run.run_dir) as endpoints:
-            (endpoint,) = endpoints.values()
+        async with run.session() as session:
+            (endpoint,) = session.endpoints.values()
             assert endpoint.server_log is not None
             for model in run.plan.models:
                 warm_up = answer_request(model, BenchItem("bench/q/warm", "What is a fever?"))
@@ -394,8 +397,7 @@ async def llama_rows(sizes: Sizes, workdir: Path) -> list[Row]:
                 if not response.ok:
                     raise RuntimeError(f"{model.name}: warm-up failed: {response.error_class} {response.error_detail}")
                 offset = endpoint.server_log.stat().st_size
-                scheduler = run.scheduler(endpoints)
-                result = await timed(functools.partial(scheduler_run, scheduler, endpoint, run, model.name))
+                result = await timed(functools.partial(session_run, session, endpoint, run, model.name))
                 timings = await read_timings(endpoint.server_log, offset, result.requests)
                 results = run.check(result.requests, model.name, allowed=("ok", "error"))  # error: truncated at 32
                 server_s = sum(t.total_s for t in timings)
@@ -414,9 +416,11 @@ async def llama_rows(sizes: Sizes, workdir: Path) -> list[Row]:
     return rows
 
 
-async def scheduler_run(scheduler: Scheduler, endpoint: BackendEndpoint, run: PoolRun, model: str) -> int:
-    counters = await scheduler.run({endpoint.name: jobs_for(run.plan, endpoint, {model}, run.pending)})
-    return counters.recorded
+async def session_run(session: Session, endpoint: BackendEndpoint, run: PoolRun, model: str) -> int:
+    """Results recorded for ``model``'s pending units (the session's counters add up over models)."""
+    before = session.counters.recorded
+    counters = await session.send({endpoint.name: jobs_for(run.plan, endpoint, {model}, run.pending)})
+    return counters.recorded - before
 
 
 def timings_after(log: Path, offset: int) -> list[Any]:

@@ -32,8 +32,6 @@ import yaml
 from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
 from pool.execute.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError
-from pool.execute.dispatch import Dispatcher
-from pool.execute.endpoints import open_execution
 from pool.execute.executor import leaf_errors
 from pool.store.export import export_results_with_costs, write_summary
 from pool.items_source import DataError
@@ -42,9 +40,9 @@ from pool.config.preflight import PreflightError, preflight
 from pool.execute.progress import ProgressDisplay
 from pool.execute.ray_executor import cluster_host_port
 from pool.execute.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
+from pool.execute.session import Session
 from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
-from pool.execute.scheduler import Scheduler
 from pool.score.stage import ScoringStage
 from pool.store.run_store import RunMismatchError, RunStore, StoreFormatError
 from runners.llamacpp_server import LlamaServerError
@@ -353,17 +351,16 @@ class _Run:
         cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
         sigterm = self._cancel_on_sigterm()
         try:
-            async with open_execution(plan.config, serve, self.run_dir, executor=self.executor_name,
-                                     ray_address=self.ray_address) as backends:
-                progress = ProgressDisplay(totals, interval_s=self.spec.log_interval)
-                scheduler = Scheduler(
-                    run_id=self.run_id, store=store, executor=backends.executor, cache=cache, progress=progress,
-                    max_consecutive_failures=options["max_consecutive_failures"], retry_infra_errors=resuming,
-                    on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
-                    budget=self.budget, answer_max_age_s=options.get("cache_max_age"),
-                )
+            progress = ProgressDisplay(totals, interval_s=self.spec.log_interval)
+            async with Session.open(
+                plan.config, serve, self.run_dir, run_id=self.run_id, store=store, cache=cache,
+                executor=self.executor_name, ray_address=self.ray_address, budget=self.budget, progress=progress,
+                max_consecutive_failures=options["max_consecutive_failures"], retry_infra_errors=resuming,
+                on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
+                answer_max_age_s=options.get("cache_max_age"),
+            ) as session:
                 stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
-                                     judge=judge, endpoints=backends.endpoints, scheduler=scheduler,
+                                     judge=judge, session=session,
                                      log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
                                      rejudge_sample=options.get("rejudge_sample") or 0,
                                      anchor_sample=options.get("anchor_sample") or 0)
@@ -373,8 +370,8 @@ class _Run:
                 try:
                     try:
                         if totals:
-                            dispatcher = Dispatcher({m.name: m for m in plan.models}, plan.items_by_id, backends.endpoints)
-                            await scheduler.run(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
+                            dispatcher = session.dispatcher({m.name: m for m in plan.models}, plan.items_by_id)
+                            await session.send(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
                                 self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
                         if worker is not None:
                             # Without a judge the stage writes nothing to the store: it is final, ready to export.

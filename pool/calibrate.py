@@ -58,12 +58,11 @@ from judge.prompts import (
 from judge.verdicts import ParseFailure
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
 from pool.execute.dispatch import Dispatcher
-from pool.execute.endpoints import open_backends
 from pool.execute.executor import leaf_errors
 from pool.store.outcome import Unit
 from pool.execute.progress import ProgressDisplay
 from pool.execute.response_cache import ResponseCache
-from pool.execute.scheduler import Scheduler
+from pool.execute.session import Session
 from pool.score.stage import JudgeSetup, ScoringStage
 from pool.store.run_store import RunStore
 
@@ -112,15 +111,14 @@ def claim_messages(claim: LabelledClaim) -> tuple[Message, ...]:
     return hallu_judge_prompt(claim.context or "（无 / none）", claim.claim)
 
 
-async def _round(scheduler: Scheduler, store: RunStore, dispatcher: Dispatcher, judge: Model,
+async def _round(session: Session, store: RunStore, dispatcher: Dispatcher, judge: Model,
                  wanted: Mapping[Unit, tuple[Message, ...]]) -> None:  # fmt: skip
     if not wanted:
         return
     store.save_plan(RUN_ID, list(wanted), answerer=judge.name)
     progress = ProgressDisplay({judge.name: len(wanted)}, interval_s=30.0)
-    scheduler.progress = progress
     try:
-        await scheduler.run(dispatcher.lanes(list(wanted), wanted))
+        await session.send(dispatcher.lanes(list(wanted), wanted), progress=progress)
     finally:
         progress.close()
 
@@ -130,18 +128,17 @@ async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[Labell
     """(judge identity, one outcome per claim, call counts) — the claims through the pool's machinery."""
     with RunStore(work_dir) as store:
         store.begin_run(RUN_ID, pool_fingerprint=config.fingerprint(), data_fingerprint="calibration", options={})
-        async with open_backends(config, [judge], work_dir) as endpoints:
-            scheduler = Scheduler(run_id=RUN_ID, store=store, lanes={n: e.lane for n, e in endpoints.items()},
-                                  cache=cache, retry_infra_errors=True)  # fmt: skip
+        async with Session.open(config, [judge], work_dir, run_id=RUN_ID, store=store, cache=cache,
+                                retry_infra_errors=True) as session:
             # The judge set up exactly as a run's scoring stage sets it up, so its stage names match runs'.
-            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judge=judge, endpoints=endpoints,
-                                 scheduler=scheduler).judge  # fmt: skip
+            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judge=judge,
+                                 session=session).judge
             assert setup is not None
             identity = judge_identity(config, setup)
             stage, reask_stage = (setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
-            dispatcher = Dispatcher({}, {}, endpoints, judge)
+            dispatcher = session.dispatcher({}, {}, judge)
             first = {Unit(CANDIDATE, c.id, stage): claim_messages(c) for c in claims}
-            await _round(scheduler, store, dispatcher, judge, first)
+            await _round(session, store, dispatcher, judge, first)
             outcomes: dict[str, ClaimOutcome] = {}
             again: dict[Unit, tuple[Message, ...]] = {}
             for claim, (unit, messages) in zip(claims, first.items()):
@@ -155,7 +152,7 @@ async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[Labell
                     again[Unit(CANDIDATE, claim.id, reask_stage)] = reask_prompt("hallu", messages, row.text, parsed.reason)
                 else:
                     outcomes[claim.id] = _outcome(claim, parsed, row.text)
-            await _round(scheduler, store, dispatcher, judge, again)
+            await _round(session, store, dispatcher, judge, again)
             for unit in again:
                 claim = next(c for c in claims if c.id == unit.item_id)
                 row = store.get_result(RUN_ID, unit)
@@ -165,7 +162,7 @@ async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[Labell
                 parsed = parse_claims(row.text)
                 outcomes[claim.id] = (ClaimOutcome(claim, None, f"unparseable after one re-ask: {parsed.reason}", row.text[:REPLY_KEPT_CHARS])
                                       if isinstance(parsed, ParseFailure) else _outcome(claim, parsed, row.text))  # fmt: skip
-            counts = {"calls": scheduler.counters.calls, "cache_hits": scheduler.counters.cache_hits}
+            counts = {"calls": session.counters.calls, "cache_hits": session.counters.cache_hits}
     return identity, [outcomes[c.id] for c in claims], counts
 
 

@@ -42,12 +42,12 @@ from pool.execute.budget import call_cost
 from pool.execute.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
 from pool.config.schema import NOT_RESULT_SHAPING
-from pool.execute.dispatch import Dispatcher, Messages
-from pool.execute.endpoints import BackendEndpoint, local_model_identity
+from pool.execute.dispatch import Messages
+from pool.execute.endpoints import local_model_identity
 from pool.store.outcome import Result, Unit
 from pool.plan import ANSWER_STAGE
 from pool.execute.progress import ProgressDisplay
-from pool.execute.scheduler import Scheduler
+from pool.execute.session import Session
 from pool.store.run_store import RunStore
 
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
@@ -115,24 +115,21 @@ def model_identity(config: PoolConfig, model: Model, endpoint: str = "") -> dict
 
 
 class ScoringStage:
-    """Scores every stored answer of a run; judge calls go through ``scheduler``'s lanes."""
+    """Scores every stored answer of a run; judge calls go through the run's ``session``."""
 
     def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
-                 judge: Model | None, endpoints: Mapping[str, BackendEndpoint] | None,
-                 scheduler: Scheduler | None, log_interval: float = 30.0, hallu: bool = False,
+                 judge: Model | None, session: Session | None, log_interval: float = 30.0, hallu: bool = False,
                  rejudge_sample: int = 0, anchor_sample: int = 0) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
         self.items = items
-        self.endpoints = endpoints or {}
+        self.session = session
         self.judge = None
         if judge is not None:
-            endpoint = self.endpoints.get(judge.backend)
-            served = endpoint.identities.get(judge.name, "") if endpoint else ""
+            served = session.served_identity(judge) if session is not None else ""
             self.judge = JudgeSetup(judge, judge.backend, served or configured_endpoint(config, judge),
                                     backend_type=config.backends[judge.backend].type)
-        self.scheduler = scheduler
         self.log_interval = log_interval
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
@@ -141,7 +138,8 @@ class ScoringStage:
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.score.arrival), taken by run()
-        self.dispatcher = Dispatcher({m.name: m for m in config.models}, items, self.endpoints, judge)
+        self.dispatcher = (session.dispatcher({m.name: m for m in config.models}, items, judge)
+                           if session is not None else None)
 
     def _answers(self, arrivals: ArrivalSpool | None) -> Iterator[Result]:
         """The run's answers to this run's items to score, streamed from the store in (model, item_id)
@@ -180,15 +178,8 @@ class ScoringStage:
     async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
         """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
         neither read nor written (verdicts asked again tonight, e.g. the judge-drift anchors)."""
-        assert self.judge is not None and self.scheduler is not None
+        assert self.judge is not None and self.session is not None and self.dispatcher is not None
         if not wanted:
-            return
-        if fresh:
-            cache, self.scheduler.cache = self.scheduler.cache, None
-            try:
-                await self.judge_round(wanted)
-            finally:
-                self.scheduler.cache = cache
             return
         judge = self.judge.model
         self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
@@ -203,14 +194,11 @@ class ScoringStage:
         if not todo:
             return
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
-        previous = self.scheduler.progress
-        self.scheduler.progress = progress
-        self.scheduler.retry_infra_errors = True
         try:
-            await self.scheduler.run(self.dispatcher.lanes(todo, todo))
+            await self.session.send(self.dispatcher.lanes(todo, todo), progress=progress, fresh=fresh,
+                                    retry_infra_errors=True)
         finally:
             progress.close()
-            self.scheduler.progress = previous
 
     async def run(self) -> None:
         """Score every answer; :meth:`write` writes scores.jsonl and :meth:`tally` counts it.

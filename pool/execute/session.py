@@ -1,0 +1,104 @@
+"""One run session: the execution machinery of a run, built in one place.
+
+A run, its scoring stage, judge calibration and the benchmarks all send requests the same way:
+the backends brought up where the executor runs them (:mod:`pool.execute.endpoints`), one
+:class:`~pool.execute.scheduler.Scheduler` that records every result into the run store through
+the response cache and the budget, and a dispatcher that turns units into requests. A
+:class:`Session` owns all of it; its users ask it for a dispatcher and send through it, and never
+touch the scheduler or the backends themselves::
+
+    async with Session.open(config, models, run_dir, run_id=..., store=store, cache=cache) as session:
+        dispatcher = session.dispatcher(models_by_name, items)
+        await session.send(dispatcher.lanes(units))
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+from pool.config import Model, PoolConfig
+from pool.execute.budget import Budget
+from pool.execute.dispatch import Dispatcher, PromptItem
+from pool.execute.endpoints import Backends, BackendEndpoint, open_execution
+from pool.execute.executor import Executor
+from pool.execute.response_cache import ResponseCache
+from pool.execute.scheduler import Job, Progress, RunCounters, Scheduler
+from pool.store.run_store import RunStore
+
+
+class Session:
+    """A run's backends, executor, scheduler, store and cache; open it with :meth:`open`."""
+
+    def __init__(self, config: PoolConfig, endpoints: Mapping[str, BackendEndpoint], scheduler: Scheduler) -> None:
+        self.config = config
+        self.endpoints = dict(endpoints)
+        self._scheduler = scheduler
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: PoolConfig, models: Iterable[Model], run_dir: Path, *, run_id: str, store: RunStore,
+                   cache: ResponseCache | None = None, executor: str | Executor = "local",
+                   ray_address: str | None = None, budget: Budget | None = None, progress: Progress | None = None,
+                   max_consecutive_failures: int = 5, retry_infra_errors: bool = False,
+                   on_model_failed: Callable[[str, str], None] | None = None,
+                   answer_max_age_s: float | None = None) -> AsyncIterator[Session]:
+        """Bring ``models``' backends up (``executor``: ``local``, ``ray``, or an executor of the
+        caller's, e.g. a benchmark's stand-in, with no backend to open) and build the scheduler over
+        them; everything is torn down on exit, error or cancellation."""
+
+        def session(backends: Backends) -> Session:
+            scheduler = Scheduler(run_id=run_id, store=store, executor=backends.executor, cache=cache,
+                                  progress=progress, max_consecutive_failures=max_consecutive_failures,
+                                  retry_infra_errors=retry_infra_errors, on_model_failed=on_model_failed,
+                                  budget=budget, answer_max_age_s=answer_max_age_s)
+            return cls(config, backends.endpoints, scheduler)
+
+        if not isinstance(executor, str):
+            yield session(Backends({}, executor))
+            return
+        async with open_execution(config, models, run_dir, executor=executor, ray_address=ray_address) as backends:
+            yield session(backends)
+
+    @property
+    def counters(self) -> RunCounters:
+        """What was sent, taken from the cache and recorded so far."""
+        return self._scheduler.counters
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        return self._scheduler.cache
+
+    def served_identity(self, model: Model) -> str:
+        """The identity of the endpoint that serves ``model`` (``""`` when its backend is not open)."""
+        endpoint = self.endpoints.get(model.backend)
+        return endpoint.identities.get(model.name, "") if endpoint else ""
+
+    def dispatcher(self, models: Mapping[str, Model], items: Mapping[str, PromptItem],
+                   judge: Model | None = None) -> Dispatcher:
+        """Turns the units of ``models`` on ``items`` (and ``judge`` stages) into this session's jobs."""
+        return Dispatcher(models, items, self.endpoints, judge)
+
+    async def send(self, jobs_by_lane: Mapping[str, Iterable[Job]], *, progress: Progress | None = None,
+                   fresh: bool = False, retry_infra_errors: bool | None = None) -> RunCounters:
+        """Send every job and record its result. ``progress`` replaces the session's display for
+        these jobs; ``fresh``: the response cache is neither read nor written (verdicts asked again
+        tonight); ``retry_infra_errors``: a unit whose row is an ``infra_error`` is sent again."""
+        with self._overrides(progress, fresh, retry_infra_errors):
+            return await self._scheduler.run(jobs_by_lane)
+
+    @contextmanager
+    def _overrides(self, progress: Progress | None, fresh: bool, retry: bool | None) -> Iterator[None]:
+        scheduler = self._scheduler
+        saved = scheduler.progress, scheduler.cache, scheduler.retry_infra_errors
+        if progress is not None:
+            scheduler.progress = progress
+        if fresh:
+            scheduler.cache = None
+        if retry is not None:
+            scheduler.retry_infra_errors = retry
+        try:
+            yield
+        finally:
+            scheduler.progress, scheduler.cache, scheduler.retry_infra_errors = saved
