@@ -184,10 +184,10 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     """The driver alone: the Scheduler over an executor that answers every job at once (no HTTP),
     so what is timed is what the driver pays per result whatever executes the calls — the cache
     lookup and write, the request serialisation and key, the store transaction, the progress."""
-    from pool.store.outcome import Unit
     from pool.execute.progress import ProgressDisplay
     from pool.execute.response_cache import ResponseCache
     from pool.execute.scheduler import Job
+    from pool.store.outcome import Unit
     from pool.store.run_store import RunStore
     from runners.base import (
         Attempt,

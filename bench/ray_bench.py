@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.scheduler_bench import FakeServerProcess, bench_items, jobs_for, openai_pool
-from pool.plan import Plan
 from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
+from pool.plan import Plan
 from pool.store.run_store import RunStore
 from tests.ray_cluster import loopback_cluster, non_loopback_connections
 

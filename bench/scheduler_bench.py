@@ -47,8 +47,8 @@ import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +57,10 @@ import aiohttp
 from bench.measure import write_json_report
 from pool.config import PoolConfig, parse_pool
 from pool.execute.endpoints import BackendEndpoint
-from pool.plan import Plan, answer_request
 from pool.execute.progress import ProgressDisplay
 from pool.execute.scheduler import Job
 from pool.execute.session import Session
-from pool.execute.session import Session
+from pool.plan import Plan, answer_request
 from pool.store.run_store import RunStore
 from runners.llamacpp_server import parse_server_timings
 from runners.protocols.openai_compat import build_payload

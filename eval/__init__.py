@@ -58,7 +58,7 @@ __all__ = [
     "read_chip_submission", "rouge_l_chars", "write_chip_submission",
 ]  # fmt: skip
 
-# Items and loaders (issue 4): the item model every scorer and the scheduler share.
+# Items and loaders: the item model every scorer and the scheduler share.
 from eval.items import GOLD_TYPES, TRACKS, Item, ItemError, Source  # noqa: E402
 from eval.loaders import (  # noqa: E402
     DuplicateItemError,
@@ -74,12 +74,12 @@ __all__ += [
     "Source", "load_demo_suite", "load_items",
 ]  # fmt: skip
 
-# Scorers (issue 4, item 5): judge-free scoring dispatched by gold type through one registry.
+# Scorers: judge-free scoring dispatched by gold type through one registry.
 from eval.scorers import SCORERS, NeedsJudge, UnknownGoldTypeError, register, score_answer  # noqa: E402
 
 __all__ += ["SCORERS", "NeedsJudge", "UnknownGoldTypeError", "register", "score_answer"]
 
-# Text encoders and embedding DTR-F1 (issue 12). Decision recognition itself is imported from
+# Text encoders and embedding DTR-F1. Decision recognition itself is imported from
 # eval.decision_recognition: importing it here would make `python -m eval.decision_recognition` warn.
 from eval.embedding_cache import EmbeddingCache, cached_encoder  # noqa: E402
 from eval.encoders import cosine_matrix, tfidf_char_ngrams  # noqa: E402

@@ -32,7 +32,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
 
 from eval.decision_recognition import DEFAULT_QUANTILES, LETTERS, Band, Problem, build_choice_items
 from eval.embedding_cache import EmbeddingCache, cached_encoder

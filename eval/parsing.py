@@ -9,7 +9,6 @@ from typing import Any
 
 from eval._checks import require_mapping, require_str
 
-
 _BRACE_SCAN_TOKEN = re.compile(r'[{}"\\]')
 _OUTSIDE, _IN_STRING, _ESCAPED = 0, 1, 2
 _JSON_DECODER = json.JSONDecoder()

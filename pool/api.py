@@ -29,21 +29,21 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
-from pool.execute.budget import Budget, BudgetExhausted
 from pool.config import Model, PoolConfigError
-from pool.execute.executor import leaf_errors
-from pool.store.export import export_results_with_costs, write_summary
-from pool.items_source import DataError
-from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.config.preflight import PreflightError, preflight
+from pool.execute.budget import Budget, BudgetExhausted
+from pool.execute.executor import leaf_errors
 from pool.execute.progress import ProgressDisplay
 from pool.execute.ray_executor import cluster_host_port
 from pool.execute.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
 from pool.execute.session import Session
-from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
+from pool.items_source import DataError
+from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
+from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
 from pool.score.stage import ScoringStage
+from pool.store.export import export_results_with_costs, write_summary
+from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
 from pool.store.run_store import RunMismatchError, RunStore, StoreFormatError
 from runners.llamacpp_server import LlamaServerError
 

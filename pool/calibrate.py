@@ -59,11 +59,11 @@ from judge.verdicts import ParseFailure
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
 from pool.execute.dispatch import Dispatcher
 from pool.execute.executor import leaf_errors
-from pool.store.outcome import Unit
 from pool.execute.progress import ProgressDisplay
 from pool.execute.response_cache import ResponseCache
 from pool.execute.session import Session
 from pool.score.stage import JudgeSetup, ScoringStage
+from pool.store.outcome import Unit
 from pool.store.run_store import RunStore
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130

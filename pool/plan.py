@@ -20,10 +20,8 @@ from eval.gold_types import JUDGED_GOLD_TYPES, RUBRIC_GOLD_TYPES
 from eval.items import Item
 from pool.config import Model, PoolConfig, load_pool
 from pool.items_source import DataError, load_run_items, select_items
-from pool.store.outcome import Unit
+from pool.store.outcome import ANSWER_STAGE, Unit  # noqa: F401  (ANSWER_STAGE: part of the plan's surface)
 from runners.base import GenerationRequest
-
-ANSWER_STAGE = "answer"
 
 
 class PromptItem(Protocol):

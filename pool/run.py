@@ -26,8 +26,20 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pool.api import EXIT_BUDGET, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunInputError, RunResult, plan_json, \
-    rescore, resume, run_pool
+from pool.api import (
+    EXIT_BUDGET,
+    EXIT_INFRA,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    RunInputError,
+    RunResult,
+    plan_json,
+    rescore,
+    resume,
+    run_pool,
+)
 from pool.items_source import DataError
 from pool.run_spec import DEFAULT_CACHE_MAX_AGE_S, DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
 from routing.cli_types import NON_NEGATIVE, SCORE_DIFFERENCE, SECONDS, duration, integer

@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pool.execute.cache_key import cache_key, canonical_json, request_payload
-from pool.store.outcome import Result, Unit, result_from_response
 from pool.execute.response_cache import ResponseCache
-from pool.store.sqlite_db import utc_now_iso
+from pool.store.outcome import Result, Unit, result_from_response
 from pool.store.run_store import RunStore
+from pool.store.sqlite_db import utc_now_iso
 from runners.base import (
     Attempt,
     GenerationParams,

@@ -22,8 +22,8 @@ import pytest
 import pool.api as api_module
 from pool import RunSpec, rescore, resume, run_pool
 from pool.api import EXIT_OK
-from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
 from pool.config import load_pool
+from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
 from pool.store.costs import CostTally
 from pool.store.export import export_results_jsonl, summarize_store
 from pool.store.run_store import RunStore

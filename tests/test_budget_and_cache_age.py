@@ -16,8 +16,8 @@ import pytest
 
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_BUDGET, EXIT_OK
-from pool.execute.budget import Budget, call_cost
 from pool.config.schema import Price
+from pool.execute.budget import Budget, call_cost
 from runners.base import GenerationResponse
 from tests import chaos_harness as chaos
 from tests.fakes import ThreadedFakes, ok

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from eval.decision_recognition import DEFAULT_QUANTILES, Band, build_choice_items, resolve_band
-from pool.decision_recognition import main as dr_main
 from eval.encoders import Encoder, tfidf_char_ngrams, tfidf_encoder_name
 from eval.items import Item, Source
 from eval.loaders import load_items
 from eval.loaders.tcm_sd import INSTRUCTION as TCM_SD_INSTRUCTION
+from pool.decision_recognition import main as dr_main
 
 REPO = Path(__file__).resolve().parents[1]
 TCM_SD_SAMPLE = REPO.parent / "shared" / "data" / "tcm-sd" / "TCM-SD_data_sample.json"

@@ -10,11 +10,11 @@ import pytest
 
 from pool.execute.dispatch import Dispatcher, answerer_of
 from pool.execute.endpoints import BackendEndpoint
+from pool.execute.scheduler import Lane
+from pool.run import main
 from pool.store.export import summarize
 from pool.store.outcome import Unit, classify, result_from_response
-from pool.run import main
 from pool.store.run_lock import RunLock
-from pool.execute.scheduler import Lane
 from pool.store.run_store import RunStore, StoreFormatError, WrongAnswererError
 from runners.base import GenerationResponse
 

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from eval.loaders.base import ItemFormatError
-from pool.calibrate import DEFAULT_SET, main
 from judge.calibration_set import (
     calibration_metrics,
     claim_label,
@@ -24,6 +23,7 @@ from judge.calibration_set import (
 )
 from judge.calibration_store import drift, judge_key, record_calibration
 from judge.verdicts import Claim, HalluVerdict
+from pool.calibrate import DEFAULT_SET, main
 from routing.build import build
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer

@@ -8,9 +8,9 @@ from typing import get_args
 import pytest
 
 from pool.config.schema import BACKEND_CLASSES
+from runners.protocol import JsonProtocolRunner
 from runners.protocols.ollama import OllamaRunner
 from runners.protocols.openai_compat import OpenAICompatRunner
-from runners.protocol import JsonProtocolRunner
 from runners.registry import backend, backend_types, make_runner
 
 

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from pool.execute.cache_key import cache_key
-from pool.store.outcome import Unit
 from pool.execute.response_cache import ResponseCache
 from pool.execute.scheduler import Job, Lane, Scheduler
+from pool.store.outcome import Unit
 from pool.store.run_store import RunStore
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.protocols.openai_compat import OpenAICompatRunner

@@ -1,4 +1,4 @@
-"""Judge-free scorers (issue 4, item 5): every gold type on good, bad and messy answers, the status
+"""Judge-free scorers: every gold type on good, bad and messy answers, the status
 passthroughs, the registry, and every demo item scored against a hand-written ideal answer."""
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import pytest
 import pool.score.stage as scoring_module
 import pool.store.run_store as store_module
 from eval.items import Item, Source
-from pool.score.arrival import _Tail
 from pool.config import parse_pool
-from pool.store.outcome import Unit, result_from_response
+from pool.score.arrival import _Tail
 from pool.score.stage import ArrivalSpool, ScoringStage, _RowSpool
+from pool.store.outcome import Unit, result_from_response
 from pool.store.run_store import RunStore
 from runners.base import Attempt, GenerationResponse
 

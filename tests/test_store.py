@@ -22,16 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import store_crash_writer as writer
 
+import pool.store.run_store as store_module
 from pool.execute.cache_key import (
     cache_key,
     canonical_json,
     normalize_endpoint,
     request_payload,
 )
+from pool.execute.response_cache import CACHE_FILENAME, ResponseCache
 from pool.store.export import EXPORT_FIELDS, export_results_jsonl, write_summary
 from pool.store.outcome import Result, Unit, classify, result_from_response
-from pool.execute.response_cache import CACHE_FILENAME, ResponseCache
-import pool.store.run_store as store_module
 from pool.store.run_store import RunMismatchError, RunStore
 from runners.base import (
     Attempt,

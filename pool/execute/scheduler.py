@@ -20,14 +20,13 @@ from typing import Protocol
 
 from asyncio_throttle import Throttler
 
-from pool.execute.cache_key import cache_key_of_json, canonical_json, request_payload
 from pool.execute.budget import Budget, BudgetExhausted
+from pool.execute.cache_key import cache_key_of_json, canonical_json, request_payload
 from pool.execute.executor import Executor, LocalExecutor
-from pool.store.outcome import Result, Unit, result_from_response
-from pool.plan import ANSWER_STAGE
 from pool.execute.response_cache import ResponseCache
-from pool.store.sqlite_db import utc_now_iso
+from pool.store.outcome import ANSWER_STAGE, Result, Unit, result_from_response
 from pool.store.run_store import RunStore
+from pool.store.sqlite_db import utc_now_iso
 from runners.base import GenerationRequest, GenerationResponse, Runner
 
 MODEL_FAILED = "model_failed"

@@ -21,7 +21,7 @@ from pathlib import Path
 from pool.config import Model, PoolConfig
 from pool.execute.budget import Budget
 from pool.execute.dispatch import Dispatcher, PromptItem
-from pool.execute.endpoints import Backends, BackendEndpoint, open_execution
+from pool.execute.endpoints import BackendEndpoint, Backends, open_execution
 from pool.execute.executor import Executor
 from pool.execute.response_cache import ResponseCache
 from pool.execute.scheduler import Job, Progress, RunCounters, Scheduler

@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from pool.store.export import export_results_with_costs, summarize_store
 from pool.plan import ANSWER_STAGE, plan_from_options
 from pool.run_spec import stored_options
 from pool.score.stage import ArrivalSpool, ScoringStage
+from pool.store.export import export_results_with_costs, summarize_store
 from pool.store.run_store import RunStore
 
 log = logging.getLogger(__name__)

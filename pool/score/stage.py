@@ -37,17 +37,17 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
-from pool.score.anchors import anchor_sample, judge_anchors
-from pool.execute.budget import call_cost
-from pool.execute.cache_key import normalize_endpoint
 from pool.config import Model, PoolConfig
 from pool.config.schema import NOT_RESULT_SHAPING
+from pool.execute.budget import call_cost
+from pool.execute.cache_key import normalize_endpoint
 from pool.execute.dispatch import Messages
 from pool.execute.endpoints import local_model_identity
-from pool.store.outcome import Result, Unit
-from pool.plan import ANSWER_STAGE
 from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
+from pool.plan import ANSWER_STAGE
+from pool.score.anchors import anchor_sample, judge_anchors
+from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB

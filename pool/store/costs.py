@@ -11,8 +11,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from pool.execute.budget import call_cost
 from pool.config import PoolConfig
+from pool.execute.budget import call_cost
 from pool.store.outcome import Result
 
 

@@ -30,6 +30,7 @@ STATUSES: tuple[Status, ...] = ("ok", "error", "infra_error")
 # Why an answer is an "error" (answered, but flawed); reported by name, since "error" alone reads as
 # a broken run when the answers were only cut at their token budget.
 ANSWER_FLAWS: tuple[str, ...] = ("truncated", "empty", "oversize")
+ANSWER_STAGE = "answer"  # the stage of a candidate's answer; judge stages are named "judge:…"
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Unit:
 
     model: str
     item_id: str
-    stage: str = "answer"
+    stage: str = "answer"  # ANSWER_STAGE
 
     def __post_init__(self) -> None:
         for name in ("model", "item_id", "stage"):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend

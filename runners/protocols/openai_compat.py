@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-
 from runners.base import GenerationRequest, GenerationResponse
 from runners.llamacpp_settings import LlamaCppSettings
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields

@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.fakes import Behavior, drop, garbage, raw_json, rate_limited, server_error, truncated_json
+from tests.fakes import Behavior, drop, garbage, rate_limited, raw_json, server_error, truncated_json
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.fakes.serve_openai import serve_until_stopped
 
