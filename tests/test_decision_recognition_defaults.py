@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +19,8 @@ from eval.items import Item, Source
 from eval.loaders import load_items
 from eval.loaders.tcm_sd import INSTRUCTION as TCM_SD_INSTRUCTION
 from pool.decision_recognition import main as dr_main
+from tests.test_decision_recognition import tcm_sd_sample  # noqa: F401  (a fixture: the sample, or a skip)
 
-REPO = Path(__file__).resolve().parents[1]
-TCM_SD_SAMPLE = REPO.parent / "shared" / "data" / "tcm-sd" / "TCM-SD_data_sample.json"
 
 # A label list of 20 common TCM syndromes, none of them a gold of the TCM-SD sample.
 TWENTY_SYNDROMES = (
@@ -142,13 +140,6 @@ def test_a_quantile_band_too_narrow_says_which_quantiles() -> None:
 # --- the CLI on the TCM-SD sample --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tcm_sd_sample() -> Path:
-    if not TCM_SD_SAMPLE.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{TCM_SD_SAMPLE} is missing: ../shared/data is required in CI")
-        pytest.skip(f"TCM-SD sample not found at {TCM_SD_SAMPLE} (../shared/data beside the repo)")
-    return TCM_SD_SAMPLE
 
 
 @pytest.fixture
