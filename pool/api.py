@@ -458,21 +458,10 @@ def _scores_digest(run_dir: Path) -> ScoreDigest | None:
 
 def build_routing(run_dir: Path) -> dict[str, Any] | None:
     """Leaderboards, pairwise ratings, hard subset, manifest and report (:func:`routing.build.build`);
-    returns the build's summary, or None when it failed (and says why)."""
-    from eval.files import FolderError, write_failed
-    from routing.build import build, summary_lines
-    from routing.load import LoadError
+    returns the build's summary, or None when it failed (and said why)."""
+    from routing.build import build_and_report
 
-    try:
-        summary = build([run_dir])
-    except (LoadError, FolderError) as exc:
-        print(f"error: routing.build: {exc}", file=sys.stderr)
-        return None
-    except OSError as exc:  # e.g. a full disk while writing the reports; the run's results are kept
-        print(write_failed("the routing files", exc), file=sys.stderr)
-        return None
-    print("\n".join(summary_lines(summary)))
-    return summary
+    return build_and_report([run_dir])[1]
 
 
 def plan_json(spec: RunSpec) -> str:

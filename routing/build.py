@@ -230,16 +230,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
         cv_folds=args.cv_folds,
     )  # fmt: skip
+    return build_and_report(args.run, args.out, options, calibration_dir=args.calibrations)[0]
+
+
+def build_and_report(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None,
+                     options: BuildOptions | None = None,
+                     calibration_dir: Path | str | None = None) -> tuple[int, dict[str, Any] | None]:
+    """:func:`build`, its summary printed, or why it failed said in one line: (exit code, summary or None)."""
     try:
-        summary = build(args.run, args.out, options, calibration_dir=args.calibrations)
+        summary = build(run_dirs, out_dir, options, calibration_dir=calibration_dir)
     except (LoadError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_INPUT, None
     except OSError as exc:  # e.g. a full disk while writing the reports; the scores it read are untouched
         print(write_failed("the routing files", exc), file=sys.stderr)
-        return EXIT_WRITE
+        return EXIT_WRITE, None
     print("\n".join(summary_lines(summary)))
-    return EXIT_OK
+    return EXIT_OK, summary
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ backends need are there.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -91,15 +91,21 @@ def _single(file: str, line: int, message: str, column: int | None = None) -> Po
     return PoolConfigError([Issue(file, line, "", message, column)])
 
 
+def backends_missing_keys(config: PoolConfig, models: Iterable[Model],
+                          environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The backends ``models`` use whose ``api_key_env`` variable is unset or empty: {backend: variable}."""
+    env = os.environ if environ is None else environ
+    named = {m.backend: getattr(config.backends[m.backend], "api_key_env", None) for m in models}
+    return {backend: var for backend, var in named.items() if var and not env.get(var)}
+
+
 def missing_api_keys(config: PoolConfig, environ: Mapping[str, str] | None = None) -> list[str]:
     """Env vars named by backends that enabled models or the judge use, and that are unset/empty."""
-    env = os.environ if environ is None else environ
     used = list(config.enabled_models())
     judge = config.judge_model()
     if judge is not None:
         used.append(judge)
-    names = {getattr(config.backends[m.backend], "api_key_env", None) for m in used}
-    return sorted(n for n in names if n and not env.get(n))
+    return sorted(set(backends_missing_keys(config, used, environ).values()))
 
 
 __all__ = [
@@ -118,6 +124,7 @@ __all__ = [
     "ThinkSetting",
     "file_stem",
     "load_pool",
+    "backends_missing_keys",
     "missing_api_keys",
     "parse_pool",
 ]

@@ -16,18 +16,9 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 from yaml.nodes import Node, ScalarNode
 
-from pool.config.schema import (
-    ANSWER_CHARS_RANGE,
-    BACKEND_CLASSES,
-    MAX_CONCURRENCY,
-    MAX_TIMEOUT_S,
-    RESPONSE_BYTES_RANGE,
-    Defaults,
-    Judge,
-    Model,
-    PoolConfig,
-)
+from pool.config.schema import BACKEND_CLASSES, Defaults, Judge, Model, PoolConfig
 from pool.config.yaml_lines import format_path, locate
+from runners.settings import ANSWER_CHARS_RANGE, MAX_CONCURRENCY, MAX_TIMEOUT_S, RESPONSE_BYTES_RANGE
 
 _SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "api_token", "secret", "password"})
 # The backend types, as the runners declare them: "openai (any OpenAI-compatible server or API), ..."

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from pool.config import LlamaCppBackend, Model, PoolConfig
+from pool.config import LlamaCppBackend, Model, PoolConfig, backends_missing_keys
 from pool.config.errors import Issue
 from pool.config.yaml_lines import YamlProblem, format_path, locate, parse_yaml
 from runners.gguf_models import MODELS, ModelHashMismatch, ModelPackageMissing, model_path
@@ -38,20 +38,16 @@ def preflight(config: PoolConfig, pool_file: str | os.PathLike[str], models: Ite
               environ: Mapping[str, str] | None = None) -> None:
     """Raise :class:`PreflightError` listing every unusable key variable and model file of ``models``."""
     env = os.environ if environ is None else environ
+    models = list(models)
     where = _Lines(config, Path(pool_file))
-    issues: list[Issue] = []
-    seen_backends: set[str] = set()
+    issues = [where.issue(("backends", backend, "api_key_env"),
+                          f"backend '{backend}' needs an API key, and the environment variable named here is "
+                          f"{'empty' if var in env else 'not set'} (its value is never printed); export it in the "
+                          "run's environment (for cron: in the crontab or the script it runs), then start the run again")
+              for backend, var in backends_missing_keys(config, models, env).items()]
     seen_models: set[str] = set()
     for model in models:
         backend = config.backends[model.backend]
-        key_env = getattr(backend, "api_key_env", None)
-        if model.backend not in seen_backends and key_env and not env.get(key_env):
-            seen_backends.add(model.backend)
-            issues.append(where.issue(
-                ("backends", model.backend, "api_key_env"),
-                f"backend '{model.backend}' needs an API key, and the environment variable named here is "
-                f"{'empty' if key_env in env else 'not set'} (its value is never printed); export it in the "
-                "run's environment (for cron: in the crontab or the script it runs), then start the run again"))
         if isinstance(backend, LlamaCppBackend) and model.gguf and model.name not in seen_models:
             seen_models.add(model.name)
             problem = gguf_problem(model.gguf)

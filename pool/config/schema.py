@@ -40,16 +40,8 @@ from pool.config.values import (
     parse_yaml_bool,
 )
 from runners.base import GenerationParams, Mode
-from runners.llamacpp_settings import MAX_REPLICAS, MAX_SLOTS  # noqa: F401  (part of the schema's surface)
 from runners.registry import settings_classes
-from runners.settings import (  # noqa: F401  (limits named in messages and docs)
-    ANSWER_CHARS_RANGE,
-    MAX_CONCURRENCY,
-    MAX_TIMEOUT_S,
-    RESPONSE_BYTES_RANGE,
-    BackendSettings,
-    SettingsBlock,
-)
+from runners.settings import BackendSettings, SettingsBlock
 
 ThinkSetting = bool | Literal["low", "medium", "high"]
 YamlBool = Annotated[bool, PlainValidator(parse_yaml_bool)]
@@ -86,7 +78,7 @@ class _PoolBackendFields(_Block):
     node: str | None = Field(default=None, min_length=1)
 
 
-def _pool_backend(type_name: str, settings: type[BackendSettings]) -> type[BackendSettings]:
+def _pool_backend(settings: type[BackendSettings]) -> type[BackendSettings]:
     """The pool file's block for one backend type: its runner's settings plus the pool's fields."""
     name = settings.__name__.removesuffix("Settings") + "Backend"
     return create_model(name, __base__=(settings, _PoolBackendFields), __module__=__name__,
@@ -96,7 +88,7 @@ def _pool_backend(type_name: str, settings: type[BackendSettings]) -> type[Backe
 # Every backend type a pool file may name, from the runners' registry (a new type is a new module
 # in runners/protocols/, nothing here).
 BACKEND_CLASSES: dict[str, type[BackendSettings]] = {
-    name: _pool_backend(name, settings) for name, settings in settings_classes().items()
+    name: _pool_backend(settings) for name, settings in settings_classes().items()
 }
 OpenAIBackend = BACKEND_CLASSES["openai"]
 OllamaBackend = BACKEND_CLASSES["ollama"]
@@ -304,13 +296,8 @@ class PoolConfig(_Block):
 
 
 __all__ = [
-    "ANSWER_CHARS_RANGE",
     "BACKEND_CLASSES",
     "KNOWN_GGUF",
-    "MAX_CONCURRENCY",
-    "MAX_REPLICAS",
-    "MAX_TIMEOUT_S",
-    "RESPONSE_BYTES_RANGE",
     "Backend",
     "Defaults",
     "GenerationFields",

@@ -11,12 +11,6 @@ import re
 from typing import Any
 
 from runners.gguf_models import MODELS as LOCAL_GGUF_MODELS
-from runners.settings import (  # noqa: F401  (endpoint values are checked where runners declare their settings)
-    ENV_VAR_MAX_CHARS,
-    check_api_key_env,
-    check_base_url,
-    looks_like_api_key,
-)
 
 # Keys of the GGUF models the managed llama.cpp server can prepare (pip extra `local`); the
 # registry in runners.gguf_models is the one source. Anything else must be a .gguf path.

@@ -31,8 +31,7 @@ from pool.store.run_store import RunStore
 class Session:
     """A run's backends, executor, scheduler, store and cache; open it with :meth:`open`."""
 
-    def __init__(self, config: PoolConfig, endpoints: Mapping[str, BackendEndpoint], scheduler: Scheduler) -> None:
-        self.config = config
+    def __init__(self, endpoints: Mapping[str, BackendEndpoint], scheduler: Scheduler) -> None:
         self.endpoints = dict(endpoints)
         self._scheduler = scheduler
 
@@ -53,7 +52,7 @@ class Session:
                                   progress=progress, max_consecutive_failures=max_consecutive_failures,
                                   retry_infra_errors=retry_infra_errors, on_model_failed=on_model_failed,
                                   budget=budget, answer_max_age_s=answer_max_age_s)
-            return cls(config, backends.endpoints, scheduler)
+            return cls(backends.endpoints, scheduler)
 
         if not isinstance(executor, str):
             yield session(Backends({}, executor))
@@ -65,10 +64,6 @@ class Session:
     def counters(self) -> RunCounters:
         """What was sent, taken from the cache and recorded so far."""
         return self._scheduler.counters
-
-    @property
-    def cache(self) -> ResponseCache | None:
-        return self._scheduler.cache
 
     def served_identity(self, model: Model) -> str:
         """The identity of the endpoint that serves ``model`` (``""`` when its backend is not open)."""
