@@ -18,6 +18,12 @@ Rates (each over ``--sims`` simulated buckets, seeded):
   zero-width CIs;
 - name ties: among undecided buckets of two equal models with equal latency, the share whose
   first ``tied_top`` entry is the alphabetically first name (a tie decided by name sits near 100%);
+- judged buckets: two models whose answers truly pass 0.8 vs 0.6 of the time (n = 30), seen through
+  LLM judges that report the truth with a known accuracy, independently: one 75% judge, a panel of
+  three 75% judges (majority, ``judge.panel``), and a 0.90 / 0.65 / 0.60 panel (majority and the
+  ``reliability`` rule, member reliabilities estimated from each simulated night's votes alone);
+  the rate at which the better model is decided winner, and the false-winner rate of equal models
+  (0.7 vs 0.7) under the three-judge panel;
 - orchestrator: a model with routing 0.95, capability 0.95 and tool decision 0.2 against one at
   0.7 everywhere; the share of simulations that nominate the lopsided model.
 
@@ -43,6 +49,7 @@ import scipy
 from scipy.special import ndtr, ndtri
 
 from bench.measure import write_json_report
+from judge.panel import MemberVerdict, aggregate, estimate_reliability
 from routing.hard import hard_recovery_simulation
 from routing.leaderboard import Bucket, build_buckets
 from routing.manifest import bucket_route, orchestrator
@@ -134,15 +141,33 @@ def judge_scores(entrants: Sequence[Entrant], n_items: int, rng: np.random.Gener
     return dims.sum(axis=2) / 40
 
 
+def judged(truth: np.ndarray, accuracies: Sequence[float], rule: str, rng: np.random.Generator) -> np.ndarray:
+    """The verdicts a judge (one accuracy) or panel gives pass/fail answers whose truth is ``truth``
+    (models × items): each judge reports the truth with its accuracy, independently; a panel's
+    verdicts are ``judge.panel.aggregate`` of its members' under ``rule`` (reliability: estimated
+    from these votes alone, as a run estimates it from its own)."""
+    flat = truth.reshape(-1).astype(bool)
+    right = rng.random((len(flat), len(accuracies))) < np.asarray(accuracies)
+    votes = np.where(right, flat[:, None], ~flat[:, None]).astype(float)
+    if len(accuracies) == 1:
+        return votes[:, 0].reshape(truth.shape)
+    reliability = estimate_reliability(votes) if rule == "reliability" else None
+    verdicts = [aggregate([MemberVerdict(bool(v)) for v in row], rule, reliability).passed for row in votes]
+    return np.array(verdicts, dtype=float).reshape(truth.shape)
+
+
 def simulate(entrants: Sequence[Entrant], sims: int, seed: int, shared_sd: float = 0.0, kind: str = "binary",
-             rounds: int = 1000) -> list[Bucket]:  # fmt: skip
-    """``sims`` independent buckets (exam tasks) with these entrants; their leaderboard buckets, in simulation order."""
+             rounds: int = 1000, judges: Sequence[float] = (), rule: str = "majority") -> list[Bucket]:  # fmt: skip
+    """``sims`` independent buckets (exam tasks) with these entrants; their leaderboard buckets, in
+    simulation order. ``judges``: the binary outcomes are seen through judges of these accuracies."""
     rng = np.random.default_rng(seed)
     models = sorted({e.model for e in entrants})
     cols = Columns([], [], [], [], [], [], [], [])
     n_items, item0 = max(e.n for e in entrants), 0
     for s in range(sims):
         draws = judge_scores(entrants, n_items, rng) if kind == "judge" else outcomes(entrants, n_items, rng, shared_sd)
+        if judges:
+            draws = judged(draws, judges, rule, rng)
         item0 = _rows(cols, models, entrants, draws, item0, "exam", f"sim{s:05d}",
                       "cloze" if kind == "judge" else "single_choice", rng)  # fmt: skip
     buckets = build_buckets(_table(cols, models, item0), rounds=rounds, seed=seed)
@@ -247,6 +272,16 @@ def run(sims: int, seed: int, rounds: int) -> list[dict[str, Any]]:
     same = [Entrant("model_a", 0.85, 30, latency=1.0), Entrant("model_b", 0.85, 30, latency=1.0)]
     share, ties = name_tie_share(simulate(same, sims, seed + 6, rounds=rounds))
     add("ties", "equal models, equal latency: tie led by first name", "≈ 50%", share, f"{ties} undecided buckets")
+    specialists = [Entrant("model_a", 0.6, 30), Entrant("model_b", 0.8, 30)]
+    for label, accuracies, rule in (("one 75% judge", (0.75,), "majority"),
+                                    ("panel of three 75% judges, majority", (0.75,) * 3, "majority"),
+                                    ("panel 0.90/0.65/0.60, majority", (0.9, 0.65, 0.6), "majority"),
+                                    ("panel 0.90/0.65/0.60, reliability", (0.9, 0.65, 0.6), "reliability")):
+        add("judged buckets", f"0.8 vs 0.6, n=30, {label}", "panel > one judge" if "three" in label else "",
+            sole_winner_rate(simulate(specialists, sims, seed + 400, rounds=rounds, judges=accuracies, rule=rule), "model_b"))
+    judged_equal = [Entrant("model_a", 0.7, 30), Entrant("model_b", 0.7, 30)]
+    add("judged buckets", "equal 0.7 vs 0.7, n=30, panel of three 75% judges", "≤ 5%",
+        sole_winner_rate(simulate(judged_equal, sims, seed + 401, rounds=rounds, judges=(0.75,) * 3)))
     add("orchestrator", "lopsided (tool decision 0.2) nominated", "0%", orchestrator_sims(max(sims // 5, 20), seed + 7, rounds=rounds))
     recovery = [hard_recovery_simulation(seed + 300 + i, n_items=400, n_models=6) for i in range(20)]
     for kind in ("continuous", "pass_fail"):

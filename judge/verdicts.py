@@ -1,4 +1,4 @@
-"""Verdicts of the non-rubric contracts (probe, claim-level hallucination) and the parse failure.
+"""Verdicts of the non-rubric contracts (probe, claim-level hallucination, criteria items) and the parse failure.
 
 Probe: ``success`` iff the answer did the expected thing (abstained on a non-existent entity,
 corrected a false premise). Hallucination (``--hallu``): the answer split into atomic claims, each
@@ -9,12 +9,17 @@ from the judge's own arithmetic:
     factual_precision = supported / (supported + unsupported)     (None when that sum is 0)
 
 ``not_sure`` (weak or evolving evidence) counts as a claim but not as a hallucination.
+
+Criteria items: one judgement per rubric criterion id (``T``/``W``/``N`` + number, see
+``judge.criteria_points``). ``met`` is what the judge was asked: the topic is covered, the warning
+is stated, or — for an ``N`` id — the forbidden thing IS said. Points are computed from these
+judgements by ``judge.criteria_points``, never taken from the judge.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from judge.rubric import PARSE_STAGES, ParseStage
 
@@ -95,3 +100,42 @@ class HalluVerdict:
             "unsupported_rate": self.unsupported_rate,
             "factual_precision": self.factual_precision,
         }
+
+
+class CriterionMet(NamedTuple):
+    """The judge's word on one criterion: its id, met or not, and a short span quoted from the answer."""
+
+    id: str
+    met: bool
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
+class CriteriaItemsVerdict:
+    """Per-criterion judgements (``criteria_items`` contract).
+
+    ``missing`` are the asked ids the reply did not answer; ``unknown`` are ids it answered that
+    were not asked (ignored, kept for audit); ``flags`` are problem tags such as ``injection_attempt``.
+    """
+
+    items: tuple[CriterionMet, ...]
+    parse_stage: ParseStage = "strict"
+    missing: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_stage(self.parse_stage)
+        object.__setattr__(self, "items", tuple(CriterionMet(*item) for item in self.items))  # plain (id, met, evidence) too
+        ids = [item.id for item in self.items]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"criterion ids repeat: {ids}")
+        for item in self.items:
+            if not isinstance(item.met, bool):
+                raise ValueError(f"{item.id}: met must be true or false, got {item.met!r}")  # noqa: TRY004 (the parser turns ValueError into a ParseFailure)
+        if set(ids) & set(self.missing):
+            raise ValueError(f"ids both answered and missing: {sorted(set(ids) & set(self.missing))}")
+
+    def met_by_id(self) -> dict[str, bool]:
+        """``{criterion id: met}`` for the answered ids."""
+        return {item.id: item.met for item in self.items}

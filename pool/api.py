@@ -22,7 +22,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,17 +137,17 @@ def describe_plan(spec: RunSpec) -> dict[str, Any]:
     if isinstance(spec.pool, Mapping):
         raise RunInputError("pool: describe_plan takes a pool file; write the inline pool to a file first")
     plan, loaded_skipped = _plan(options)
-    judge = run_judge(plan, options)
-    _preflight(plan, options, judge, mode="new")
-    return {**plan.describe(judge, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped}
+    judges = run_judges(plan, options)
+    _preflight(plan, options, judges, mode="new")
+    return {**plan.describe(judges, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped}
 
 
-def run_judge(plan: Plan, options: Mapping[str, Any]) -> Model | None:
-    """The run's judge model, or None when judging is off or no selected item needs one."""
-    judge = None if options.get("no_judge") else plan.config.judge_model()
-    if judge is not None and not any(i.gold_type in JUDGED_GOLD_TYPES for i in plan.items):
-        return None
-    return judge
+def run_judges(plan: Plan, options: Mapping[str, Any]) -> tuple[Model, ...]:
+    """The run's judge (or panel), or () when judging is off or no selected item needs one."""
+    judges = () if options.get("no_judge") else plan.config.judge_models()
+    if judges and not any(i.gold_type in JUDGED_GOLD_TYPES for i in plan.items):
+        return ()
+    return judges
 
 
 def _checked(step: Any) -> Any:
@@ -179,10 +179,10 @@ def _plan(options: Mapping[str, Any]) -> tuple[Plan, int]:
     return _checked(build)
 
 
-def _preflight(plan: Plan, options: Mapping[str, Any], judge: Model | None, *, mode: str) -> None:
+def _preflight(plan: Plan, options: Mapping[str, Any], judges: Sequence[Model], *, mode: str) -> None:
     """Every backend the run will send to is usable (keys set, model files present): else bad input,
-    before a run folder is made. A rescore sends only to the judge."""
-    used = ([] if mode == "rescore" else list(plan.models)) + ([judge] if judge is not None else [])
+    before a run folder is made. A rescore sends only to the judges."""
+    used = ([] if mode == "rescore" else list(plan.models)) + list(judges)
     try:
         preflight(plan.config, options["pool"], used)
     except PreflightError as exc:
@@ -191,7 +191,7 @@ def _preflight(plan: Plan, options: Mapping[str, Any], judge: Model | None, *, m
 
 def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
     plan, _ = _plan(options)
-    _preflight(plan, options, run_judge(plan, options), mode=mode)
+    _preflight(plan, options, run_judges(plan, options), mode=mode)
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
         with RunLock(run_dir):
@@ -321,8 +321,7 @@ class _Run:
             return None
         config = self.plan.config
         priced = {m.name: config.price_of(m) for m in self.plan.models}
-        judge = config.judge_model()
-        if judge is not None:
+        for judge in config.judge_models():
             priced[judge.name] = config.price_of(judge)
         if self.spec.max_cost is not None and not any(priced.values()):
             raise RunInputError(f"--max-cost: no model of {self.options['pool']} has a price; add `price: "
@@ -346,8 +345,8 @@ class _Run:
         """Answer the pending answer units (``totals``: how many per model), then score every answer;
         returns the scoring tally. The units stream from the store a page at a time."""
         plan, options = self.plan, self.options
-        judge = run_judge(plan, options)
-        serve = [m for m in plan.models if m.name in totals] + ([judge] if judge is not None else [])
+        judges = run_judges(plan, options)
+        serve = [m for m in plan.models if m.name in totals] + list(judges)
         cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
         sigterm = self._cancel_on_sigterm()
         try:
@@ -360,7 +359,7 @@ class _Run:
                 answer_max_age_s=options.get("cache_max_age"),
             ) as session:
                 stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
-                                     judge=judge, session=session,
+                                     judges=judges, panel_rule=plan.config.panel_rule, session=session,
                                      log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
                                      rejudge_sample=options.get("rejudge_sample") or 0,
                                      anchor_sample=options.get("anchor_sample") or 0)
@@ -375,8 +374,8 @@ class _Run:
                                 self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
                         if worker is not None:
                             # Without a judge the stage writes nothing to the store: it is final, ready to export.
-                            stage.arrivals = await worker.finish(export=judge is None)
-                            exporting = judge is None and stage.arrivals is not None
+                            stage.arrivals = await worker.finish(export=not judges)
+                            exporting = not judges and stage.arrivals is not None
                     finally:
                         progress.close()
                     await stage.run()

@@ -49,7 +49,6 @@ from judge.calibration_store import (
 )
 from judge.parse import parse_claims
 from judge.prompts import (
-    CONTRACTS,
     Message,
     hallu_judge_prompt,
     prompt_version,
@@ -73,6 +72,8 @@ DEFAULT_POOL = "model_pool.yaml"
 RUN_ID = "calibration"
 CANDIDATE = "calibration"  # the Unit.model of every claim: there is no candidate, only the judge
 REPLY_KEPT_CHARS = 500
+# The contracts whose prompts a claim calibration stands for (a new contract must not re-key old calibrations).
+VERDICT_CONTRACTS = ("reference", "criteria", "probe", "hallu")
 
 
 def _contract_item(gold_type: str, gold: Any) -> Item:
@@ -93,7 +94,7 @@ def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
         "name": judge.name, "backend": judge.backend, "backend_type": config.backends[judge.backend].type,
         "endpoint": endpoint, "model": judge.model, "mode": judge.mode, "temperature": params.temperature,
         "max_tokens": params.max_tokens, "stop": list(params.stop), "top_p": params.top_p, "seed": params.seed,
-        "think": params.think, "prompt_versions": {c: prompt_version(c) for c in CONTRACTS},
+        "think": params.think, "prompt_versions": {c: prompt_version(c) for c in VERDICT_CONTRACTS},
         "run_stages": {item.gold_type: setup.stage(item) for item in _CONTRACT_ITEMS},
     }  # fmt: skip
 
@@ -131,7 +132,7 @@ async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[Labell
         async with Session.open(config, [judge], work_dir, run_id=RUN_ID, store=store, cache=cache,
                                 retry_infra_errors=True) as session:
             # The judge set up exactly as a run's scoring stage sets it up, so its stage names match runs'.
-            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judge=judge,
+            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judges=(judge,),
                                  session=session).judge
             assert setup is not None
             identity = judge_identity(config, setup)

@@ -91,11 +91,12 @@ class Plan:
     def fingerprints(self) -> tuple[str, str]:
         return self.config.fingerprint(), data_fingerprint(self.items)
 
-    def describe(self, judge: Model | None = None, *, hallu: bool = False) -> dict[str, Any]:
+    def describe(self, judges: Sequence[Model] = (), *, hallu: bool = False) -> dict[str, Any]:
         """The ``--dry-run`` view: models × items × stages, backends and their limits, requests.
 
-        Judge requests are counted too: one verdict per (model, judged item) and at most one
-        re-ask each; ``hallu`` adds a claim check (and its re-ask) per reference/criteria answer.
+        Judge requests are counted too: one verdict per (model, judged item) and panel member, and
+        at most one re-ask each; ``hallu`` adds a claim check (and its re-ask) per
+        reference/criteria answer, asked of the judge (a panel's lead).
         """
         backends: dict[str, Any] = {}
         for model in self.models:
@@ -118,11 +119,13 @@ class Plan:
         checked = sum(getattr(item, "gold_type", None) in RUBRIC_GOLD_TYPES for item in self.items) * len(self.models)
         judge_view = None
         stages = [ANSWER_STAGE]
-        if judge is not None and judged:
-            verdicts, claim_checks = judged, checked if hallu else 0
-            judge_view = {"model": judge.name, "backend": judge.backend, "verdicts": verdicts,
+        if judges and judged:
+            verdicts, claim_checks = judged * len(judges), checked if hallu else 0
+            judge_view = {"model": judges[0].name, "backend": judges[0].backend, "verdicts": verdicts,
                           "reasks_at_most": verdicts, "hallu_checks": claim_checks,
                           "requests_at_most": 2 * (verdicts + claim_checks)}
+            if len(judges) > 1:
+                judge_view["panel"] = [{"model": m.name, "backend": m.backend} for m in judges]
             stages += ["judge"] + (["hallu"] if hallu else [])
         return {
             "models": [m.name for m in self.models],

@@ -118,6 +118,7 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     leaderboard["decision_recognition"] = decision_recognition(table, keep)
     reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
     leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
+    leaderboard["judge_panel"] = reliability["judge_panel"]
     pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
                                    elo_max_battles=options.elo_max_battles, seed=options.seed)
     pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}

@@ -46,6 +46,7 @@ from scipy import stats
 from eval.scores import JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from judge.calibration_store import calibrations, for_stages
 from routing.load import Loaded
+from routing.panel_agreement import build_panel_agreement
 
 LENGTH_BIAS_RHO = 0.5
 KAPPA_MIN = 0.6
@@ -143,7 +144,10 @@ def _judge_record_key(judge: Mapping[str, Any]) -> str:
 
 def _judge_group(judge: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(group id, identity without the contract's prompt version): one judge across contracts."""
-    identity = {k: v for k, v in (judge.get("identity") or {}).items() if k != "prompt_version"}
+    full = judge.get("identity") or {}
+    # A panel's member keys carry each contract's prompt version too: one panel across contracts.
+    dropped = ("prompt_version", "members") if full.get("backend") == "panel" else ("prompt_version",)
+    identity = {k: v for k, v in full.items() if k not in dropped}
     identity = identity or {"name": judge["model"], "backend": judge["backend"]}
     return json.dumps(identity, sort_keys=True, default=str), identity
 
@@ -213,9 +217,11 @@ def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     pairs = [(r, r["details"]["rejudge"]) for r in rows if r["status"] == "scored" and isinstance((r.get("details") or {}).get("rejudge"), dict)]
     if not pairs:
         return None
-    done = [(r, s) for r, s in pairs if "total" in s and "passed" in s and "total" in r.get("metrics", {})]
-    first, second = [float(r["metrics"]["total"]) for r, _ in done], [float(s["total"]) for _, s in done]
-    first_pass = [bool(judge_verdict(r)[1]) for r, _ in done]
+    done = [(r, s) for r, s in pairs if "total" in s and "passed" in s and ("first_total" in s or "total" in r.get("metrics", {}))]
+    # A panel's row holds the panel's verdict; its re-judge record carries the lead member's own (first_*).
+    first = [float(s.get("first_total", r.get("metrics", {}).get("total", 0.0))) for r, s in done]
+    second = [float(s["total"]) for _, s in done]
+    first_pass = [bool(s["first_passed"]) if "first_passed" in s else bool(judge_verdict(r)[1]) for r, s in done]
     kappa = cohen_kappa(first_pass, [bool(s["passed"]) for _, s in done]) if len(done) >= MIN_N else None
     return {"perturbation": sorted({str(s.get("perturbation")) for _, s in pairs}), "sampled": len(pairs), "n": len(done),
             "failed": len(pairs) - len(done), "kappa_pass": kappa,
@@ -240,6 +246,14 @@ def _calibration_view(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
+
+
+def _judges_within(label: str, identity: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The judges a verdict's identity stands for: itself, or each member of a panel (``label/member``)."""
+    names, ids, ggufs = (identity.get(k) for k in ("member_names", "member_model_ids", "member_ggufs"))
+    if identity.get("backend") != "panel" or not all(isinstance(v, list) for v in (names, ids, ggufs)):
+        return [(label, identity)]
+    return [(f"{label}/{n}", {"name": n, "model": m, "gguf": g or None}) for n, m, g in zip(names, ids, ggufs)]  # type: ignore[arg-type]
 
 
 def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dict[str, Any]:
@@ -316,13 +330,13 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         own = model_families([ident.get("name"), ident.get("model"), ident.get("gguf")])
         conflicts = {}
         for gid in sorted(entry["judges"]):
-            ji = groups[gid]
-            shared = sorted(own & model_families([ji.get("name"), ji.get("model"), ji.get("gguf")]))
-            self_judged = ji.get("name") == ident.get("name") and all(ji.get(k) == ident.get(k) for k in ("model", "gguf") if k in ji)
-            if shared or self_judged:
-                conflicts[judge_label[gid]] = {"families": shared, "self_judged": self_judged}
-                why = "is judged by itself" if self_judged else f"and its judge {judge_label[gid]} are both {'/'.join(shared)} models"
-                warnings.append({"kind": "family_conflict", "subject": model, "message": f"{model} {why} (self-preference risk)"})
+            for label, ji in _judges_within(judge_label[gid], groups[gid]):
+                shared = sorted(own & model_families([ji.get("name"), ji.get("model"), ji.get("gguf")]))
+                self_judged = ji.get("name") == ident.get("name") and all(ji.get(k) == ident.get(k) for k in ("model", "gguf") if k in ji)
+                if shared or self_judged:
+                    conflicts[label] = {"families": shared, "self_judged": self_judged}
+                    why = "is judged by itself" if self_judged else f"and its judge {label} are both {'/'.join(shared)} models"
+                    warnings.append({"kind": "family_conflict", "subject": model, "message": f"{model} {why} (self-preference risk)"})
         context = entry["context"]
         out_models[model] = {
             "judges": sorted(judge_label[g] for g in entry["judges"]), "length": entry.get("length", {}),
@@ -333,6 +347,9 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                                 {"available": False, "reason": "the judge contracts ask for no context-awareness label (appropriate / "
                                  "overconfident / overhedged), so no score carries details.context_awareness"}),
         }  # fmt: skip
+    panels = build_panel_agreement(rows, [r.dir for r in loaded.runs])
+    warnings += panels.pop("warnings")
     return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N},
+            "judge_panel": panels,
             "calibration_store": None if calibration_dir is None else str(calibration_dir),
             "models": out_models, "judges": judges, "warnings": warnings, "notes": notes}  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Any
 from eval.files import atomic_write_text
 from eval.scores import FAMILIES
 from routing.markdown import check_note, fmt
+from routing.report_panel import judge_panel_section
 from routing.stats import CI_METHOD_WORDS
 
 # Sections filled after the build (a run's comparison with the night before, the trends), in page
@@ -388,6 +389,7 @@ def render_report(leaderboard: dict[str, Any], pairwise: dict[str, Any], hard: d
         pairwise_section(pairwise["scopes"]),
         hard_section(hard),
         judge_reliability_section(leaderboard.get("judge_reliability")),
+        judge_panel_section(leaderboard.get("judge_panel")),
     ]  # fmt: skip
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

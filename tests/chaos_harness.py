@@ -77,7 +77,27 @@ def write_suite(path: Path, n_items: int) -> Path:
     return path
 
 
-def write_pool(path: Path, base_url: str, dead_port: int) -> Path:
+JUDGES = ("judge",)
+PANEL = ("judge", "strict-judge", "lenient-judge")  # ``panel=True``: three judges of known, differing behaviour
+
+
+def write_pool(path: Path, base_url: str, dead_port: int, *, panel: bool = False) -> Path:
+    """The chaos pool; ``panel``: a ``judges:`` panel of three fake judges (majority rule) instead of one judge."""
+    judges = ("""  - name: strict-judge
+    backend: fake
+    model: judge-model-strict
+    enabled: false
+  - name: lenient-judge
+    backend: fake
+    model: judge-model-lenient
+    enabled: false
+judges:
+  - model: judge
+  - model: strict-judge
+  - model: lenient-judge
+""" if panel else """judge:
+  model: judge
+""")
     path.write_text(f"""backends:
   fake:
     type: openai
@@ -109,9 +129,7 @@ models:
     backend: fake
     model: judge-model
     enabled: false
-judge:
-  model: judge
-""", encoding="utf-8")
+{judges}""", encoding="utf-8")
     return path
 
 
@@ -160,13 +178,13 @@ def kill_in_phase(proc: subprocess.Popen, run_dir: Path, phase: str, started: fl
 
 
 def run_with_kills(args: list[str], run_dir: Path, cache_dir: Path, kills_per_phase: int, seed: int,
-                   jitter_s: float = 0.1, sigterms: int = 1) -> KillReport:
-    """Start, SIGKILL ``kills_per_phase`` times in each phase (and SIGTERM ``sigterms`` times while
-    answering and while building the routing artefacts), then resume to the end."""
+                   jitter_s: float = 0.1, sigterms: int = 1, phases: tuple[str, ...] = PHASES) -> KillReport:
+    """Start, SIGKILL ``kills_per_phase`` times in each of ``phases`` (and SIGTERM ``sigterms`` times
+    while answering and while building the routing artefacts), then resume to the end."""
     rng = random.Random(seed)
     report = KillReport()
     schedule = []
-    for phase in PHASES:  # SIGTERMs (exit 130, then resume) in the first and the last phase
+    for phase in phases:  # SIGTERMs (exit 130, then resume) in the first and the last phase
         schedule += [(phase, signal.SIGKILL)] * kills_per_phase
         if phase in (PHASES[0], PHASES[-1]):
             schedule += [(phase, signal.SIGTERM)] * sigterms
@@ -271,7 +289,7 @@ def compare(clean: Path, resumed: Path, with_manifest: bool = True) -> dict[str,
         "units_recorded": len(rows),
         "units_lost": lost,
         "units_duplicated": len(keys) - len(set(keys)),
-        "judge_rows_by_non_judge": sum(r["stage"].startswith("judge:") and r["answered_by"] != "judge" for r in rows),
+        "judge_rows_by_non_judge": sum(r["stage"].startswith("judge:") and r["answered_by"] not in PANEL for r in rows),
         "results_identical": normalised_results(clean) == normalised_results(resumed),
         "scores_identical": normalised_scores(clean) == normalised_scores(resumed),
     }

@@ -36,3 +36,25 @@ def test_kills_in_every_phase_then_resume_equals_a_clean_run(tmp_path, chaos_poo
     assert outcome["judge_rows_by_non_judge"] == 0, outcome
     assert outcome["results_identical"] and outcome["scores_identical"] and outcome["manifest_identical"], outcome
     assert outcome["units_recorded"] == outcome["units_planned"]
+
+
+def test_a_panel_killed_while_judging_resumes_to_the_same_panel_verdicts(tmp_path):
+    proc, base_url = chaos.start_fake(tmp_path, fault_rate=0.2)
+    try:
+        pool = chaos.write_pool(tmp_path / "pool.yaml", base_url, chaos.free_port(), panel=True)
+        data = chaos.write_suite(tmp_path / "suite" / "items.jsonl", 9)
+        args = ["--pool", str(pool), "--data", str(data), "--max-consecutive-failures", "3"]
+        clean, killed = tmp_path / "clean" / "run", tmp_path / "killed" / "run"
+        chaos.run_clean([*args, "--out", str(clean)], tmp_path / "cache-clean")
+        report = chaos.run_with_kills([*args, "--out", str(killed)], killed, tmp_path / "cache-killed",
+                                      kills_per_phase=2, seed=3, sigterms=0, phases=("judging",))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert report.kills["judging"] >= 1, report
+    outcome = chaos.compare(clean, killed)
+    assert outcome["units_lost"] == 0 and outcome["units_duplicated"] == 0, outcome
+    assert outcome["judge_rows_by_non_judge"] == 0, outcome
+    assert outcome["results_identical"] and outcome["scores_identical"] and outcome["manifest_identical"], outcome
+    panel_rows = [r for r in chaos._jsonl(killed / "scores.jsonl") if (r.get("details") or {}).get("panel")]
+    assert panel_rows and {m["name"] for m in panel_rows[0]["details"]["panel"]["members"]} == set(chaos.PANEL)

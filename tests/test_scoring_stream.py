@@ -54,7 +54,7 @@ def test_rows_are_sorted_complete_and_counted(tmp_path: Path, monkeypatch: pytes
         store.record(result_from_response(RUN, Unit("alpha", "s/gone/1"), response, request_json="{}",
                                           cache_key=None, started_at="t0", finished_at="t1"))  # fmt: skip
         stage = ScoringStage(run_id=RUN, store=store, config=parse_pool(POOL, "<test pool>"), items=items,
-                             judge=None, session=None)  # fmt: skip
+                             judges=(), session=None)  # fmt: skip
         asyncio.run(stage.run())
         rows = [json.loads(line) for line in stage.write(tmp_path).read_text(encoding="utf-8").splitlines()]
         tally = stage.tally()
@@ -110,7 +110,7 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
         folder.mkdir()
         with RunStore(folder) as store, tempfile.TemporaryFile("w+b", dir=folder) as file:
             store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
-            stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judge=None,
+            stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judges=(),
                                  session=None)  # fmt: skip
             report = io.StringIO()
             tail = _Tail(stage, file, report)

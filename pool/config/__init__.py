@@ -83,7 +83,7 @@ def parse_pool(text: str, file: str = "<string>") -> PoolConfig:
 
 _TOP_LEVEL_HINT = (
     "the top level must be a mapping with backends: and models: (and optional defaults:, "
-    "judge:); see the shipped model_pool.yaml"
+    "judge: or a judges: panel); see the shipped model_pool.yaml"
 )
 
 
@@ -101,10 +101,7 @@ def backends_missing_keys(config: PoolConfig, models: Iterable[Model],
 
 def missing_api_keys(config: PoolConfig, environ: Mapping[str, str] | None = None) -> list[str]:
     """Env vars named by backends that enabled models or the judge use, and that are unset/empty."""
-    used = list(config.enabled_models())
-    judge = config.judge_model()
-    if judge is not None:
-        used.append(judge)
+    used = [*config.enabled_models(), *config.judge_models()]
     return sorted(set(backends_missing_keys(config, used, environ).values()))
 
 

@@ -157,7 +157,7 @@ def _block_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
         return PoolConfig
     if loc[0] == "backends" and len(loc) >= 4:
         return BACKEND_CLASSES.get(str(loc[2]))
-    blocks: dict[str, type[BaseModel]] = {"models": Model, "defaults": Defaults, "judge": Judge}
+    blocks: dict[str, type[BaseModel]] = {"models": Model, "defaults": Defaults, "judge": Judge, "judges": Judge}
     return blocks.get(str(loc[0]))
 
 

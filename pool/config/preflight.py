@@ -95,10 +95,13 @@ class _Lines:
         return Issue(str(self.pool_file), line, format_path(loc), message)
 
     def gguf_loc(self, model: Model) -> tuple[str | int, ...]:
-        """Where ``model``'s gguf is written: its models[] entry, or the inline judge block."""
+        """Where ``model``'s gguf is written: its models[] entry, or the inline judge (or panel member) block."""
         names = [m.name for m in self.config.models]
         if model.name in names:
             return ("models", names.index(model.name), "gguf")
+        if self.config.judges:
+            members = [m.name for m in self.config.judge_models()]
+            return ("judges", members.index(model.name) if model.name in members else 0, "gguf")
         return ("judge", "gguf")
 
     def _parsed(self) -> object:

@@ -37,7 +37,34 @@ def reference_issues(config: PoolConfig) -> list[InitErrorDetails]:
         explicit_think = "think" in model.model_fields_set and model.think is not None
         issues += _backend_issues(config, ("models", index), model, model.backend, explicit_think)
     if config.judge is not None:
-        issues += _judge_issues(config, config.judge, sorted(first_index))
+        issues += _judge_issues(config, config.judge, sorted(first_index), ("judge",), "judge")
+    issues += _panel_issues(config, sorted(first_index))
+    return issues
+
+
+def _panel_issues(config: PoolConfig, pool_names: list[str]) -> list[InitErrorDetails]:
+    """``judges:``: exclusive with ``judge:``, each member checked like a judge, member names unique."""
+    if config.judges is None:
+        if config.panel_rule != "majority":  # the default is harmless (a dumped config carries it)
+            return [_issue(("panel_rule",), "panel_rule is the rule of a judges: panel; this pool has no judges: list")]
+        return []
+    if len(config.judges) < 2:
+        return [_issue(("judges",), f"a panel needs at least 2 judges, got {len(config.judges)}; "
+                                    "for one judge write judge: instead")]  # fmt: skip
+    if config.judge is not None:
+        return [_issue(("judges",), "give either judge: (one judge) or judges: (a panel), not both; "
+                                    "move the judge: entry into the judges: list")]  # fmt: skip
+    issues: list[InitErrorDetails] = []
+    seen: dict[str, int] = {}
+    for index, member in enumerate(config.judges):
+        where: Loc = ("judges", index)
+        issues += _judge_issues(config, member, pool_names, where, f"judge-{index + 1}")
+        name = member.model if member.backend is None else (member.name or f"judge-{index + 1}")
+        if name in seen:
+            issues.append(_issue((*where, "name" if member.backend is not None else "model"),
+                                 f"'{name}' is already judges[{seen[name]}]; a panel needs distinct judges "
+                                 "(give an inline member its own name:)"))  # fmt: skip
+        seen.setdefault(str(name), index)
     return issues
 
 
@@ -101,17 +128,17 @@ _COMPLETION_JUDGE = "the judge must be a chat model (it gets the rubric as chat 
 
 
 def _judge_issues(
-    config: PoolConfig, judge: Judge, pool_names: list[str]
+    config: PoolConfig, judge: Judge, pool_names: list[str], where: Loc, default_name: str
 ) -> list[InitErrorDetails]:
     if judge.backend is not None:
-        issues = _backend_issues(config, ("judge",), judge, judge.backend, judge.think is not None)
+        issues = _backend_issues(config, where, judge, judge.backend, judge.think is not None)
         if judge.mode == "completion":
-            issues.append(_issue(("judge", "mode"), _COMPLETION_JUDGE))
-        name = judge.name or "judge"
+            issues.append(_issue((*where, "mode"), _COMPLETION_JUDGE))
+        name = judge.name or default_name
         if name in pool_names:
             issues.append(
                 _issue(
-                    ("judge", "name"),
+                    (*where, "name"),
                     f"'{name}' is already a pool model; "
                     f"reference it without backend: or choose another name",
                 )
@@ -120,7 +147,7 @@ def _judge_issues(
     if judge.model is None:
         return [
             _issue(
-                ("judge", "model"),
+                (*where, "model"),
                 "set model: to a pool model name, or give "
                 "backend: and model: for a judge defined here",
             )
@@ -129,13 +156,13 @@ def _judge_issues(
         hint = _suggest(judge.model, pool_names) or "; or add backend: to define the judge here"
         return [
             _issue(
-                ("judge", "model"),
+                (*where, "model"),
                 f"unknown pool model '{judge.model}'; pool models: {', '.join(pool_names)}{hint}",
             )
         ]
     issues = [
         _issue(
-            ("judge", key),
+            (*where, key),
             f"{key} is only for a judge defined here (with backend:); "
             f"a referenced judge takes it from pool model '{judge.model}'",
         )
@@ -144,13 +171,13 @@ def _judge_issues(
     ]
     referenced = next(m for m in config.models if m.name == judge.model)
     if (judge.mode or referenced.mode) == "completion":
-        issues.append(_issue(("judge", "mode" if judge.mode else "model"),
+        issues.append(_issue((*where, "mode" if judge.mode else "model"),
                              f"'{judge.model}' is a completion (base) model; " + _COMPLETION_JUDGE))
     kind = config.backends[referenced.backend].type
     if judge.think is not None and kind != "ollama":
         issues.append(
             _issue(
-                ("judge", "think"),
+                (*where, "think"),
                 f"think is only sent to ollama backends; "
                 f"'{judge.model}' is on a {kind} backend; remove it",
             )

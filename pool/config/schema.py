@@ -47,6 +47,8 @@ ThinkSetting = bool | Literal["low", "medium", "high"]
 YamlBool = Annotated[bool, PlainValidator(parse_yaml_bool)]
 Think = Annotated[ThinkSetting | None, PlainValidator(parse_think)]
 ModelName = Annotated[str, AfterValidator(check_model_name)]
+# How a judge panel's verdicts become one (``judge.panel``): its documented rules, by name.
+PanelRule = Literal["majority", "mean", "reliability"]
 BackendName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 StopSequence = Annotated[str, StringConstraints(min_length=1)]
 
@@ -198,6 +200,8 @@ class PoolConfig(_Block):
     defaults: Defaults = Defaults()  # frozen, so sharing one instance is safe
     models: tuple[Model, ...] = Field(min_length=1, strict=False)
     judge: Judge | None = None
+    judges: tuple[Judge, ...] | None = Field(default=None, strict=False)
+    panel_rule: PanelRule = "majority"
     execution: Execution = Execution()
 
     @field_validator("defaults", mode="before")
@@ -251,15 +255,24 @@ class PoolConfig(_Block):
         return model.price or self.backends[model.backend].price
 
     def judge_model(self) -> Model | None:
-        """The judge as a complete :class:`Model` (see :class:`Judge` for the precedence)."""
-        judge = self.judge
-        if judge is None:
-            return None
+        """The judge, or a panel's first member (its lead: what ``--hallu``, ``--rejudge-sample`` and
+        ``--anchor-sample`` ask), as a complete :class:`Model` (see :class:`Judge` for the precedence)."""
+        members = self.judge_models()
+        return members[0] if members else None
+
+    def judge_models(self) -> tuple[Model, ...]:
+        """Every judge of the pool as a complete :class:`Model`: the ``judges:`` panel in file
+        order, or the one ``judge:``, or none."""
+        if self.judges:
+            return tuple(self._judge_as_model(entry, f"judge-{index}") for index, entry in enumerate(self.judges, 1))
+        return (self._judge_as_model(self.judge, "judge"),) if self.judge is not None else ()
+
+    def _judge_as_model(self, judge: Judge, default_name: str) -> Model:
         overrides = judge.generation_overrides()
         if judge.backend is None:
             assert judge.model is not None  # checked at validation
             return self.model(judge.model).model_copy(update=overrides)
-        name = judge.name or "judge"
+        name = judge.name or default_name
         return Model(
             name=name,
             backend=judge.backend,
@@ -278,7 +291,7 @@ class PoolConfig(_Block):
         backend setting is in, defaults included: limits and the response caps
         (``max_response_bytes``, ``max_answer_chars``) decide which results a run records.
         """
-        judge = self.judge_model()
+        judges = [judge.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) for judge in self.judge_models()]
         payload = {
             "schema": 1,
             "backends": {
@@ -289,7 +302,8 @@ class PoolConfig(_Block):
                 (m.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) for m in self.models),
                 key=lambda entry: entry["name"],
             ),
-            "judge": judge.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) if judge else None,
+            "judge": judges[0] if len(judges) == 1 and not self.judges else None,
+            **({"judges": judges, "panel_rule": self.panel_rule} if self.judges else {}),
         }
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{run_dir}: {why}; its answers are scored after the last one arrives", file=sys.stderr)
             return 2
         stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
-                             judge=None, session=None)
+                             judges=(), session=None)
         said = _follow(_Tail(stage, out, sys.stdout), sys.stdin.fileno())
         if said is None:
             return 1

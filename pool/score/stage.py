@@ -47,6 +47,7 @@ from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
 from pool.plan import ANSWER_STAGE
 from pool.score.anchors import anchor_sample, judge_anchors
+from pool.score.panel import panel_scores
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 
@@ -118,18 +119,21 @@ class ScoringStage:
     """Scores every stored answer of a run; judge calls go through the run's ``session``."""
 
     def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
-                 judge: Model | None, session: Session | None, log_interval: float = 30.0, hallu: bool = False,
-                 rejudge_sample: int = 0, anchor_sample: int = 0) -> None:
+                 judges: Sequence[Model], session: Session | None, panel_rule: str = "majority",
+                 log_interval: float = 30.0, hallu: bool = False, rejudge_sample: int = 0,
+                 anchor_sample: int = 0) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
         self.items = items
         self.session = session
-        self.judge = None
-        if judge is not None:
-            served = session.served_identity(judge) if session is not None else ""
-            self.judge = JudgeSetup(judge, judge.backend, served or configured_endpoint(config, judge),
-                                    backend_type=config.backends[judge.backend].type)
+        # Every judge of the run; a panel's first member (its lead) also answers --hallu, --rejudge-sample
+        # and --anchor-sample, which ask one judge about its own verdicts.
+        self.panel = [JudgeSetup(judge, judge.backend, (session.served_identity(judge) if session is not None else "")
+                                 or configured_endpoint(config, judge), backend_type=config.backends[judge.backend].type)
+                      for judge in judges]  # fmt: skip
+        self.judge = self.panel[0] if self.panel else None
+        self.panel_rule = panel_rule
         self.log_interval = log_interval
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
@@ -138,8 +142,8 @@ class ScoringStage:
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.score.arrival), taken by run()
-        self.dispatcher = (session.dispatcher({m.name: m for m in config.models}, items, judge)
-                           if session is not None else None)
+        self.dispatchers = {setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
+                            for setup in self.panel} if session is not None else {}  # fmt: skip
 
     def _answers(self, arrivals: ArrivalSpool | None) -> Iterator[Result]:
         """The run's answers to this run's items to score, streamed from the store in (model, item_id)
@@ -175,13 +179,16 @@ class ScoringStage:
         except Exception:  # noqa: BLE001 - see the docstring
             return None
 
-    async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False) -> None:
-        """Plan and run the judge units that have no finished row yet; ``fresh``: the response cache is
-        neither read nor written (verdicts asked again tonight, e.g. the judge-drift anchors)."""
-        assert self.judge is not None and self.session is not None and self.dispatcher is not None
+    async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False,
+                          setup: JudgeSetup | None = None) -> None:
+        """Plan and run the judge units that have no finished row yet, sent to ``setup`` (default: the
+        run's judge, a panel's lead); ``fresh``: the response cache is neither read nor written
+        (verdicts asked again tonight, e.g. the judge-drift anchors)."""
+        setup = setup or self.judge
+        assert setup is not None and self.session is not None
         if not wanted:
             return
-        judge = self.judge.model
+        judge, dispatcher = setup.model, self.dispatchers[setup.model.name]
         self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
         pending = {unit for stage in {unit.stage for unit, _ in wanted}
                    for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)}
@@ -195,7 +202,7 @@ class ScoringStage:
             return
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
         try:
-            await self.session.send(self.dispatcher.lanes(todo, todo), progress=progress, fresh=fresh,
+            await self.session.send(dispatcher.lanes(todo, todo), progress=progress, fresh=fresh,
                                     retry_infra_errors=True)
         finally:
             progress.close()
@@ -247,18 +254,30 @@ class ScoringStage:
         self._rows.judged = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in to_judge]
 
     async def _judge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
-        assert self.judge is not None
+        """One verdict per answer: the judge's, or the panel's aggregate of every member's (``pool.score.panel``)."""
+        if len(self.panel) == 1:
+            await self._member_verdicts(self.panel[0], answers, scores)
+            return
+        by_member: list[dict[tuple[str, str], Score]] = []
+        for setup in self.panel:  # member by member: each member's stages resume and cache on their own
+            member_scores: dict[tuple[str, str], Score] = {}
+            await self._member_verdicts(setup, answers, member_scores)
+            by_member.append(member_scores)
+        scores.update(panel_scores(self.panel, self.panel_rule, self.items, answers, by_member))
+
+    async def _member_verdicts(self, judge: JudgeSetup, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
+        """``judge``'s verdict on every answer, with one re-ask for an unparseable reply."""
         first = []
         for answer in answers:
             item = self.items[answer.item_id]
-            first.append((Unit(answer.model, answer.item_id, self.judge.stage(item)), judge_messages(item, answer_for_judge(answer.text))))
-        await self.judge_round(first)
+            first.append((Unit(answer.model, answer.item_id, judge.stage(item)), judge_messages(item, answer_for_judge(answer.text))))
+        await self.judge_round(first, setup=judge)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
         answer_text = {(a.model, a.item_id): a.text for a in answers}
         for answer, (unit, _) in zip(answers, first):
             item = self.items[answer.item_id]
-            identity = self.judge.identity(item)
+            identity = judge.identity(item)
             row = self.store.get_result(self.run_id, unit)
             if row is None or row.status == "infra_error":
                 reason = "judge call failed" if row is None else f"judge call failed: {row.error_class}"
@@ -266,15 +285,15 @@ class ScoringStage:
                 continue
             parsed = parse_reply(item, row.text)
             if isinstance(parsed, ParseFailure):
-                reask.append((Unit(answer.model, answer.item_id, self.judge.stage(item, reask=True)),
+                reask.append((Unit(answer.model, answer.item_id, judge.stage(item, reask=True)),
                               reask_messages(item, answer_for_judge(answer.text), row.text)))
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
                 scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
-        await self.judge_round(reask)
+        await self.judge_round(reask, setup=judge)
         for unit, _ in reask:
             item = self.items[unit.item_id]
-            identity = self.judge.identity(item)
+            identity = judge.identity(item)
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
             key = (unit.model, unit.item_id)
@@ -354,6 +373,9 @@ class ScoringStage:
             else:
                 again = judged_score(item, answer.text, parsed, self.judge.identity(item))
                 second.update(total=again.metrics["total"], passed=again.passed, value=again.value)
+            lead = (scores[key].details.get("panel") or {}).get("members", [{}])[0]
+            if "total" in lead:  # a panel's row holds the panel's verdict: compare the lead with its own
+                second.update(first_total=lead["total"], first_passed=lead["passed"])
             scores[key] = replace(scores[key], details={**scores[key].details, "rejudge": second})
 
     def _row(self, answer: Result, score: Score) -> dict[str, Any]:
@@ -413,6 +435,9 @@ class ScoringStage:
             raise RuntimeError("ScoringStage.tally() counts what write() wrote: call write() first")
         counts, unparseable = self._counts
         judge = None if self.judge is None else {"model": self.judge.model.name, "backend": self.judge.backend}
+        if judge is not None and len(self.panel) > 1:
+            judge["panel"] = [{"model": setup.model.name, "backend": setup.backend} for setup in self.panel]
+            judge["rule"] = self.panel_rule
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
 
 

@@ -26,8 +26,7 @@ class CostTally:
         self.per_model: dict[str, dict[str, Any]] = {}
         self.latencies: dict[str, list[float]] = {}
         self.names = {m.name: m for m in config.models}
-        judge = config.judge_model()
-        if judge is not None:
+        for judge in config.judge_models():
             self.names.setdefault(judge.name, judge)
 
     def add(self, result: Result) -> None:
