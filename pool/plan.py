@@ -121,6 +121,8 @@ class Plan:
         stages = [ANSWER_STAGE]
         if judges and judged:
             verdicts, claim_checks = judged * len(judges), checked if hallu else 0
+            if self.config.criteria_grading != "holistic":  # each criteria answer is also graded criterion by criterion
+                verdicts += sum(getattr(i, "gold_type", None) == "criteria" for i in self.items) * len(self.models) * len(judges)
             judge_view = {"model": judges[0].name, "backend": judges[0].backend, "verdicts": verdicts,
                           "reasks_at_most": verdicts, "hallu_checks": claim_checks,
                           "requests_at_most": 2 * (verdicts + claim_checks)}

@@ -49,6 +49,9 @@ Think = Annotated[ThinkSetting | None, PlainValidator(parse_think)]
 ModelName = Annotated[str, AfterValidator(check_model_name)]
 # How a judge panel's verdicts become one (``judge.panel``): its documented rules, by name.
 PanelRule = Literal["majority", "mean", "reliability"]
+# How criteria items are judged: the four-dimension verdict alone (holistic), or also criterion by
+# criterion (``criteria_items`` contract), ranking by the holistic verdict (both) or by the points (items).
+CriteriaGrading = Literal["holistic", "both", "items"]
 BackendName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 StopSequence = Annotated[str, StringConstraints(min_length=1)]
 
@@ -202,6 +205,7 @@ class PoolConfig(_Block):
     judge: Judge | None = None
     judges: tuple[Judge, ...] | None = Field(default=None, strict=False)
     panel_rule: PanelRule = "majority"
+    criteria_grading: CriteriaGrading = "holistic"
     execution: Execution = Execution()
 
     @field_validator("defaults", mode="before")
@@ -304,6 +308,7 @@ class PoolConfig(_Block):
             ),
             "judge": judges[0] if len(judges) == 1 and not self.judges else None,
             **({"judges": judges, "panel_rule": self.panel_rule} if self.judges else {}),
+            **({"criteria_grading": self.criteria_grading} if self.criteria_grading != "holistic" else {}),
         }
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

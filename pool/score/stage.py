@@ -47,6 +47,7 @@ from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
 from pool.plan import ANSWER_STAGE
 from pool.score.anchors import anchor_sample, judge_anchors
+from pool.score.criteria_items import grade_criteria_items
 from pool.score.panel import panel_scores
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
@@ -235,6 +236,8 @@ class ScoringStage:
             arrivals.close()
         if to_judge:
             await self._judge(to_judge, scores)
+            if self.config.criteria_grading != "holistic":
+                await grade_criteria_items(self, to_judge, scores, self.config.criteria_grading)
             if self.rejudge_sample:
                 await self._rejudge(to_judge, scores)
             if self.anchor_sample:

@@ -1,0 +1,115 @@
+"""Criterion-by-criterion grading of criteria items (``criteria_grading: both | items`` in the pool).
+
+Beside the four-dimension verdict, every judge (each panel member) grades each ``expected_topics``,
+``must_warn`` and ``must_not`` entry of a criteria answer as met / not met with the quoted evidence
+(``criteria_items`` contract, stage ``judge:…:criteria_items``, one re-ask for an unparseable reply,
+as any verdict). A panel's verdict on a criterion is the majority of the members that gave one (a
+tie: not met / not said). ``judge.criteria_points`` turns the verdicts into a score and a pass.
+
+The row keeps both: ``metrics.items_score`` / ``items_passed`` and ``details.criteria_items``
+beside the holistic verdict; with ``items`` the row ranks by the points (value and passed are the
+points'), and the holistic verdict moves to ``metrics.holistic_value`` / ``holistic_passed``.
+No criterion verdict from any judge: the row stays holistic and says ``criteria_items: "no verdict"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from eval.scores import Score
+from judge.criteria_points import criteria_ids, score_criteria_items
+from judge.panel import MemberVerdict, aggregate
+from judge.parse import parse_criteria_items
+from judge.prompts import criteria_items_judge_prompt, reask_prompt
+from judge.scoring import question_text
+from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
+from pool.store.outcome import Result, Unit
+
+if TYPE_CHECKING:
+    from pool.score.stage import JudgeSetup, ScoringStage
+
+CONTRACT = "criteria_items"
+Key = tuple[str, str]
+
+
+def _messages(stage: ScoringStage, answer: Result) -> tuple[dict[str, str], ...]:
+    from pool.score.stage import answer_for_judge
+
+    gold = stage.items[answer.item_id].gold
+    return criteria_items_judge_prompt(question_text(stage.items[answer.item_id]), gold["expected_topics"],
+                                       gold.get("must_warn", ()), gold.get("must_not", ()), answer_for_judge(answer.text))  # fmt: skip
+
+
+async def _member_verdicts(stage: ScoringStage, judge: JudgeSetup, answers: Sequence[Result]) -> dict[Key, CriteriaItemsVerdict]:
+    """``judge``'s criterion verdicts on every answer, with one re-ask for an unparseable reply."""
+    first = [(Unit(a.model, a.item_id, judge.stage(stage.items[a.item_id], contract=CONTRACT)), _messages(stage, a)) for a in answers]
+    await stage.judge_round(first, setup=judge)
+    out: dict[Key, CriteriaItemsVerdict] = {}
+    again = []
+    for answer, (unit, messages) in zip(answers, first):
+        ids = [cid for cid, _, _ in criteria_ids(stage.items[answer.item_id].gold)]
+        row = stage.store.get_result(stage.run_id, unit)
+        if row is None or row.status == "infra_error":
+            continue
+        parsed = parse_criteria_items(row.text, ids)
+        if isinstance(parsed, ParseFailure):
+            again.append((Unit(answer.model, answer.item_id, judge.stage(stage.items[answer.item_id], True, CONTRACT)),
+                          reask_prompt(CONTRACT, messages, row.text, parsed.reason)))  # fmt: skip
+        else:
+            out[(answer.model, answer.item_id)] = parsed
+    await stage.judge_round(again, setup=judge)
+    for unit, _ in again:
+        row = stage.store.get_result(stage.run_id, unit)
+        if row is not None and row.status != "infra_error":
+            parsed = parse_criteria_items(row.text, [cid for cid, _, _ in criteria_ids(stage.items[unit.item_id].gold)])
+            if not isinstance(parsed, ParseFailure):
+                out[(unit.model, unit.item_id)] = parsed
+    return out
+
+
+def panel_criteria_verdict(ids: Sequence[str], verdicts: Sequence[CriteriaItemsVerdict | None]) -> CriteriaItemsVerdict | None:
+    """One verdict per criterion from the members': majority of those that answered it (tie: not met)."""
+    given = [v for v in verdicts if v is not None]
+    if not given:
+        return None
+    items, missing = [], []
+    for cid in ids:
+        votes = [(v.met_by_id().get(cid), next((i.evidence for i in v.items if i.id == cid), "")) for v in given]
+        present = [(met, evidence) for met, evidence in votes if met is not None]
+        if not present:
+            missing.append(cid)
+            continue
+        met = bool(aggregate([MemberVerdict(passed=m) for m, _ in present], "majority").passed)
+        items.append(CriterionMet(cid, met, next((e for m, e in present if m == met and e), "")))
+    stages = [v.parse_stage for v in given]
+    return CriteriaItemsVerdict(tuple(items), parse_stage=max(stages, key=("strict", "repaired", "patterns").index),
+                                missing=tuple(missing))  # fmt: skip
+
+
+def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
+    """The holistic score with the criterion grading beside it, or ranking by it (``mode == "items"``)."""
+    if graded is None:
+        return replace(score, details={**score.details, "criteria_items": "no verdict"})
+    metrics = {**score.metrics, "items_score": float(graded["score"]), "items_passed": 1.0 if graded["passed"] else 0.0}
+    details = {**score.details, "criteria_items": graded}
+    if mode != "items":
+        return replace(score, metrics=metrics, details=details)
+    metrics.update(holistic_value=score.value, holistic_passed=None if score.passed is None else float(score.passed))
+    return replace(score, value=float(graded["score"]), passed=bool(graded["passed"]), metrics=metrics,
+                   details={**details, "ranked_by": "criteria_items"})  # fmt: skip
+
+
+async def grade_criteria_items(stage: ScoringStage, answers: Sequence[Result], scores: dict[Key, Score], mode: str) -> None:
+    """Every scored criteria answer graded criterion by criterion by every judge; merged into ``scores``."""
+    wanted = [a for a in answers if stage.items[a.item_id].gold_type == "criteria"
+              and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
+    if not wanted:
+        return
+    by_member = [await _member_verdicts(stage, judge, wanted) for judge in stage.panel]
+    for answer in wanted:
+        key, gold = (answer.model, answer.item_id), stage.items[answer.item_id].gold
+        ids = [cid for cid, _, _ in criteria_ids(gold)]
+        verdict = panel_criteria_verdict(ids, [member.get(key) for member in by_member])
+        scores[key] = with_items(scores[key], None if verdict is None else score_criteria_items(gold, verdict), mode)
