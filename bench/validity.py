@@ -164,10 +164,13 @@ def simulate(entrants: Sequence[Entrant], sims: int, seed: int, shared_sd: float
     models = sorted({e.model for e in entrants})
     cols = Columns([], [], [], [], [], [], [], [])
     n_items, item0 = max(e.n for e in entrants), 0
+    def draw() -> np.ndarray:
+        return judge_scores(entrants, n_items, rng) if kind == "judge" else outcomes(entrants, n_items, rng, shared_sd)
+
+    # Judged: every simulated bucket is judged in one night, as a run judges all of its buckets together.
+    nights = list(judged(np.stack([draw() for _ in range(sims)]), judges, rule, rng)) if judges else None
     for s in range(sims):
-        draws = judge_scores(entrants, n_items, rng) if kind == "judge" else outcomes(entrants, n_items, rng, shared_sd)
-        if judges:
-            draws = judged(draws, judges, rule, rng)
+        draws = nights[s] if nights is not None else draw()
         item0 = _rows(cols, models, entrants, draws, item0, "exam", f"sim{s:05d}",
                       "cloze" if kind == "judge" else "single_choice", rng)  # fmt: skip
     buckets = build_buckets(_table(cols, models, item0), rounds=rounds, seed=seed)
@@ -273,7 +276,8 @@ def run(sims: int, seed: int, rounds: int) -> list[dict[str, Any]]:
     share, ties = name_tie_share(simulate(same, sims, seed + 6, rounds=rounds))
     add("ties", "equal models, equal latency: tie led by first name", "≈ 50%", share, f"{ties} undecided buckets")
     specialists = [Entrant("model_a", 0.6, 30), Entrant("model_b", 0.8, 30)]
-    for label, accuracies, rule in (("one 75% judge", (0.75,), "majority"),
+    for label, accuracies, rule in (("the truth itself (a perfect judge)", (1.0,), "majority"),
+                                    ("one 75% judge", (0.75,), "majority"),
                                     ("panel of three 75% judges, majority", (0.75,) * 3, "majority"),
                                     ("panel 0.90/0.65/0.60, majority", (0.9, 0.65, 0.6), "majority"),
                                     ("panel 0.90/0.65/0.60, reliability", (0.9, 0.65, 0.6), "reliability")):

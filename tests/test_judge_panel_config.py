@@ -57,3 +57,23 @@ def test_a_wrong_panel_is_named_with_its_line(tail, needle):
         parse_pool(HEAD + tail, "pool.yaml")
     text = str(caught.value)
     assert needle in text and "pool.yaml:" in text, text
+
+
+def test_the_panel_identity_changes_with_any_member_or_the_rule():
+    from eval.items import Item, Source
+    from pool.score.panel import panel_identity
+    from pool.score.stage import JudgeSetup
+
+    item = Item(id="s/qa/1", suite="s", track="capability", task="qa", gold_type="reference", gold="参考",
+                source=Source("s", 1), question="问？")  # fmt: skip
+
+    def key(text: str, rule: str = "majority") -> str:
+        config = parse_pool(HEAD + text)
+        setups = [JudgeSetup(m, m.backend, "http://127.0.0.1:9/v1", "openai") for m in config.judge_models()]
+        return panel_identity(setups, rule, item).key()
+
+    base = "judges:\n  - model: qwen-judge\n  - model: llama-judge\n"
+    assert key(base) == key(base)
+    assert key(base, "mean") != key(base)
+    assert key(base.replace("llama-judge\n", "llama-judge\n    temperature: 0.7\n")) != key(base)
+    assert key("judges:\n  - model: llama-judge\n  - model: qwen-judge\n") != key(base)

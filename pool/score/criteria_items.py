@@ -112,4 +112,5 @@ async def grade_criteria_items(stage: ScoringStage, answers: Sequence[Result], s
         key, gold = (answer.model, answer.item_id), stage.items[answer.item_id].gold
         ids = [cid for cid, _, _ in criteria_ids(gold)]
         verdict = panel_criteria_verdict(ids, [member.get(key) for member in by_member])
-        scores[key] = with_items(scores[key], None if verdict is None else score_criteria_items(gold, verdict), mode)
+        graded = None if verdict is None else {**score_criteria_items(gold, verdict), "parse_stage": verdict.parse_stage}
+        scores[key] = with_items(scores[key], graded, mode)
