@@ -17,8 +17,20 @@ stage names a run store gives this judge's rubric verdicts. The judge key is the
 first 12 hex of the identity's sha256, so a judge that differs in anything is another file.
 A run's report finds its judge's calibrations by those stage names (see ``routing.reliability``).
 
+Criteria calibrations (``pool.calibrate --set criteria``) carry ``"set_kind": "criteria"`` in the
+identity (so they never share a file with a claim calibration of the same judge; a panel's
+identity is ``panel:<members>``, its rule and each member's key) and an entry of their own shape::
+
+    entry = {"calibrated_at", "set": {"kind": "criteria", "path", "sha256", "answers", ...},
+             "metrics": {"overall": {"topic" | "warning" | "forbidden": {precision, recall, f1, ...},
+                                     "holistic": {"spearman", "scored"}, "answers", ...}},
+             "criteria": [{"id": "<answer id>#<criterion id>", "kind", "truth", "predicted"}],
+             "answers": [{"id", "true_coverage", "coverage"}], "drift": {...} | null}
+
 Drift: a calibration is compared with the latest earlier one of the same identity on the same
-set (same sha256); flagged when |ΔF1 on unsupported| or |Δ3-class accuracy| > ``DRIFT_THRESHOLD``.
+set (same sha256); flagged when |ΔF1 on unsupported| or |Δ3-class accuracy| > ``DRIFT_THRESHOLD``
+— for a criteria entry, when the |Δ| of the topic, warning or forbidden F1 or of the holistic
+Spearman ρ is. A delta is None (never flagged) when either side's metric is undefined.
 Under one identity that means the model behind the endpoint changed or its sampling is not
 deterministic — re-calibrate with ``--no-cache``, since cached replies cannot drift.
 """
@@ -42,6 +54,9 @@ DRIFT_THRESHOLD = 0.1
 DRIFT_METRICS = (("f1", ("unsupported", "f1")), ("precision", ("unsupported", "precision")),
                  ("recall", ("unsupported", "recall")), ("accuracy_3class", ("accuracy_3class",)))  # fmt: skip
 FLAGGING = ("f1", "accuracy_3class")
+CRITERIA_SET_KIND = "criteria"
+CRITERIA_DRIFT_METRICS = (("topic_f1", ("topic", "f1")), ("warning_f1", ("warning", "f1")),
+                          ("forbidden_f1", ("forbidden", "f1")), ("holistic_spearman", ("holistic", "spearman")))  # fmt: skip
 
 
 class CalibrationStoreError(ValueError):
@@ -70,17 +85,40 @@ def _metric(entry: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def drift(previous: Mapping[str, Any], current: Mapping[str, Any], threshold: float = DRIFT_THRESHOLD) -> dict[str, Any]:
-    """How ``current`` differs from ``previous`` (same identity, same set): deltas, changed claims, flag."""
+def is_criteria_entry(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` is a criteria calibration (``set.kind == "criteria"``) rather than a claim one."""
+    place = entry.get("set")
+    return isinstance(place, Mapping) and place.get("kind") == CRITERIA_SET_KIND
+
+
+def _deltas(previous: Mapping[str, Any], current: Mapping[str, Any],
+            metrics: Iterable[tuple[str, tuple[str, ...]]]) -> dict[str, float | None]:  # fmt: skip
     deltas: dict[str, float | None] = {}
-    for name, path in DRIFT_METRICS:
+    for name, path in metrics:
         before, after = _metric(previous, path), _metric(current, path)
         deltas[name] = None if before is None or after is None else after - before
-    before_labels = {c["id"]: c.get("predicted") for c in previous.get("claims", [])}
-    changed = [c["id"] for c in current.get("claims", []) if c["id"] in before_labels and before_labels[c["id"]] != c.get("predicted")]
-    flagged = any(deltas[name] is not None and abs(deltas[name]) > threshold for name in FLAGGING)  # type: ignore[arg-type]
-    return {"against": previous.get("calibrated_at"), "delta": deltas, "changed_claims": changed,
-            "threshold": threshold, "flagged": flagged}  # fmt: skip
+    return deltas
+
+
+def _changed(previous: Iterable[Mapping[str, Any]], current: Iterable[Mapping[str, Any]], field: str) -> list[str]:
+    """Ids in both lists whose ``field`` differs."""
+    before = {row["id"]: row.get(field) for row in previous}
+    return [row["id"] for row in current if row["id"] in before and before[row["id"]] != row.get(field)]
+
+
+def drift(previous: Mapping[str, Any], current: Mapping[str, Any], threshold: float = DRIFT_THRESHOLD) -> dict[str, Any]:
+    """How ``current`` differs from ``previous`` (same identity, same set): deltas, changed predictions, flag."""
+    if is_criteria_entry(current):
+        deltas = _deltas(previous, current, CRITERIA_DRIFT_METRICS)
+        changed = {"changed_criteria": _changed(previous.get("criteria", []), current.get("criteria", []), "predicted"),
+                   "changed_coverage": _changed(previous.get("answers", []), current.get("answers", []), "coverage")}  # fmt: skip
+        flagging: Iterable[str] = deltas
+    else:
+        deltas = _deltas(previous, current, DRIFT_METRICS)
+        changed = {"changed_claims": _changed(previous.get("claims", []), current.get("claims", []), "predicted")}
+        flagging = FLAGGING
+    flagged = any(deltas[name] is not None and abs(deltas[name]) > threshold for name in flagging)  # type: ignore[arg-type]
+    return {"against": previous.get("calibrated_at"), "delta": deltas, **changed, "threshold": threshold, "flagged": flagged}
 
 
 def read_store_file(path: Path) -> dict[str, Any]:
@@ -122,7 +160,9 @@ def calibrations(store_dir: Path | str) -> list[dict[str, Any]]:
     return out
 
 
-def for_stages(records: Iterable[Mapping[str, Any]], stages: Iterable[str]) -> list[Mapping[str, Any]]:
-    """The calibrations whose judge gives its rubric verdicts one of these run stages (exact identity)."""
+def for_stages(records: Iterable[Mapping[str, Any]], stages: Iterable[str], set_kind: str = "claims") -> list[Mapping[str, Any]]:
+    """The calibrations of ``set_kind`` (``claims``, or ``criteria``) whose judge gives its rubric
+    verdicts one of these run stages (exact identity); claim and criteria entries differ in shape."""
     wanted = set(stages)
-    return [r for r in records if wanted & set(r.get("identity", {}).get("run_stages", {}).values())]
+    return [r for r in records if r.get("identity", {}).get("set_kind", "claims") == set_kind
+            and wanted & set(r.get("identity", {}).get("run_stages", {}).values())]  # fmt: skip

@@ -1,5 +1,6 @@
-"""``python -m pool.calibrate --pool FILE [--set PATH]``: how well the pool's judge labels claims
-whose truth is known.
+"""``python -m pool.calibrate --pool FILE [--set PATH | --set criteria]``: how well the pool's judge
+labels claims whose truth is known (``--set criteria``: how well each judge of the pool grades
+criteria, see ``pool.calibrate_criteria``).
 
 Every labelled claim of the set (``judge.calibration_set``) is sent to the pool's ``judge:`` as
 the candidate answer of the claim-level (``hallu``) contract, through the pool's scheduler,
@@ -10,8 +11,10 @@ calibration store under the judge's full identity (``judge.calibration_store``),
 the previous calibration of that identity (drift), and shown in the report of every run judged
 by it.
 
-This is the one module of ``judge`` that drives ``pool``: a CLI at the edge, like ``pool.run``.
-Nothing else in ``judge`` imports it.
+Both calibrations ask through :class:`CalibrationJudge`: the judge set up as a run's scoring
+stage sets it up (same stage names, requests and cache), each request re-asked once when its
+reply does not parse (:meth:`CalibrationJudge.ask`). A CLI at the edge, like ``pool.run``;
+``python -m judge.calibrate`` hands its command line over here.
 
 Exit codes: 0 calibrated and stored; 1 some judge calls failed (nothing stored — a partial
 calibration would fake drift; run again, answered claims come from the cache); 2 bad input
@@ -25,11 +28,12 @@ import asyncio
 import json
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eval.items import Item, Source
 from eval.loaders.base import ItemFormatError
@@ -49,6 +53,7 @@ from judge.calibration_store import (
 )
 from judge.parse import parse_claims
 from judge.prompts import (
+    Contract,
     Message,
     hallu_judge_prompt,
     prompt_version,
@@ -62,16 +67,21 @@ from pool.execute.progress import ProgressDisplay
 from pool.execute.response_cache import ResponseCache
 from pool.execute.session import Session
 from pool.score.stage import JudgeSetup, ScoringStage
-from pool.store.outcome import Unit
+from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SET = REPO.parent / "shared" / "data" / "calibration" / "hallu_gold.yaml"
 DEFAULT_POOL = "model_pool.yaml"
+# ``--set criteria``: the criteria calibration (``pool.calibrate_criteria``) and its defaults.
+CRITERIA_SET = "criteria"
+DEFAULT_SUITE = REPO.parent / "shared" / "data" / "book-gold" / "internists.yaml"
+DEFAULT_ITEMS, DEFAULT_PER_ITEM, DEFAULT_SEED = 20, 3, 0
 RUN_ID = "calibration"
-CANDIDATE = "calibration"  # the Unit.model of every claim: there is no candidate, only the judge
+CANDIDATE = "calibration"  # the Unit.model of every calibration request: there is no candidate, only the judge
 REPLY_KEPT_CHARS = 500
+REASON_DETAIL_CHARS = 200  # of a failed call's error detail, kept in the reason
 # The contracts whose prompts a claim calibration stands for (a new contract must not re-key old calibrations).
 VERDICT_CONTRACTS = ("reference", "criteria", "probe", "hallu")
 
@@ -124,52 +134,110 @@ async def _round(session: Session, store: RunStore, dispatcher: Dispatcher, judg
         progress.close()
 
 
-async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[LabelledClaim], work_dir: Path,
-                       cache: ResponseCache | None) -> tuple[dict[str, Any], list[ClaimOutcome], dict[str, int]]:  # fmt: skip
-    """(judge identity, one outcome per claim, call counts) — the claims through the pool's machinery."""
+@dataclass(frozen=True)
+class JudgeAsk:
+    """One calibration request: the unit its reply is stored under (``reask_unit`` for the one
+    re-ask), the messages sent, and how a reply is read — a verdict, or a ParseFailure (re-asked)."""
+
+    unit: Unit
+    reask_unit: Unit
+    contract: Contract
+    messages: tuple[Message, ...]
+    parse: Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What came of a :class:`JudgeAsk`: the verdict, or None and why (``reason``)."""
+
+    verdict: Any
+    reason: str  # "" with a verdict
+    text: str  # the reply that was read ("" when the call failed)
+    failed: bool = False  # the call or its re-ask failed: a calibration holding such a reply is not stored
+
+
+def _call_failed(row: Result | None, what: str) -> JudgeReply:
+    detail = f" ({row.error_detail[:REASON_DETAIL_CHARS]})" if row is not None and row.error_detail else ""
+    why = "no result" if row is None else f"{row.error_class}{detail}"
+    return JudgeReply(None, f"{what} failed: {why}", "", failed=True)
+
+
+class CalibrationJudge:
+    """One judge, set up as a run's scoring stage sets it up, and the session its requests go through."""
+
+    def __init__(self, setup: JudgeSetup, session: Session, store: RunStore) -> None:
+        self.setup = setup
+        self.session = session
+        self.store = store
+        self.dispatcher = session.dispatcher({}, {}, setup.model)
+
+    async def ask(self, asks: Sequence[JudgeAsk]) -> list[JudgeReply]:
+        """One reply per ask, in order: every ask is sent, an unparseable reply is re-asked once
+        (``reask_prompt``), and a reply still unparseable is a no-verdict with the parser's reason."""
+        judge, store = self.setup.model, self.store
+        await _round(self.session, store, self.dispatcher, judge, {a.unit: a.messages for a in asks})
+        replies: list[JudgeReply | None] = []
+        again: dict[int, tuple[Message, ...]] = {}
+        for index, ask in enumerate(asks):
+            row = store.get_result(RUN_ID, ask.unit)
+            if row is None or row.status == "infra_error":
+                replies.append(_call_failed(row, "judge call"))
+                continue
+            parsed = ask.parse(row.text)
+            if isinstance(parsed, ParseFailure):
+                again[index] = reask_prompt(ask.contract, ask.messages, row.text, parsed.reason)
+                replies.append(None)
+            else:
+                replies.append(JudgeReply(parsed, "", row.text))
+        await _round(self.session, store, self.dispatcher, judge, {asks[i].reask_unit: m for i, m in again.items()})
+        for index in again:
+            row = store.get_result(RUN_ID, asks[index].reask_unit)
+            if row is None or row.status == "infra_error":
+                replies[index] = _call_failed(row, "re-ask")
+                continue
+            parsed = asks[index].parse(row.text)
+            replies[index] = (JudgeReply(None, f"unparseable after one re-ask: {parsed.reason}", row.text)
+                              if isinstance(parsed, ParseFailure) else JudgeReply(parsed, "", row.text))  # fmt: skip
+        done = [reply for reply in replies if reply is not None]
+        assert len(done) == len(asks)  # every re-asked index was filled in above
+        return done
+
+    def counts(self) -> dict[str, int]:
+        return {"calls": self.session.counters.calls, "cache_hits": self.session.counters.cache_hits}
+
+
+@asynccontextmanager
+async def open_judge(config: PoolConfig, judge: Model, work_dir: Path, cache: ResponseCache | None) -> AsyncIterator[CalibrationJudge]:
+    """``judge`` brought up through the pool's machinery (run store in ``work_dir``, scheduler,
+    lanes, retries, response cache), set up exactly as a run's scoring stage sets it up, so its
+    stage names and requests are a run's."""
     with RunStore(work_dir) as store:
         store.begin_run(RUN_ID, pool_fingerprint=config.fingerprint(), data_fingerprint="calibration", options={})
         async with Session.open(config, [judge], work_dir, run_id=RUN_ID, store=store, cache=cache,
-                                retry_infra_errors=True) as session:
-            # The judge set up exactly as a run's scoring stage sets it up, so its stage names match runs'.
-            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judges=(judge,),
-                                 session=session).judge
+                                retry_infra_errors=True) as session:  # fmt: skip
+            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judges=(judge,), session=session).judge
             assert setup is not None
-            identity = judge_identity(config, setup)
-            stage, reask_stage = (setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
-            dispatcher = session.dispatcher({}, {}, judge)
-            first = {Unit(CANDIDATE, c.id, stage): claim_messages(c) for c in claims}
-            await _round(session, store, dispatcher, judge, first)
-            outcomes: dict[str, ClaimOutcome] = {}
-            again: dict[Unit, tuple[Message, ...]] = {}
-            for claim, (unit, messages) in zip(claims, first.items()):
-                row = store.get_result(RUN_ID, unit)
-                if row is None or row.status == "infra_error":
-                    reason = f"judge call failed: {row.error_class if row else 'no result'}"
-                    outcomes[claim.id] = ClaimOutcome(claim, None, reason, "")
-                    continue
-                parsed = parse_claims(row.text)
-                if isinstance(parsed, ParseFailure):
-                    again[Unit(CANDIDATE, claim.id, reask_stage)] = reask_prompt("hallu", messages, row.text, parsed.reason)
-                else:
-                    outcomes[claim.id] = _outcome(claim, parsed, row.text)
-            await _round(session, store, dispatcher, judge, again)
-            for unit in again:
-                claim = next(c for c in claims if c.id == unit.item_id)
-                row = store.get_result(RUN_ID, unit)
-                if row is None or row.status == "infra_error":
-                    outcomes[claim.id] = ClaimOutcome(claim, None, f"re-ask failed: {row.error_class if row else 'no result'}", "")
-                    continue
-                parsed = parse_claims(row.text)
-                outcomes[claim.id] = (ClaimOutcome(claim, None, f"unparseable after one re-ask: {parsed.reason}", row.text[:REPLY_KEPT_CHARS])
-                                      if isinstance(parsed, ParseFailure) else _outcome(claim, parsed, row.text))  # fmt: skip
-            counts = {"calls": session.counters.calls, "cache_hits": session.counters.cache_hits}
-    return identity, [outcomes[c.id] for c in claims], counts
+            yield CalibrationJudge(setup, session, store)
 
 
-def _outcome(claim: LabelledClaim, parsed: Any, reply: str) -> ClaimOutcome:
-    label = claim_label(parsed)
-    return ClaimOutcome(claim, label, "" if label else "the reply lists no claim", reply[:REPLY_KEPT_CHARS])
+async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[LabelledClaim], work_dir: Path,
+                       cache: ResponseCache | None) -> tuple[dict[str, Any], list[ClaimOutcome], dict[str, int]]:  # fmt: skip
+    """(judge identity, one outcome per claim, call counts) — the claims through the pool's machinery."""
+    async with open_judge(config, judge, work_dir, cache) as calls:
+        identity = judge_identity(config, calls.setup)
+        stage, reask_stage = (calls.setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
+        asks = [JudgeAsk(Unit(CANDIDATE, c.id, stage), Unit(CANDIDATE, c.id, reask_stage), "hallu", claim_messages(c), parse_claims)
+                for c in claims]  # fmt: skip
+        replies = await calls.ask(asks)
+        counts = calls.counts()
+    return identity, [_outcome(c, r) for c, r in zip(claims, replies)], counts
+
+
+def _outcome(claim: LabelledClaim, reply: JudgeReply) -> ClaimOutcome:
+    if reply.verdict is None:
+        return ClaimOutcome(claim, None, reply.reason, reply.text[:REPLY_KEPT_CHARS])
+    label = claim_label(reply.verdict)
+    return ClaimOutcome(claim, label, "" if label else "the reply lists no claim", reply.text[:REPLY_KEPT_CHARS])
 
 
 def calibration_entry(calibration_set: CalibrationSet, outcomes: Sequence[ClaimOutcome], counts: Mapping[str, int]) -> dict[str, Any]:
@@ -226,12 +294,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pool.calibrate",
         description="Send labelled claims to the pool's judge (claim-level contract) and measure P/R/F1 on "
-        "'unsupported', 3-class accuracy and the confusion matrix, per tier; store the result under the judge's identity.",
+        "'unsupported', 3-class accuracy and the confusion matrix, per tier; store the result under the judge's identity. "
+        "With --set criteria: send synthetic answers whose criteria are known to every judge of the pool (and its panel) "
+        "and measure per-criterion P/R/F1 per kind (topic, warning, forbidden) beside the holistic coverage's Spearman ρ.",
         epilog="Exit codes: 0 stored; 1 some judge calls failed (nothing stored); 2 bad input; 130 interrupted.",
     )
-    parser.add_argument("--pool", default=DEFAULT_POOL, help=f"pool file whose judge: is calibrated (default: ./{DEFAULT_POOL})")
-    parser.add_argument("--set", dest="set_path", metavar="PATH",
-                        help=f"calibration set (default: {DEFAULT_SET} when present)")
+    parser.add_argument("--pool", default=DEFAULT_POOL, help="pool file whose judge: is calibrated (with --set criteria: also "
+                        f"every member of a judges: panel, and the panel) (default: ./{DEFAULT_POOL})")
+    parser.add_argument("--set", dest="set_path", metavar="PATH|criteria",
+                        help=f"calibration set: a file of labelled claims (default: {DEFAULT_SET} when present), or the word "
+                        f"'{CRITERIA_SET}' for the criteria calibration set built from --suite (judge.criteria_calibration)")
+    criteria = parser.add_argument_group(f"criteria calibration (only with --set {CRITERIA_SET})")
+    criteria.add_argument("--suite", metavar="PATH", help=f"criteria items to build answers from (default: {DEFAULT_SUITE})")
+    criteria.add_argument("--items", type=int, metavar="N", help=f"the first N criteria items of the suite (default: {DEFAULT_ITEMS})")
+    criteria.add_argument("--per-item", type=int, metavar="K", help=f"synthetic answers per item (default: {DEFAULT_PER_ITEM})")
+    criteria.add_argument("--seed", type=int, metavar="S", help=f"seed of the answers' composition (default: {DEFAULT_SEED})")
     parser.add_argument("--store", metavar="DIR", help=f"calibration store folder (default: {default_store_dir()})")
     parser.add_argument("--no-cache", action="store_true", help="ask the judge again instead of reusing cached replies")
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
@@ -240,6 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[PoolConfig, Model, CalibrationSet]:
+    given = [flag for flag, value in (("--suite", args.suite), ("--items", args.items), ("--per-item", args.per_item),
+                                      ("--seed", args.seed)) if value is not None]  # fmt: skip
+    if given:
+        raise ValueError(f"{', '.join(given)}: only with --set {CRITERIA_SET}")
     set_path = Path(args.set_path) if args.set_path else DEFAULT_SET
     if not set_path.is_file():
         where = "--set" if args.set_path else "the default calibration set (../shared/data/calibration/hallu_gold.yaml beside the repository)"
@@ -251,28 +332,49 @@ def _inputs(args: argparse.Namespace) -> tuple[PoolConfig, Model, CalibrationSet
     return config, judge, load_calibration_set(set_path)
 
 
+T = TypeVar("T")
+
+
+def run_judging(judging: Callable[[Path, ResponseCache | None], Coroutine[Any, Any, T]], args: argparse.Namespace) -> tuple[T | None, int]:
+    """``judging(work folder, response cache)`` run to its end: (its result, 0), or (None, exit code)
+    once the failure is said — 130 on Ctrl-C, 1 when a judge could not be brought up or asked."""
+    cache = None if args.no_cache else ResponseCache(args.cache_dir)
+    try:
+        with tempfile.TemporaryDirectory(prefix="medpool-calibration-") as work:
+            return asyncio.run(judging(Path(work), cache)), EXIT_OK
+    except KeyboardInterrupt:
+        print("interrupted; nothing stored (answered requests are in the response cache)", file=sys.stderr)
+        return None, EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 (a judge server that never came up: say so, exit 1)
+        for leaf in leaf_errors(exc):
+            print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
+        return None, EXIT_INFRA
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def store_dir_of(args: argparse.Namespace) -> Path:
+    return Path(args.store).expanduser() if args.store else default_store_dir()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.set_path == CRITERIA_SET:
+        # The criteria flow builds on this module's judge machinery, so it is imported when asked for.
+        from pool.calibrate_criteria import calibrate_criteria
+
+        return calibrate_criteria(args)
     try:
         config, judge, calibration_set = _inputs(args)
     except (PoolConfigError, ItemFormatError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    store_dir = Path(args.store).expanduser() if args.store else default_store_dir()
-    cache = None if args.no_cache else ResponseCache(args.cache_dir)
-    try:
-        with tempfile.TemporaryDirectory(prefix="medpool-calibration-") as work:
-            identity, outcomes, counts = asyncio.run(judge_claims(config, judge, calibration_set.claims, Path(work), cache))
-    except KeyboardInterrupt:
-        print("interrupted; nothing stored (answered claims are in the response cache)", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 (a judge server that never came up: say so, exit 1)
-        for leaf in leaf_errors(exc):
-            print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
-        return EXIT_INFRA
-    finally:
-        if cache is not None:
-            cache.close()
+    store_dir = store_dir_of(args)
+    judged, code = run_judging(lambda work, cache: judge_claims(config, judge, calibration_set.claims, work, cache), args)
+    if judged is None:
+        return code
+    identity, outcomes, counts = judged
     entry = calibration_entry(calibration_set, outcomes, counts)
     failed = [o.claim.id for o in outcomes if o.reason.startswith(("judge call failed", "re-ask failed"))]
     stored = None

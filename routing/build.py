@@ -35,6 +35,7 @@ from routing.markdown import render_markdown
 from routing.objective import check_agreement, decision_recognition
 from routing.pairwise import PairwiseOptions, build_pairwise
 from routing.reliability import build_reliability
+from routing.serve.validation import end_to_end_row
 from routing.report import render_report
 from routing.table import INFRA_ERROR, common_items
 from routing.validation import DEFAULT_K, cross_validate, manifest_decider
@@ -107,6 +108,8 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         decide = manifest_decider(table, params, rounds=options.bootstrap, seed=options.seed)
         manifest["validation"] = cross_validate(table, keep, decide, k=options.cv_folds, seed=options.seed,
                                                 rounds=options.bootstrap, min_n=options.min_n)
+        manifest["validation"]["end_to_end"] = end_to_end_row(loaded, keep, params, k=options.cv_folds, seed=options.seed,
+                                                              rounds=options.bootstrap)
     manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
     leaderboard = {
         "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
