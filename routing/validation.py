@@ -273,13 +273,15 @@ def routing_table(table: ScoreTable) -> ScoreTable:
     return replace(table, metrics={}, flags={name: blank for name in table.flags})
 
 
-def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int) -> Decide:
+def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int, *,
+                     every_decision: bool = False) -> Decide:
     """``decide(rows)`` = the routing part of the manifest ``routing.build`` would write if only ``rows``
     were in the runs: ``buckets`` (each with its ``model`` and ``served_by``), ``families`` and
     ``default``, composed as :func:`routing.manifest.build_manifest` composes them, minus what no
     route reads (the orchestrator; the decisions of families, and ``default``, when no bucket falls
     back to them). Model profiles (median latency, the tie rule's input) come from every row, as in
-    the build. Buckets are resampled min(rounds, FOLD_ROUNDS) times."""
+    the build. Buckets are resampled min(rounds, FOLD_ROUNDS) times. ``every_decision``: every family
+    decision and ``default`` are made (a served question can climb to any of them)."""
     slim = routing_table(table)
     rounds = min(rounds, FOLD_ROUNDS)
     min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
@@ -289,7 +291,7 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
         buckets = build_buckets(slim, rows, rounds=rounds, seed=seed)
         routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
-        unserved = {entry["family"] for entry in routes.values() if not entry["routable"] or undecided(entry)}
+        unserved = {entry["family"] for entry in routes.values() if every_decision or not entry["routable"] or undecided(entry)}
         families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)
         default = default_model(buckets, profiles, min_n, alpha) if unserved else {}
         serve_unroutable(routes, families, default)

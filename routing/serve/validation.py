@@ -30,25 +30,28 @@ from typing import Any
 import numpy as np
 
 from eval.encoders import Encoder
-from routing.serve.classifier import DEFAULT_NEIGHBOURS, LEVELS, BucketClassifier, BucketPath, accuracy, out_of_fold_guesses
+from routing.load import Loaded
+from routing.serve.classifier import (
+    DEFAULT_NEIGHBOURS,
+    LEVELS,
+    BucketClassifier,
+    BucketPath,
+    accuracy,
+    out_of_fold_guesses,
+)
 from routing.serve.routes import choose_thresholds, resolve, route_table
 from routing.serve.texts import TextsError, item_texts
 from routing.stats import LEVEL, bootstrap_ratios, json_number, percentile_ci, resample_counts
 from routing.table import ScoreTable
-from routing.leaderboard import build_buckets
-from routing.load import Loaded
-from routing.manifest import ALPHA, bucket_route, default_model, family_decisions, model_profiles, serve_unroutable
 from routing.validation import (
     DEFAULT_K,
-    FOLD_ROUNDS,
-    Decide,
     assign_folds,
     best_single,
     family_scores,
+    manifest_decider,
     oracle_scores,
     paired_summary,
     routed_model,
-    routing_table,
 )
 
 INNER_K = 5  # folds of the threshold choice inside each training part
@@ -57,26 +60,6 @@ METHOD = ("the known-bucket row's k folds; per fold a k-NN bucket classifier fit
           f"its confidence thresholds chosen by {INNER_K}-fold cross-validation on the training items (maximising the "
           "routed mean score), and each held-out question classified and sent up the fallback chain (bucket -> system -> "
           "family -> default) of the manifest rebuilt on the training folds; scored with that model's score on the item")  # fmt: skip
-
-
-def serving_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int) -> Decide:
-    """:func:`routing.validation.manifest_decider`, but with every family decision and ``default`` made
-    (a served question can climb to any of them, not only to those a bucket falls back to)."""
-    slim = routing_table(table)
-    rounds = min(rounds, FOLD_ROUNDS)
-    min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
-    alpha = parameters.get("alpha", ALPHA)
-    profiles = model_profiles(table)
-
-    def decide(rows: np.ndarray) -> Mapping[str, Any]:
-        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed)
-        routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
-        families = family_decisions(buckets, profiles, min_n, alpha)
-        default = default_model(buckets, profiles, min_n, alpha)
-        serve_unroutable(routes, families, default)
-        return {"buckets": routes, "families": families, "default": default}
-
-    return decide
 
 
 def item_paths(table: ScoreTable, keep: np.ndarray | None) -> tuple[list[Any], dict[int, BucketPath]]:
@@ -104,7 +87,7 @@ def end_to_end(table: ScoreTable, keep: np.ndarray | None, parameters: Mapping[s
     """The ``validation.end_to_end`` block (module docstring). ``parameters``: the build's (min_n, top_k,
     floor, alpha); ``texts``: item id -> question text (:func:`routing.serve.texts.item_texts`)."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
-    decide = serving_decider(table, parameters, rounds, seed)
+    decide = manifest_decider(table, parameters, rounds, seed, every_decision=True)
     min_n = parameters["min_n"]
     families, paths = item_paths(table, keep)
     strata = np.full(len(table.items), -1, dtype=np.int64)
