@@ -21,7 +21,7 @@ import numpy as np
 
 from eval.items import Item
 from eval.scores import JudgeIdentity, Score
-from judge import DIMENSIONS, TOTAL_MAX, contract_for, prompt_version, unparseable_score
+from judge import DIMENSIONS, contract_for, prompt_version, unparseable_score
 from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability
 from pool.store.outcome import Result
 
@@ -102,7 +102,6 @@ def panel_scores(members: Sequence[JudgeSetup], rule: str, items: Mapping[str, I
             **{d: round(v, 4) for d, v in verdict.dims.items()}, "total": round(sum(verdict.dims.values()), 4)}
         if verdict.dims is None and "success" in metrics:
             metrics["success"] = 1.0 if verdict.passed else 0.0
-        value = verdict.value if verdict.value is not None else (sum(verdict.dims.values()) / TOTAL_MAX if verdict.dims else None)
-        out[key] = Score(status="scored", value=value, passed=verdict.passed, metrics=metrics, judge=identity,
+        out[key] = Score(status="scored", value=verdict.value, passed=verdict.passed, metrics=metrics, judge=identity,
                          details={**lead.details, "panel": block})  # fmt: skip
     return out
