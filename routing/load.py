@@ -18,6 +18,10 @@ carries — so it is kept apart from a newer row that names the field. :attr:`Lo
 lists every model name and every judge (per family) that stands for more than one identity, with
 the fields that tell them apart and the runs each came from.
 
+Each run is read as columns (:mod:`routing.columns`): from its columnar copy
+``scores.columns/`` when that is current, otherwise from ``scores.jsonl``, checked row by row
+(:mod:`routing.load_rows`). Merging and ordering are array operations over those columns.
+
 ``source_item_id`` (rows of derived items, e.g. decision recognition) becomes
 :attr:`ScoreTable.sources`, so a derived task can be shown beside its source task.
 
@@ -38,9 +42,8 @@ Audit columns read from ``details`` for the specialty leaderboard (absent keys l
 from __future__ import annotations
 
 import json
-import math
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,27 +51,23 @@ from typing import Any
 
 import numpy as np
 
-from eval.gold_types import primary_metric_of
-from eval.scores import FAMILIES, JUDGE_NAMED_FIELDS, JudgeIdentity, frozen_json
-from routing.table import (
-    NO_DOMAIN,
-    SCORED,
-    STATUSES,
-    Entrant,
-    ModelIdentity,
-    ScoreTable,
-    intern,
-    make_entrants,
+from eval.scores import JudgeIdentity
+from routing.columns import CODE_COLUMNS, RunColumns, run_columns
+from routing.load_rows import (
+    FLAG_COLUMNS,
+    INFRA_CODE,
+    SCORES_FILENAME,
+    IdentityInterner,
+    LoadError,
+    check_row,
+    iter_checked_rows,
 )
+from routing.table import SCORED, STATUSES, Entrant, ModelIdentity, ScoreTable, make_entrants
 
-SCORES_FILENAME = "scores.jsonl"
+__all__ = ["FLAG_COLUMNS", "SCORES_FILENAME", "SUMMARY_FILENAME", "LoadError", "Loaded", "RunInfo", "ScoreDigest",
+           "check_row", "digest_scores", "kept_apart", "load_runs", "parse_time", "read_summary"]  # fmt: skip
+
 SUMMARY_FILENAME = "summary.json"
-FLAG_COLUMNS = ("safety_floor", "claims_unsupported", "claims_total", "grounding_unsupported")
-REQUIRED_STR = ("model", "item_id", "task", "gold_type")
-
-
-class LoadError(ValueError):
-    """A run file that cannot be read; the message starts with ``path[:line]``."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +88,9 @@ class Loaded:
     skipped_runs: tuple[str, ...]  # directories left out by --since
     superseded: int  # rows replaced by a later run's row for the same key
     kept_apart: tuple[dict[str, Any], ...] = ()  # see kept_apart(): same name, different identities
+    # The judged rows (the fields judge reliability audits, see routing.columns.judged_record), with
+    # model, model_identity and judge; merged as the table is, in the order their keys first appear.
+    judged: tuple[dict[str, Any], ...] = ()
 
 
 def parse_time(text: str, where: str) -> datetime:
@@ -123,232 +125,6 @@ def read_summary(run_dir: Path) -> RunInfo:
     )  # fmt: skip
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def check_row(row: Any) -> str | None:
-    """What is wrong with one scores.jsonl row (``field: problem``), or None.
-
-    The values inside ``model_identity`` and ``judge.identity`` are checked once per distinct
-    object, when :class:`_Interner` first meets it (a million rows hold a handful of identities).
-    """
-    if not isinstance(row, dict):
-        return f"row: expected a JSON object, got {type(row).__name__}"
-    for key in REQUIRED_STR:
-        if not isinstance(row.get(key), str) or not row[key]:
-            return f"{key}: must be a non-empty string"
-    if row.get("family") not in FAMILIES:
-        return f"family: must be one of {', '.join(FAMILIES)}, got {row.get('family')!r}"
-    if row.get("status") not in STATUSES:
-        return f"status: must be one of {', '.join(STATUSES)}, got {row.get('status')!r}"
-    value = row.get("value")
-    if row["status"] == "scored" and not (_number(value) and 0.0 <= value <= 1.0):
-        return f"value: a scored row needs a number in [0, 1], got {value!r}"
-    if row["status"] != "scored" and value is not None:
-        return f"value: a {row['status']} row carries no value (null), got {value!r}"
-    if row.get("passed") not in (True, False, None):
-        return f"passed: must be true, false or null, got {row.get('passed')!r}"
-    if row.get("domain") is not None and not isinstance(row["domain"], str):
-        return "domain: must be a string or null"
-    identity = row.get("model_identity")
-    if not isinstance(identity, dict) or not isinstance(identity.get("name"), str):
-        return "model_identity: must be an object with at least 'name' (name, backend, model, temperature, ...)"
-    if identity["name"] != row["model"]:
-        return f"model_identity.name: {identity['name']!r} differs from model {row['model']!r}"
-    judge = row.get("judge")
-    if judge is not None and not (isinstance(judge, dict) and all(isinstance(judge.get(k), str) for k in ("model", "backend", "prompt_version"))):
-        return "judge: must be null or an object with string model, backend, prompt_version"
-    if row.get("answer_status") not in (None, "ok", "error", "infra_error"):
-        return f"answer_status: must be ok, error, infra_error or absent, got {row.get('answer_status')!r}"
-    for key in ("metrics", "details"):
-        if not isinstance(row.get(key, {}), dict):
-            return f"{key}: must be an object"
-    for name, metric in row.get("metrics", {}).items():
-        if metric is not None and not _number(metric):
-            return f"metrics.{name}: must be a finite number or null, got {metric!r}"
-    for key in ("latency_s", "completion_tokens", "cost"):
-        if row.get(key) is not None and not _number(row[key]):
-            return f"{key}: must be a number or null, got {row[key]!r}"
-    if "source_item_id" in row and not (isinstance(row["source_item_id"], str) and row["source_item_id"]):
-        return f"source_item_id: must be the id of the item this one was built from, got {row['source_item_id']!r}"
-    return None
-
-
-def _identity_values(where: str, fields: Mapping[str, Any]) -> str | None:
-    """An identity field must be a JSON scalar or a list of them (it is compared and hashed whole)."""
-    for name, value in fields.items():
-        if isinstance(value, list):
-            if any(isinstance(v, (list, dict)) for v in value):
-                return f"{where}.{name}: a list of strings or numbers expected, got {value!r}"
-        elif isinstance(value, dict):
-            return f"{where}.{name}: a string, number, boolean, null or list expected, got an object"
-    return None
-
-
-def _judge_problem(judge: Mapping[str, Any]) -> str | None:
-    """What is wrong with a ``judge`` object's ``identity`` (the named fields are already checked)."""
-    full = judge.get("identity")
-    if full is None:
-        return None
-    if not isinstance(full, dict):
-        return "judge.identity: must be an object (every field of the judge's identity)"
-    for field, top in zip(JUDGE_NAMED_FIELDS, ("model", "backend", "prompt_version")):
-        if field in full and full[field] != judge[top]:
-            return f"judge.identity.{field}: {full[field]!r} differs from judge.{top} {judge[top]!r}"
-    return _identity_values("judge.identity", full)
-
-
-def _answered(row: Mapping[str, Any]) -> bool:
-    """Whether the row's answer was obtained (see the module docstring for rows without answer_status)."""
-    if row.get("answer_status") is not None:
-        return bool(row["answer_status"] != "infra_error")
-    return not (row["status"] == "infra_error" and row.get("judge") is None)
-
-
-def _flags(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
-    """The FLAG_COLUMNS of one row (NaN where the detail is absent)."""
-    floor = unsupported = total = grounded = math.nan
-    if details.get("safety_floor") is not None:
-        floor = float(bool(details["safety_floor"]))
-    claims = details.get("claims")
-    if isinstance(claims, dict) and all(_number(claims.get(k, 0)) for k in ("supported", "unsupported", "not_sure")):
-        unsupported = float(claims.get("unsupported", 0))
-        total = float(sum(claims.get(k, 0) for k in ("supported", "unsupported", "not_sure")))
-    grounding = details.get("grounding", details.get("grounding_source"))
-    if isinstance(grounding, str):
-        grounded = float(grounding == "unsupported")
-    return floor, unsupported, total, grounded
-
-
-def _label(row: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]] | None:
-    details = row.get("details", {})
-    if primary_metric_of(row["gold_type"]) != "macro_f1" or row["status"] != "scored" or "gold_label" not in details:
-        return None
-    declared = details.get("labels") if isinstance(details.get("labels"), list) else []
-    return details.get("predicted_label"), details["gold_label"], tuple(declared)
-
-
-def _raw_key(record: Mapping[str, Any]) -> Any:
-    """A cheap hashable stand-in for an identity object as read (lists of scalars become tuples)."""
-    try:
-        raw = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in record.items())
-        hash(raw)
-    except TypeError:  # a value check_row let through but that still does not hash: its JSON text
-        return json.dumps(record, sort_keys=True, default=str)
-    return raw
-
-
-class _IdentityError(ValueError):
-    """A model or judge identity object that cannot be used; the message is ``field: problem``."""
-
-
-class _Interner:
-    """Shared objects for repeated values, so a million rows hold a few identities and strings."""
-
-    def __init__(self) -> None:
-        self.identities: list[ModelIdentity] = []
-        self.judges: list[JudgeIdentity | None] = [None]
-        self._identity_ids: dict[Any, int] = {}
-        self._raw_identity_ids: dict[Any, int] = {}
-        self._judge_ids: dict[Any, int] = {None: 0}
-        self._raw_judge_ids: dict[Any, int] = {}
-        self._strings: dict[str, str] = {}
-
-    def identity(self, record: Mapping[str, Any]) -> int:
-        raw = _raw_key(record)
-        found = self._raw_identity_ids.get(raw)
-        if found is None:
-            problem = _identity_values("model_identity", record)
-            if problem:
-                raise _IdentityError(problem)
-            identity = ModelIdentity.from_record({k: frozen_json(v) for k, v in record.items()})
-            found = self._identity_ids.setdefault(identity, len(self._identity_ids))
-            if found == len(self.identities):
-                self.identities.append(identity)
-            self._raw_identity_ids[raw] = found
-        return found
-
-    def judge(self, record: Mapping[str, Any] | None) -> int:
-        if record is None:
-            return 0
-        raw = (record["model"], record["backend"], record["prompt_version"], _raw_key(record.get("identity") or {}))
-        found = self._raw_judge_ids.get(raw)
-        if found is None:
-            problem = _judge_problem(record)
-            if problem:
-                raise _IdentityError(problem)
-            identity = JudgeIdentity.from_record(record)
-            found = self._judge_ids.setdefault(identity, len(self.judges))
-            if found == len(self.judges):
-                self.judges.append(identity)
-            self._raw_judge_ids[raw] = found
-        return found
-
-    def text(self, value: str) -> str:
-        return self._strings.setdefault(value, value)
-
-    def entrant_order(self) -> Callable[[tuple[int, int]], tuple[tuple[str, str], str]]:
-        """Sort key of an (identity id, judge id) pair: model name, identity key, then judge key
-        (judge-free first) — the order of a table's rows and entrants."""
-        identity_order = {i: (ident.name, ident.key) for i, ident in enumerate(self.identities)}
-        judge_order = {i: judge.key() if judge else "" for i, judge in enumerate(self.judges)}
-        return lambda pair: (identity_order[pair[0]], judge_order[pair[1]])
-
-    def duplicate_row(self, path: Path, line: int, key: tuple[int, int, str], first: int) -> LoadError:
-        """The error for a second row of one (model, judge, item) in a scores.jsonl."""
-        return LoadError(f"{path}:{line}: duplicate row for model {self.identities[key[0]].name!r}, item {key[2]!r} "
-                         f"and the same judge (first at line {first})")  # fmt: skip
-
-
-# A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
-# latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, cost, line).
-Record = tuple[Any, ...]
-STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
-INFRA_CODE = STATUS_CODE["infra_error"]
-
-
-def iter_checked_rows(run_dir: Path, interner: _Interner) -> Iterator[tuple[int, tuple[int, int, str], dict[str, Any]]]:
-    """(line number, (identity id, judge id, item id), row) for every checked row of one run's scores.jsonl,
-    one line in memory at a time; raises :class:`LoadError` naming ``path:line`` at the first bad row."""
-    path = run_dir / SCORES_FILENAME
-    if not path.is_file():
-        raise LoadError(f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)")
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LoadError(f"{path}:{line_no}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-            problem = check_row(row)
-            if problem:
-                raise LoadError(f"{path}:{line_no}: {problem}")
-            try:
-                key = (interner.identity(row["model_identity"]), interner.judge(row.get("judge")), row["item_id"])
-            except _IdentityError as exc:
-                raise LoadError(f"{path}:{line_no}: {exc}") from None
-            yield line_no, key, row
-
-
-def read_scores(run_dir: Path, interner: _Interner) -> list[tuple[tuple[int, int, str], Record]]:
-    """((identity id, judge id, item id), record) for every checked row of one run's scores.jsonl."""
-    out = []
-    text = interner.text
-    for line_no, key, row in iter_checked_rows(run_dir, interner):
-        details = row.get("details", {})
-        out.append((key, (
-            row["item_id"], text(str(row.get("suite") or "")), text(row["task"]), text(row.get("domain") or NO_DOMAIN),
-            text(row["gold_type"]), text(row["family"]), STATUS_CODE[row["status"]], row["value"], row.get("passed"),
-            row.get("latency_s"), row.get("completion_tokens"), row.get("metrics") or None,
-            _flags(details) if details else None, _label(row), _answered(row),
-            row["source_item_id"] if isinstance(row.get("source_item_id"), str) else None, row.get("cost"),
-            line_no,
-        )))  # fmt: skip
-    return out
-
-
 @dataclass(frozen=True)
 class ScoreDigest:
     """One run's scored values per (entrant, family), read in one pass without building a table:
@@ -363,7 +139,7 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
     """A :class:`ScoreDigest` of ``RUN_DIR/scores.jsonl``; raises :class:`LoadError` as :func:`load_runs`
     does (bad row, the same (model, judge, item) twice, no row at all)."""
     run_dir = Path(run_dir)
-    interner = _Interner()
+    interner = IdentityInterner()
     values: dict[tuple[int, int, str], array[float]] = {}
     judges: dict[str, set[int]] = {}
     seen: dict[int, int] = {}  # hash of the row key -> line (a set of ints, not of key tuples)
@@ -389,62 +165,161 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
     )  # fmt: skip
 
 
-def merge_rows(per_run: Sequence[tuple[Path, list[tuple[tuple[int, int, str], Record]]]],
-               interner: _Interner) -> tuple[dict[tuple[int, int, str], tuple[Record, int]], int]:  # fmt: skip
-    """Key -> (record, run index); runs must come oldest first. Returns the map and the superseded count."""
-    merged: dict[tuple[int, int, str], tuple[Record, int]] = {}
-    superseded = 0
-    for run_index, (run_dir, rows) in enumerate(per_run):
-        seen: dict[tuple[int, int, str], int] = {}
-        for key, record in rows:
-            if key in seen:
-                raise interner.duplicate_row(run_dir / SCORES_FILENAME, record[-1], key, seen[key])
-            seen[key] = record[-1]
-            if key in merged:
-                superseded += 1
-                if record[6] == INFRA_CODE and merged[key][0][6] != INFRA_CODE:
-                    continue  # the earlier real result stands
-            merged[key] = (record, run_index)
-    return merged, superseded
+# --- merging runs ---------------------------------------------------------------------------------
 
 
-def build_table(merged: Mapping[tuple[int, int, str], tuple[Record, int]], interner: _Interner) -> ScoreTable:
-    """Columns from merged records (row order: model identity, judge, item id)."""
-    order = interner.entrant_order()
-    keys = sorted(merged, key=lambda k: (order((k[0], k[1])), k[2]))
-    pairs = list(dict.fromkeys((k[0], k[1]) for k in keys))
-    entrants = make_entrants([(interner.identities[i], interner.judges[j]) for i, j in pairs])
-    entrant_index = {pair: i for i, pair in enumerate(pairs)}
-    records = [merged[k][0] for k in keys]
-    n = len(records)
-    categorical = {name: [r[i] for r in records] for i, name in enumerate(("item", "suite", "task", "domain", "gold_type", "family"))}
-    systems = {d: d.split(":", 1)[0] for d in set(categorical["domain"])}
-    categorical["system"] = [systems[d] for d in categorical["domain"]]
-    codes, vocab = {}, {}
-    for name, values in categorical.items():
-        codes[name], vocab[name] = intern(values)
+class _Vocab:
+    """Global codes for strings (or identities) met in several runs."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def codes(self, values: Sequence[Any]) -> np.ndarray:
+        out = np.empty(len(values), dtype=np.int64)
+        for i, value in enumerate(values):
+            found = self.index.get(value)
+            if found is None:
+                found = self.index[value] = len(self.values)
+                self.values.append(value)
+            out[i] = found
+        return out
+
+
+def _check_duplicates(run_dir: Path, key: np.ndarray, lines: np.ndarray, describe: Any) -> None:
+    """A run holds one row per (model identity, judge, item): else the error names both lines."""
+    order = np.argsort(key, kind="stable")
+    repeated = np.flatnonzero(key[order][1:] == key[order][:-1]) + 1
+    if not len(repeated):
+        return
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(key[order])) + 1])
+    group_start = starts[np.searchsorted(starts, repeated, side="right") - 1]
+    worst = int(np.argmin(lines[order[repeated]]))
+    row, first = int(order[repeated[worst]]), int(order[group_start[worst]])
+    name, item = describe(row)
+    raise LoadError(f"{run_dir / SCORES_FILENAME}:{int(lines[row])}: duplicate row for model {name!r}, item {item!r} "
+                    f"and the same judge (first at line {int(lines[first])})")  # fmt: skip
+
+
+def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTable, int, list[dict[str, Any]]]:
+    """(table, superseded rows, judged rows) of runs given oldest first.
+
+    A later run's row replaces an earlier one with the same (model identity, judge, item), except
+    that an ``infra_error`` never replaces a real result. Table rows are ordered by model name,
+    identity key, judge key (judge-free first), then item id.
+    """
+    identities, judges = _Vocab(), _Vocab()
+    judges.codes([None])
+    vocabs = {name: _Vocab() for name in CODE_COLUMNS}
+    judge_records: dict[int, Any] = {}
+    mapped: list[dict[str, np.ndarray]] = []
+    for _, cols in per_run:
+        ident_map = identities.codes(cols.identities)
+        judge_map = judges.codes(cols.judges)
+        for local, g in enumerate(judge_map.tolist()):
+            judge_records.setdefault(g, cols.judge_records[local] if local < len(cols.judge_records) else None)
+        row = {"ident": ident_map[cols.columns["ident"]], "judge": judge_map[cols.columns["judge"]]}
+        for name in CODE_COLUMNS:
+            row[name] = vocabs[name].codes(cols.vocab[name])[cols.columns[name]]
+        mapped.append(row)
+    n_judges, n_items = len(judges.values), len(vocabs["item"].values)
+    keys = [(m["ident"] * n_judges + m["judge"]) * n_items + m["item"] for m in mapped]
+    for (run_dir, cols), key, m in zip(per_run, keys, mapped):
+        _check_duplicates(run_dir, key, cols.columns["line"],
+                          lambda r, m=m: (identities.values[m["ident"][r]].name, vocabs["item"].values[m["item"][r]]))  # fmt: skip
+    sizes = [len(cols) for _, cols in per_run]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    key = np.concatenate(keys)
+    run = np.repeat(np.arange(len(per_run), dtype=np.int64), sizes)
+    status = np.concatenate([cols.columns["status"] for _, cols in per_run])
+    # The winner of a key: the latest run's row, but a real result outranks any later infra error.
+    priority = run + len(per_run) * (status != INFRA_CODE)
+    by_key = np.lexsort((priority, key))
+    last = np.ones(len(key), dtype=bool)
+    last[:-1] = key[by_key][1:] != key[by_key][:-1]
+    winners = by_key[last]
+    superseded = len(key) - len(winners)
+    first_seen = np.minimum.reduceat(by_key, np.concatenate([[0], np.flatnonzero(last[:-1]) + 1])) if len(key) else by_key
+
+    def gathered(get: Any) -> np.ndarray:
+        return np.concatenate([get(cols, m) for (_, cols), m in zip(per_run, mapped)])[winners]
+
+    g_ident, g_judge = gathered(lambda c, m: m["ident"]), gathered(lambda c, m: m["judge"])
+    g_item = gathered(lambda c, m: m["item"])
+    # Entrants in order: (model name, identity key), then judge key ("" for judge-free).
+    pair = g_ident * n_judges + g_judge
+    pairs = np.unique(pair)
+    pair_order = sorted(pairs.tolist(), key=lambda p: ((identities.values[p // n_judges].name, identities.values[p // n_judges].key),
+                                                       _judge_key(judges.values[p % n_judges])))  # fmt: skip
+    entrant_of_pair = {p: e for e, p in enumerate(pair_order)}
+    entrant = np.searchsorted(pairs, pair)
+    rank_of_pair = np.array([entrant_of_pair[p] for p in pairs.tolist()], dtype=np.int32)
+    entrant = rank_of_pair[entrant] if len(pairs) else entrant.astype(np.int32)
+    item_names = vocabs["item"].values
+    item_rank = np.argsort(np.argsort(np.array(item_names, dtype=object), kind="stable"), kind="stable")
+    order = np.lexsort((item_rank[g_item], entrant))
+    chosen = winners[order]
+    entrants = make_entrants([(identities.values[p // n_judges], judges.values[p % n_judges]) for p in pair_order])
+
+    codes: dict[str, np.ndarray] = {}
+    vocab: dict[str, tuple[str, ...]] = {}
+    for name in CODE_COLUMNS:
+        column = gathered(lambda c, m, name=name: m[name])[order]
+        present = np.unique(column)
+        names = [vocabs[name].values[i] for i in present.tolist()]
+        sort = sorted(range(len(names)), key=names.__getitem__)
+        remap = np.zeros(len(vocabs[name].values), dtype=np.int32)
+        remap[present[sort]] = np.arange(len(sort), dtype=np.int32)
+        codes[name] = remap[column]
+        vocab[name] = tuple(names[i] for i in sort)
+    systems = [d.split(":", 1)[0] for d in vocab["domain"]]
+    system_vocab = tuple(sorted(set(systems)))
+    system_code = np.array([system_vocab.index(s) for s in systems], dtype=np.int32)
+    codes["system"], vocab["system"] = system_code[codes["domain"]] if len(systems) else codes["domain"], system_vocab
     items = vocab.pop("item")
+    item = codes.pop("item")
 
-    def column(index: int) -> np.ndarray:
-        return np.array([r[index] for r in records], dtype=float)  # None -> NaN
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([cols.columns[name] for _, cols in per_run])[chosen]
 
-    metric_rows = [r[11] or {} for r in records]
-    metric_names = sorted({name for m in metric_rows if m for name in m})
-    no_flags = (math.nan,) * len(FLAG_COLUMNS)
-    flags = np.array([r[12] or no_flags for r in records], dtype=float).reshape(n, len(FLAG_COLUMNS))
-    return ScoreTable(
-        entrants=tuple(entrants), items=items, vocab=vocab,
-        entrant=np.fromiter((entrant_index[(k[0], k[1])] for k in keys), dtype=np.int32, count=n),
-        **codes, status=np.array([r[6] for r in records], dtype=np.int8),
-        value=column(7), passed=column(8), latency_s=column(9), completion_tokens=column(10),
-        run=np.fromiter((merged[k][1] for k in keys), dtype=np.int16, count=n),
-        metrics={name: np.array([m.get(name) for m in metric_rows], dtype=float) for name in metric_names},
-        flags={name: flags[:, j] for j, name in enumerate(FLAG_COLUMNS)},
-        labels={i: r[13] for i, r in enumerate(records) if r[13] is not None},
-        answered=np.fromiter((r[14] for r in records), dtype=bool, count=n),
-        sources={r[0]: r[15] for r in records if r[15] is not None},
-        cost=column(16),
+    metric_names = sorted({name for _, cols in per_run for name in cols.metrics})
+    metrics = {name: np.concatenate([cols.metrics.get(name, np.full(len(cols), np.nan)) for _, cols in per_run])[chosen]
+               for name in metric_names}  # fmt: skip
+    flags = {name: np.concatenate([cols.flags[name] for _, cols in per_run])[chosen] for name in FLAG_COLUMNS}
+    final = np.full(len(key), -1, dtype=np.int64)
+    final[chosen] = np.arange(len(chosen))
+    labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
+    sources: dict[str, str] = {}
+    judged_at: list[tuple[int, dict[str, Any]]] = []
+    first_of_winner = np.empty(len(key), dtype=np.int64)
+    first_of_winner[winners] = first_seen
+    for r, (_, cols) in enumerate(per_run):
+        base = int(offsets[r])
+        for local, label in cols.labels.items():
+            if final[base + local] >= 0:
+                labels[int(final[base + local])] = label
+        for local, source in cols.sources.items():
+            if final[base + local] >= 0:
+                sources[items[int(item[final[base + local]])]] = source
+        for local, record in cols.judged.items():
+            if final[base + local] >= 0:
+                identity = cols.identities[int(cols.columns["ident"][local])]
+                judge_record = cols.judge_records[int(cols.columns["judge"][local])]
+                judged_at.append((int(first_of_winner[base + local]), {**record, "model": identity.name,
+                                  "model_identity": identity.as_dict(), "judge": judge_record}))  # fmt: skip
+    judged_at.sort(key=lambda pair: pair[0])
+    table = ScoreTable(
+        entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant[order].astype(np.int32), item=item, **codes,
+        status=column("status").astype(np.int8), value=column("value"), passed=column("passed"),
+        latency_s=column("latency_s"), completion_tokens=column("completion_tokens"),
+        run=run[chosen].astype(np.int16), metrics=metrics, flags=flags, labels=labels,
+        answered=column("answered").astype(bool), sources=sources, cost=column("cost"),
     )  # fmt: skip
+    return table, superseded, [record for _, record in judged_at]
+
+
+def _judge_key(judge: JudgeIdentity | None) -> str:
+    return "" if judge is None else judge.key()
 
 
 def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loaded:
@@ -464,14 +339,12 @@ def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loade
         if not infos:
             raise LoadError(f"--since {since}: every run was created earlier ({', '.join(skipped)})")
     infos.sort(key=lambda pair: parse_time(pair[1].created_at, pair[0].name))  # stable: argument order breaks ties
-    interner = _Interner()
-    per_run = [(d, read_scores(d, interner)) for d, _ in infos]
-    merged, superseded = merge_rows(per_run, interner)
-    if not merged:
+    per_run = [(d, run_columns(d)) for d, _ in infos]
+    if not sum(len(cols) for _, cols in per_run):
         raise LoadError(f"no score rows in {', '.join(str(d / SCORES_FILENAME) for d, _ in infos)}")
-    table = build_table(merged, interner)
+    table, superseded, judged = merge_columns(per_run)
     runs = tuple(info for _, info in infos)
-    return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)))
+    return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)), tuple(judged))
 
 
 def _differing(records: Sequence[Mapping[str, Any]]) -> list[str]:

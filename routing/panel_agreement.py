@@ -91,14 +91,14 @@ def _judge_only_costs(run_dirs: Sequence[str], names: Sequence[str], candidates:
     return costs
 
 
-def build_panel_agreement(rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[str]) -> dict[str, Any]:
-    """The ``judge_panel`` block: one entry per panel found in ``rows`` (empty without panels)."""
+def build_panel_agreement(rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[str], candidates: set[str]) -> dict[str, Any]:
+    """The ``judge_panel`` block: one entry per panel found in the judged ``rows`` (empty without
+    panels); ``candidates``: the pool names of every model scored (a member that is not one only judges)."""
     panels: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         if isinstance((row.get("details") or {}).get("panel"), Mapping) and row.get("judge"):
             panels.setdefault(str(row["judge"].get("model")), []).append(row)
     out: dict[str, Any] = {"alpha_warn": ALPHA_WARN, "panels": {}, "warnings": []}
-    candidates = {str(r["model"]) for r in rows}
     for label, prows in sorted(panels.items()):
         names = [m["name"] for m in prows[0]["details"]["panel"]["members"]]
         verdicts = [r for r in prows if r.get("passed") is not None or r["status"] == "scored"]

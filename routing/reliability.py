@@ -47,6 +47,7 @@ from eval.scores import JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from judge.calibration_store import calibrations, for_stages
 from routing.load import Loaded
 from routing.panel_agreement import build_panel_agreement
+from routing.table import SCORED
 
 LENGTH_BIAS_RHO = 0.5
 KAPPA_MIN = 0.6
@@ -152,40 +153,29 @@ def _judge_group(judge: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return json.dumps(identity, sort_keys=True, default=str), identity
 
 
-def read_runs(run_dirs: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, set[str]], bool]:
-    """(merged score rows with ``_chars`` added, verdict stages per judge name, whether any lengths were found).
-
-    Runs oldest first; a later run's row replaces an earlier one for the same (model identity,
-    judge, item), except that an infra error never replaces a result (as ``routing.load``).
-    """
-    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+def answer_lengths(run_dirs: Sequence[str], wanted: set[tuple[str, str]]) -> tuple[dict[tuple[str, str], int], dict[str, set[str]], bool]:
+    """(answer length in characters per wanted (model, item), verdict stages per judge name, whether
+    any answer text was found) from the runs' ``results.jsonl``, oldest run first (a later answer's
+    length replaces an earlier one's). Only the wanted lengths are kept."""
+    chars: dict[tuple[str, str], int] = {}
     stages: dict[str, set[str]] = {}
     any_lengths = False
     for run_dir in map(Path, run_dirs):
-        chars: dict[tuple[str, str], int] = {}
         results = run_dir / "results.jsonl"
-        if results.is_file():
-            with results.open(encoding="utf-8") as f:
-                for line in f:
-                    if not line.strip():
-                        continue
-                    r = json.loads(line)
-                    if r.get("stage") == "answer" and isinstance(r.get("text"), str):
-                        chars[(r["model"], r["item_id"])] = len(r["text"])
-                    elif str(r.get("stage", "")).startswith("judge:") and r.get("status") == "ok":
-                        stages.setdefault(str(r.get("answered_by") or ""), set()).add(r["stage"])
-        any_lengths = any_lengths or bool(chars)
-        with (run_dir / "scores.jsonl").open(encoding="utf-8") as f:
+        if not results.is_file():
+            continue
+        with results.open(encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
                     continue
-                row = json.loads(line)
-                judge = "" if row.get("judge") is None else _judge_record_key(row["judge"])
-                key = (json.dumps(row["model_identity"], sort_keys=True, default=str), judge, row["item_id"])
-                if key in merged and row["status"] == "infra_error" and merged[key]["status"] != "infra_error":
-                    continue
-                merged[key] = {**row, "_chars": chars.get((row["model"], row["item_id"]))}
-    return list(merged.values()), stages, any_lengths
+                r = json.loads(line)
+                if r.get("stage") == "answer" and isinstance(r.get("text"), str):
+                    any_lengths = True
+                    if (r["model"], r["item_id"]) in wanted:
+                        chars[(r["model"], r["item_id"])] = len(r["text"])
+                elif str(r.get("stage", "")).startswith("judge:") and r.get("status") == "ok":
+                    stages.setdefault(str(r.get("answered_by") or ""), set()).add(r["stage"])
+    return chars, stages, any_lengths
 
 
 # --- the block ------------------------------------------------------------------------------------
@@ -256,9 +246,30 @@ def _judges_within(label: str, identity: Mapping[str, Any]) -> list[tuple[str, M
     return [(f"{label}/{n}", {"name": n, "model": m, "gguf": g or None}) for n, m, g in zip(names, ids, ggufs)]  # type: ignore[arg-type]
 
 
+def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
+    """Per model label: its identity, scored rows and scored rows in contamination-resistant families
+    (every row of the table, judged or not); judges and context labels are filled in from the verdicts."""
+    table = loaded.table
+    scored = table.status == SCORED
+    resistant_codes = [table.code("family", f) for f in RESISTANT_FAMILIES if f in table.vocab["family"]]
+    n = len(table.entrants)
+    per_scored = np.bincount(table.entrant[scored], minlength=n)
+    per_resistant = np.bincount(table.entrant[scored & np.isin(table.family, resistant_codes)], minlength=n)
+    models: dict[str, dict[str, Any]] = {}
+    for index, entrant in enumerate(table.entrants):
+        entry = models.setdefault(entrant.model_label, {"identity": entrant.model.as_dict(), "judges": set(), "scored": 0,
+                                                        "resistant": 0, "context": []})  # fmt: skip
+        entry["scored"] += int(per_scored[index])
+        entry["resistant"] += int(per_resistant[index])
+    return models
+
+
 def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dict[str, Any]:
     """The ``judge_reliability`` block (module doc) for the runs ``loaded`` read."""
-    rows, judge_stages, any_lengths = read_runs([r.dir for r in loaded.runs])
+    run_dirs = [r.dir for r in loaded.runs]
+    judged = loaded.judged
+    chars, judge_stages, any_lengths = answer_lengths(run_dirs, {(r["model"], r["item_id"]) for r in judged})
+    rows = [{**r, "_chars": chars.get((r["model"], r["item_id"]))} for r in judged]
     model_label = _labels(loaded)
     label_of = {id(r): model_label.get(json.dumps(r["model_identity"], sort_keys=True, default=str), r["model"]) for r in rows}
     groups: dict[str, dict[str, Any]] = {}
@@ -275,13 +286,9 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         notes.append("answer lengths not available: no results.jsonl with answer texts beside the scores, so no length "
                      "correlation or length-controlled score")  # fmt: skip
 
-    models: dict[str, dict[str, Any]] = {}
+    models = _model_tallies(loaded)
     for r in rows:
-        entry = models.setdefault(label_of[id(r)], {"identity": r["model_identity"], "judges": set(), "scored": 0, "resistant": 0,
-                                                     "context": []})  # fmt: skip
-        if r["status"] == "scored":
-            entry["scored"] += 1
-            entry["resistant"] += r["family"] in RESISTANT_FAMILIES
+        entry = models[label_of[id(r)]]
         if id(r) in group_of:
             entry["judges"].add(group_of[id(r)])
         label = (r.get("details") or {}).get("context_awareness")
@@ -347,7 +354,7 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                                 {"available": False, "reason": "the judge contracts ask for no context-awareness label (appropriate / "
                                  "overconfident / overhedged), so no score carries details.context_awareness"}),
         }  # fmt: skip
-    panels = build_panel_agreement(rows, [r.dir for r in loaded.runs])
+    panels = build_panel_agreement(rows, run_dirs, {e.model.name for e in loaded.table.entrants})
     warnings += panels.pop("warnings")
     return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N},
             "judge_panel": panels,
