@@ -35,8 +35,8 @@ from routing.markdown import render_markdown
 from routing.objective import check_agreement, decision_recognition
 from routing.pairwise import PairwiseOptions, build_pairwise
 from routing.reliability import build_reliability
-from routing.serve.validation import end_to_end_row
 from routing.report import render_report
+from routing.serve.validation import end_to_end_row
 from routing.table import INFRA_ERROR, common_items
 from routing.validation import DEFAULT_K, cross_validate, manifest_decider
 

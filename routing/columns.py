@@ -212,6 +212,8 @@ def write_columns(run_dir: Path | str) -> Path:
     """
     run_dir = Path(run_dir)
     source = run_dir / SCORES_FILENAME
+    if not source.is_file():
+        raise LoadError(f"{source}: not found; pass a run folder pool.run wrote (it holds {SCORES_FILENAME})")
     stamp_before = _source_stamp(source) if source.is_file() else None
     target = run_dir / COLUMNS_DIRNAME
     building = run_dir / f".{COLUMNS_DIRNAME}.building"
@@ -281,10 +283,13 @@ def _append(files: dict[str, Any], folder: Path, name: str, column: np.ndarray) 
     handle.write(np.ascontiguousarray(column).tobytes())
 
 
-def read_columns(run_dir: Path | str) -> RunColumns | None:
+def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunColumns | None:
     """The run's columnar copy, or None when it has none or it is stale (``scores.jsonl`` changed
     since, or a file is short): the caller then reads ``scores.jsonl``. A copy that is there and
-    current but does not hold together raises :class:`LoadError` naming the file."""
+    current but does not hold together raises :class:`LoadError` naming the file.
+
+    ``only``: read just these of the fixed columns (others are left empty), no sub-metrics, flags or
+    per-row extras — for a reader that needs a few columns of a large run."""
     run_dir = Path(run_dir)
     folder = run_dir / COLUMNS_DIRNAME
     meta_path = folder / "meta.json"
@@ -301,19 +306,22 @@ def read_columns(run_dir: Path | str) -> RunColumns | None:
     if source.is_file() and {k: stamp.get(k) for k in ("size", "mtime_ns")} != _source_stamp(source):
         return None  # scores.jsonl was rewritten (a re-score, an edit): it is the record
     n = int(meta["rows"])
-    columns: dict[str, np.ndarray] = {}
+    wanted = set(meta["columns"]) if only is None else set(only)
+    columns: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in meta["columns"].items()}
     for name, dtype in meta["columns"].items():
+        if name not in wanted:
+            continue
         path = folder / f"{name}.bin"
         if not path.is_file() or path.stat().st_size != n * np.dtype(dtype).itemsize:
             return None
         columns[name] = np.fromfile(path, dtype=dtype)
     vocab = {name: list(meta["vocab"][name]) for name in CODE_COLUMNS}
     for name in CODE_COLUMNS:
-        if n and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
+        if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
             raise LoadError(f"{folder / (name + '.bin')}: a code outside its vocabulary; rebuild with python -m routing.columns {run_dir}")
     identities = [ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]]
     judges = [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]]
-    if n and (columns["ident"].max() >= len(identities) or columns["judge"].max() >= len(judges)):
+    if n and {"ident", "judge"} <= wanted and (columns["ident"].max() >= len(identities) or columns["judge"].max() >= len(judges)):
         raise LoadError(f"{folder}: an identity index outside meta.json; rebuild with python -m routing.columns {run_dir}")
     out = RunColumns(
         identities=identities, judges=judges, vocab=vocab,
@@ -321,7 +329,8 @@ def read_columns(run_dir: Path | str) -> RunColumns | None:
         metrics={name: columns[f"metric.{name}"] for name in meta["metrics"]},
         flags={name: columns[f"flag.{name}"] for name in FLAG_COLUMNS}, judge_records=list(meta["judges"]),
     )  # fmt: skip
-    _read_extras(folder / "rows.jsonl", out)
+    if only is None:
+        _read_extras(folder / "rows.jsonl", out)
     return out
 
 

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from eval.scores import JudgeIdentity
-from routing.columns import CODE_COLUMNS, RunColumns, run_columns
+from routing.columns import CODE_COLUMNS, RunColumns, read_columns, run_columns
 from routing.load_rows import (
     FLAG_COLUMNS,
     INFRA_CODE,
@@ -136,9 +136,13 @@ class ScoreDigest:
 
 
 def digest_scores(run_dir: Path | str) -> ScoreDigest:
-    """A :class:`ScoreDigest` of ``RUN_DIR/scores.jsonl``; raises :class:`LoadError` as :func:`load_runs`
-    does (bad row, the same (model, judge, item) twice, no row at all)."""
+    """A :class:`ScoreDigest` of the run's scores: a few columns of its columnar copy when current,
+    else ``scores.jsonl`` in one streaming pass; raises :class:`LoadError` as :func:`load_runs` does
+    (bad row, the same (model, judge, item) twice, no row at all)."""
     run_dir = Path(run_dir)
+    cols = read_columns(run_dir, only=("ident", "judge", "item", "family", "status", "value", "line"))
+    if cols is not None:
+        return _digest_columns(run_dir, cols)
     interner = IdentityInterner()
     values: dict[tuple[int, int, str], array[float]] = {}
     judges: dict[str, set[int]] = {}
@@ -163,6 +167,33 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
         values={(index[(i, j)], family): np.frombuffer(column, dtype=float) for (i, j, family), column in values.items()},
         judges_by_family={family: tuple(sorted(judge_keys[j] for j in ids if j)) for family, ids in sorted(judges.items())},
     )  # fmt: skip
+
+
+def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
+    """:func:`digest_scores` from a run's columns (values per group in file order, as the stream)."""
+    c = cols.columns
+    if not len(c["line"]):
+        raise LoadError(f"no score rows in {run_dir / SCORES_FILENAME}")
+    n_judges, n_items = len(cols.judges), len(cols.vocab["item"])
+    _check_duplicates(run_dir, (c["ident"].astype(np.int64) * n_judges + c["judge"]) * n_items + c["item"], c["line"],
+                      lambda r: (cols.identities[c["ident"][r]].name, cols.vocab["item"][c["item"][r]]))  # fmt: skip
+    pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
+    pairs = sorted(np.unique(pair).tolist(), key=lambda p: ((cols.identities[p // n_judges].name, cols.identities[p // n_judges].key),
+                                                            _judge_key(cols.judges[p % n_judges])))  # fmt: skip
+    index = {p: e for e, p in enumerate(pairs)}
+    entrants = make_entrants([(cols.identities[p // n_judges], cols.judges[p % n_judges]) for p in pairs])
+    families = cols.vocab["family"]
+    group = pair * len(families) + c["family"]
+    order = np.argsort(group, kind="stable")
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group[order])) + 1])
+    values: dict[tuple[int, str], np.ndarray] = {}
+    judges: dict[str, set[str]] = {}
+    for rows in np.split(order, starts[1:]):
+        p, family = int(pair[rows[0]]), families[int(c["family"][rows[0]])]
+        values[(index[p], family)] = c["value"][rows][c["status"][rows] == SCORED]
+        judges.setdefault(family, set()).add(_judge_key(cols.judges[p % n_judges]))
+    return ScoreDigest(entrants=tuple(entrants), values=values,
+                       judges_by_family={f: tuple(sorted(k for k in keys if k)) for f, keys in sorted(judges.items())})  # fmt: skip
 
 
 # --- merging runs ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import hashlib
 import heapq
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +52,8 @@ from pool.score.criteria_items import grade_criteria_items
 from pool.score.panel import panel_scores
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
+from routing.columns import COLUMNS_DIRNAME, write_columns
+from routing.load_rows import LoadError
 
 # Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
 # answer must not become a 21 MB judge request. Far above any real answer to one question.
@@ -429,6 +432,7 @@ class ScoringStage:
 
         atomic_write_lines(path, counted_lines())
         self._counts = (counts, unparseable)
+        _write_columns(run_dir)
         return path
 
     def tally(self) -> dict[str, Any]:
@@ -442,6 +446,16 @@ class ScoringStage:
             judge["panel"] = [{"model": setup.model.name, "backend": setup.backend} for setup in self.panel]
             judge["rule"] = self.panel_rule
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
+
+
+def _write_columns(run_dir: Path) -> None:
+    """The columnar copy of scores.jsonl that aggregation reads (routing.columns). scores.jsonl is
+    the record: when the copy cannot be written (a full disk, say) the run goes on and readers
+    take scores.jsonl, as they do for run folders written before the copy existed."""
+    try:
+        write_columns(run_dir)
+    except (OSError, LoadError) as exc:
+        print(f"warning: {run_dir / COLUMNS_DIRNAME} not written ({exc}); routing reads scores.jsonl instead", file=sys.stderr)
 
 
 class _RowSpool:
