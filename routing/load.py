@@ -239,6 +239,10 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     that an ``infra_error`` never replaces a real result. Table rows are ordered by model name,
     identity key, judge key (judge-free first), then item id.
     """
+    if len(per_run) == 1:
+        fast = _merge_sorted_run(per_run[0][1])
+        if fast is not None:
+            return fast
     identities, judges = _Vocab(), _Vocab()
     judges.codes([None])
     vocabs = {name: _Vocab() for name in CODE_COLUMNS}
@@ -349,6 +353,59 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     return table, superseded, [record for _, record in judged_at]
 
 
+def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(codes into the sorted vocabulary of the names in use, that vocabulary)."""
+    used = np.flatnonzero(np.bincount(codes, minlength=len(names))) if len(codes) else np.zeros(0, dtype=np.int64)
+    order = sorted(used.tolist(), key=names.__getitem__)
+    remap = np.zeros(len(names), dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return remap[codes], tuple(names[i] for i in order)
+
+
+def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str, Any]]] | None:
+    """:func:`merge_columns` of one run whose rows are already in table order with no key twice —
+    what ``pool.run`` writes — without copying its columns; None when the run is not like that."""
+    c = cols.columns
+    n_judges = len(cols.judges)
+    pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
+    pairs = np.unique(pair)
+    pair_order = sorted(pairs.tolist(), key=lambda p: ((cols.identities[p // n_judges].name, cols.identities[p // n_judges].key),
+                                                       _judge_key(cols.judges[p % n_judges])))  # fmt: skip
+    rank = np.zeros(int(pairs.max()) + 1 if len(pairs) else 0, dtype=np.int32)
+    rank[pair_order] = np.arange(len(pair_order), dtype=np.int32)
+    entrant = rank[pair]
+    del pair
+    item_names = cols.vocab["item"]
+    item_rank = np.zeros(len(item_names), dtype=np.int64)
+    item_rank[sorted(range(len(item_names)), key=item_names.__getitem__)] = np.arange(len(item_names))
+    position = entrant.astype(np.int64) * max(len(item_names), 1) + item_rank[c["item"]]
+    if len(position) > 1 and not bool((position[1:] > position[:-1]).all()):
+        return None
+    del position
+    codes: dict[str, np.ndarray] = {}
+    vocab: dict[str, tuple[str, ...]] = {}
+    for name in CODE_COLUMNS:
+        codes[name], vocab[name] = _sorted_vocab(c[name], cols.vocab[name])
+    systems = [d.split(":", 1)[0] for d in vocab["domain"]]
+    vocab["system"] = tuple(sorted(set(systems)))
+    codes["system"] = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)[codes["domain"]]
+    items = vocab.pop("item")
+    item = codes.pop("item")
+    judged = [{**record, "model": cols.identities[int(c["ident"][row])].name,
+               "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
+               "judge": cols.judge_records[int(c["judge"][row])]} for row, record in sorted(cols.judged.items())]  # fmt: skip
+    entrants = make_entrants([(cols.identities[p // n_judges], cols.judges[p % n_judges]) for p in pair_order])
+    table = ScoreTable(
+        entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant, item=item, **codes,
+        status=c["status"].astype(np.int8, copy=False), value=c["value"], passed=c["passed"], latency_s=c["latency_s"],
+        completion_tokens=c["completion_tokens"], run=np.zeros(len(entrant), dtype=np.int16), metrics=dict(cols.metrics),
+        flags=dict(cols.flags), labels=dict(sorted(cols.labels.items())),
+        answered=c["answered"].view(bool) if c["answered"].dtype == np.uint8 else c["answered"].astype(bool),
+        sources={items[int(item[row])]: source for row, source in cols.sources.items()}, cost=c["cost"],
+    )  # fmt: skip
+    return table, 0, judged
+
+
 def _judge_key(judge: JudgeIdentity | None) -> str:
     return "" if judge is None else judge.key()
 
@@ -378,6 +435,12 @@ def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loade
     return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)), tuple(judged))
 
 
+def _unique_pairs(first: np.ndarray, second: np.ndarray, n_second: int) -> list[tuple[int, int]]:
+    """The distinct (first, second) pairs of two integer columns, sorted (one 1-D unique, not a 2-D one)."""
+    codes = np.unique(first.astype(np.int64) * max(n_second, 1) + second)
+    return [(int(c) // max(n_second, 1), int(c) % max(n_second, 1)) for c in codes]
+
+
 def _differing(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """Field names whose value is not the same in every record (a missing field counts as null)."""
     names = sorted({k for r in records for k in r})
@@ -393,9 +456,9 @@ def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any
     judge identities (within a family every verdict uses one prompt contract, so a second identity
     there is another judge, server, setting or prompt version — never merged). ``runs``: run ids.
     """
-    pairs = np.unique(np.stack([table.entrant, table.run]), axis=1) if len(table) else np.zeros((2, 0), dtype=int)
+    pairs = _unique_pairs(table.entrant, table.run, len(runs))
     runs_of: dict[int, list[str]] = {}
-    for entrant, run in pairs.T:
+    for entrant, run in pairs:
         runs_of.setdefault(int(entrant), []).append(runs[int(run)].run_id)
     out: list[dict[str, Any]] = []
     models: dict[str, dict[ModelIdentity, set[str]]] = {}
@@ -409,8 +472,9 @@ def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any
                         "identities": [{"label": labels[i], "key": i.key, "runs": sorted(group[i])} for i in idents]})  # fmt: skip
     families = table.names("family")
     judges: dict[tuple[str, str], dict[JudgeIdentity, set[str]]] = {}
-    pairs = np.unique(np.stack([table.family, table.entrant, table.run]), axis=1) if len(table) else np.zeros((3, 0), dtype=int)
-    for family, entrant, run in pairs.T:
+    triples = _unique_pairs(table.family.astype(np.int64) * len(table.entrants) + table.entrant, table.run, len(runs))
+    for code, run in triples:
+        family, entrant = divmod(code, len(table.entrants))
         judge = table.entrants[int(entrant)].judge
         if judge is not None:
             judges.setdefault((families[int(family)], judge.model), {}).setdefault(judge, set()).add(runs[int(run)].run_id)
