@@ -115,14 +115,34 @@ def tie_key(contestant: Contestant, salt: str) -> tuple[float, float, float, int
 
 def _paired(a: Contestant, b: Contestant, bootstrap: bool) -> tuple[int, float, float, str]:
     """(n_paired, p, mean difference a − b, test) on the items both answered."""
-    common, ia, ib = np.intersect1d(a.items, b.items, assume_unique=True, return_indices=True)
+    ia, ib = _common_items(a.items, b.items)
+    n_common = len(a.items) if ia is None else len(ia)
     if bootstrap:
         diff = np.asarray(a.draws) - np.asarray(b.draws)
-        return len(common), bootstrap_p_value(diff), float(a.score - b.score), PAIRED_BOOTSTRAP
-    if not len(common):
+        return n_common, bootstrap_p_value(diff), float(a.score - b.score), PAIRED_BOOTSTRAP
+    if not n_common:
         return 0, 1.0, 0.0, ""
-    p, mean, test = paired_difference_test(a.values[ia], b.values[ib])
-    return len(common), p, mean, test
+    if ia is None:  # the usual case: the same items
+        p, mean, test = paired_difference_test(a.values, b.values)
+    else:
+        p, mean, test = paired_difference_test(a.values[ia], b.values[ib])
+    return n_common, p, mean, test
+
+
+def _common_items(items_a: np.ndarray, items_b: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Positions in each of the items both hold, in item order (``np.intersect1d``'s indices);
+    (None, None) when the two hold the same items. Sorted, distinct codes (what contestants carry)
+    are matched by binary search; anything else goes through ``np.intersect1d``."""
+    if not ((items_a[1:] > items_a[:-1]).all() and (items_b[1:] > items_b[:-1]).all()):
+        _, ia, ib = np.intersect1d(items_a, items_b, assume_unique=True, return_indices=True)
+        return ia, ib
+    if len(items_a) == len(items_b) and np.array_equal(items_a, items_b):
+        return None, None
+    at = np.searchsorted(items_b, items_a)
+    found = at < len(items_b)
+    found[found] = items_b[at[found]] == items_a[found]
+    ia = np.flatnonzero(found)
+    return ia, at[ia]
 
 
 def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, salt: str, bootstrap: bool = False) -> Decision:

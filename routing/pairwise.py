@@ -5,8 +5,9 @@ entrant on an item is its ``value`` (scored rows allowed by ``--common``); the i
 matrix gives the battles (see :mod:`routing.ratings`). Entrants that meet no other entrant on any
 item are left out of the scope's ratings. Families never mix: a scope holds one family's items.
 
-Online Elo is sequential Python (``eval.elo_ratings``); above ``elo_max_battles`` battles a seeded
-random sample of that many is shuffled instead, and ``elo.battles_used`` says so.
+Online Elo is ``eval.elo_ratings`` over shuffled orders (every scope's orders are played side by
+side in one pass: :func:`routing.ratings.elo_over_orders_many`); above ``elo_max_battles`` battles
+a seeded random sample of that many is shuffled instead, and ``elo.battles_used`` says so.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from routing.ratings import (
     WIN,
     bootstrap_outcome_counts,
     bradley_terry,
-    elo_over_orders,
+    elo_over_orders_many,
     outcome_counts,
     outcome_matrix,
     overall_win_rates,
@@ -63,6 +64,17 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
 
 def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
     """Win rates, Elo over orders and Bradley–Terry for one items × models score matrix."""
+    pending: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    result = _scope_ratings(values, labels, options, pending)
+    _play_elo(pending, options)
+    return result
+
+
+def _scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOptions,
+                   pending: list[tuple[dict[str, Any], dict[str, Any]]], out: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """:func:`scope_ratings` added to ``out`` (a new dict by default), with its ``elo`` left to
+    :func:`_play_elo`: ``out`` and its battles go to ``pending``."""
+    out = {} if out is None else out
     outcomes = outcome_matrix(values)
     counts = outcome_counts(outcomes)
     m = len(labels)
@@ -71,20 +83,20 @@ def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOp
     met = counts.sum(axis=1) > 0
     played[first[met]] = played[second[met]] = True
     if played.sum() < 2:
-        return {"models": list(labels), "battles": 0, "skipped": "fewer than two models share a scored item"}
+        out.update({"models": list(labels), "battles": 0, "skipped": "fewer than two models share a scored item"})
+        return out
     if not played.all():  # drop entrants that met nobody, then recount over the rest
         keep = np.flatnonzero(played)
-        result = scope_ratings(values[:, keep], [labels[i] for i in keep], options)
-        result["left_out"] = [labels[i] for i in np.flatnonzero(~played)]
-        return result
+        _scope_ratings(values[:, keep], [labels[i] for i in keep], options, pending, out)
+        out["left_out"] = [labels[i] for i in np.flatnonzero(~played)]
+        return out
     boot = bootstrap_outcome_counts(outcomes, options.bt_rounds, options.seed)
     bt = bradley_terry(counts, boot, m, options.bt_virtual_ties)
     rate, games = win_rate_matrix(counts, m)
     overall = overall_win_rates(counts, m)
-    elo = _elo(outcomes, labels, options)
     order = np.argsort(-bt["rating"], kind="stable")
     names = [labels[i] for i in order]
-    return {
+    out.update({
         "models": names,
         "items": int(values.shape[0]),
         "battles": int(counts.sum()),
@@ -94,16 +106,16 @@ def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOp
             "games": [[int(games[i, j]) for j in order] for i in order],
             "overall": {labels[i]: json_number(overall[i]) for i in order},
         },
-        "elo": {"k": options.elo_k, "rounds": options.elo_rounds, "battles_used": elo.pop("battles_used"),
-                "ratings": {labels[i]: {"median": json_number(elo["median"][i]),
-                                        "ci": [json_number(elo["lower"][i]), json_number(elo["upper"][i])]} for i in order}},
+        "elo": None,  # filled in by _play_elo, in this place
         "bradley_terry": {"rounds": options.bt_rounds, "virtual_ties": options.bt_virtual_ties, "ratings": {labels[i]: {
             "rating": json_number(bt["rating"][i]), "ci": [json_number(bt["lower"][i]), json_number(bt["upper"][i])],
             "rank": int(bt["rank"][i])} for i in order}},
-    }  # fmt: skip
+    })  # fmt: skip
+    pending.append((out, {**_elo_battles(outcomes, labels, options), "order": order}))
+    return out
 
 
-def _elo(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
+def _elo_battles(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
     flat = np.flatnonzero(outcomes.ravel() != NONE)
     if len(flat) > options.elo_max_battles:
         rng = np.random.default_rng([options.seed, len(flat)])
@@ -111,32 +123,41 @@ def _elo(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseOptions) 
     first, second = pair_index(len(labels))
     pair = flat % outcomes.shape[1]
     codes = outcomes.ravel()[flat]
-    result = elo_over_orders(
-        [labels[i] for i in first[pair]], [labels[i] for i in second[pair]], [ELO_SCORE[int(c)] for c in codes],
-        labels, options.elo_rounds, options.elo_k, options.seed,
-    )  # fmt: skip
-    return {**result, "battles_used": len(flat)}
+    return {"game": ([labels[i] for i in first[pair]], [labels[i] for i in second[pair]], [ELO_SCORE[int(c)] for c in codes], list(labels)),
+            "battles_used": len(flat)}  # fmt: skip
+
+
+def _play_elo(pending: Sequence[tuple[dict[str, Any], dict[str, Any]]], options: PairwiseOptions) -> None:
+    """Online Elo of every pending scope, all played in one pass (each with its own seeded orders)."""
+    runs = elo_over_orders_many([battles["game"] for _, battles in pending], options.elo_rounds, options.elo_k, options.seed)
+    for (result, battles), elo in zip(pending, runs):
+        labels = battles["game"][3]
+        result["elo"] = {"k": options.elo_k, "rounds": options.elo_rounds, "battles_used": battles["battles_used"],
+                         "ratings": {labels[i]: {"median": json_number(elo["median"][i]),
+                                                 "ci": [json_number(elo["lower"][i]), json_number(elo["upper"][i])]} for i in battles["order"]}}  # fmt: skip
 
 
 def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray, options: PairwiseOptions) -> list[dict[str, Any]]:
     """Every family scope, then every bucket scope, each with its ratings."""
     allowed = np.flatnonzero(keep & (table.status == SCORED))
-    scopes = []
+    scopes, pending = [], []
     for family in FAMILIES:
         if family not in table.vocab["family"]:
             continue
         rows = allowed[table.family[allowed] == table.code("family", family)]
-        scopes.append(_scope(table, rows, family, family, "family", options))
+        scopes.append(_scope(table, rows, family, family, "family", options, pending))
     for bucket in buckets:
         column = {"task": table.task, "domain": table.domain, "system": table.system, "skill": table.gold_type}[bucket.kind]
         category = {"task": "task", "domain": "domain", "system": "system", "skill": "gold_type"}[bucket.kind]
         rows = allowed[(table.family[allowed] == table.code("family", bucket.family))
                        & (column[allowed] == table.code(category, bucket.name))]  # fmt: skip
-        scopes.append(_scope(table, rows, bucket.id, bucket.family, "bucket", options))
+        scopes.append(_scope(table, rows, bucket.id, bucket.family, "bucket", options, pending))
+    _play_elo(pending, options)
     return scopes
 
 
-def _scope(table: ScoreTable, rows: np.ndarray, scope_id: str, family: str, level: str, options: PairwiseOptions) -> dict[str, Any]:
+def _scope(table: ScoreTable, rows: np.ndarray, scope_id: str, family: str, level: str, options: PairwiseOptions,
+           pending: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
     values, entrants, _ = score_matrix(table, rows)
     labels = [table.entrants[e].label for e in entrants]
-    return {"scope": scope_id, "family": family, "level": level, **scope_ratings(values, labels, options)}
+    return _scope_ratings(values, labels, options, pending, {"scope": scope_id, "family": family, "level": level})

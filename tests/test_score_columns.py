@@ -132,8 +132,8 @@ def test_the_build_equals_the_row_by_row_build_and_the_columnar_one(tmp_path: Pa
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert_close(jsonl["manifest"], golden["manifest"], "manifest")
     assert_close(jsonl["leaderboard"], golden["leaderboard"], "leaderboard")
-    # Bradley–Terry refits converge to the same optimum within the solvers' tolerance.
-    assert_close(jsonl["pairwise"], golden["pairwise"], "pairwise", tol=1e-6)
+    # Bradley–Terry: Newton fits to a gradient of 1e-12, the row-by-row build stopped L-BFGS at ~1e-8 (< 0.02 Elo).
+    assert_close(jsonl["pairwise"], golden["pairwise"], "pairwise", tol=2e-5)
 
 
 def test_a_copy_older_than_scores_jsonl_is_not_read(tmp_path: Path) -> None:
