@@ -166,11 +166,13 @@ def run_bt_items(values: np.ndarray, rounds: int) -> dict[str, np.ndarray]:
 
 
 def write_scores(table: ScoreTable, run_dir: Path) -> None:
-    """The synthetic table as a run directory (scores.jsonl + summary.json) for the end-to-end build."""
+    """The synthetic table as a run directory (scores.jsonl + summary.json) for the end-to-end build,
+    rows in the order pool.run writes them: by model, then item id."""
     names = {k: table.vocab[k] for k in ("family", "task", "domain", "gold_type")}
     status_names = ("scored", "infra_error", "unscorable")
+    item_rank = np.argsort(np.argsort(np.array(table.items, dtype=object), kind="stable"), kind="stable")
     with (run_dir / "scores.jsonl").open("w", encoding="utf-8") as f:
-        for r in range(len(table)):
+        for r in np.lexsort((item_rank[table.item], table.entrant)).tolist():
             entrant = table.entrants[table.entrant[r]]
             scored = table.status[r] == 0
             details = {}
