@@ -164,25 +164,72 @@ def _hashable(label: Any) -> Hashable:
     return label if isinstance(label, Hashable) else str(label)
 
 
+@dataclass(frozen=True)
+class _LabelCodes:
+    """A table's classification labels as arrays: the labelled rows (sorted) and, per row, codes of its
+    predicted label, gold label and declared label set into one vocabulary of (hashable) labels."""
+
+    rows: np.ndarray
+    pred: np.ndarray
+    gold: np.ndarray
+    declared: np.ndarray
+    names: list[Hashable]
+    sets: list[tuple[int, ...]]
+
+    def find(self, rows: np.ndarray) -> np.ndarray:
+        """Positions in :attr:`rows` of the given table rows that carry labels, in their order."""
+        at = np.searchsorted(self.rows, rows)
+        hit = at < len(self.rows)
+        hit[hit] = self.rows[at[hit]] == rows[hit]
+        return at[hit]
+
+
+_LABEL_CODES: dict[int, tuple[Any, _LabelCodes]] = {}
+
+
+def label_codes(table: ScoreTable) -> _LabelCodes:
+    """:class:`_LabelCodes` of ``table.labels``, made once per labels mapping (folds share the table's)."""
+    cached = _LABEL_CODES.get(id(table.labels))
+    if cached is not None and cached[0] is table.labels:
+        return cached[1]
+    names: dict[Hashable, int] = {}
+    sets: dict[tuple[int, ...], int] = {}
+
+    def code(label: Any) -> int:
+        return names.setdefault(_hashable(label), len(names))
+
+    rows = np.array(sorted(table.labels), dtype=np.int64)
+    pred, gold, declared = (np.empty(len(rows), dtype=np.int64) for _ in range(3))
+    for i, row in enumerate(rows.tolist()):
+        predicted, gold_label, declared_set = table.labels[row]
+        pred[i], gold[i] = code(predicted), code(gold_label)
+        declared[i] = sets.setdefault(tuple(code(x) for x in declared_set), len(sets))
+    codes = _LabelCodes(rows, pred, gold, declared, list(names), list(sets))
+    _LABEL_CODES.clear()  # one table at a time: a build reads one
+    _LABEL_CODES[id(table.labels)] = (table.labels, codes)
+    return codes
+
+
 def bucket_label_set(table: ScoreTable, rows: np.ndarray) -> list[Hashable]:
     """Sorted union of the gold labels and declared label sets of a classification bucket's rows."""
-    labels: set[Hashable] = set()
-    for row in rows:
-        if int(row) in table.labels:
-            _, gold, declared = table.labels[int(row)]
-            labels.add(_hashable(gold))
-            labels.update(_hashable(x) for x in declared)
-    return sorted(labels, key=str)
+    codes = label_codes(table)
+    at = codes.find(np.asarray(rows, dtype=np.int64))
+    used = set(np.unique(codes.gold[at]).tolist())
+    for set_code in np.unique(codes.declared[at]).tolist():
+        used.update(codes.sets[set_code])
+    return sorted((codes.names[c] for c in used), key=str)
 
 
 def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray, labels: list[Hashable],
                           idx: np.ndarray) -> dict[str, Estimate]:  # fmt: skip
     """Macro-F1 and accuracy of one cell: eval.macro_f1 for the value, the bucket's resamples for the CI."""
-    rows = np.array([r for r in rows if int(r) in table.labels], dtype=np.int64)
-    if not len(rows):
+    codes = label_codes(table)
+    at = codes.find(np.asarray(rows, dtype=np.int64))
+    if not len(at):
         return {}
-    preds = [_hashable(table.labels[int(r)][0]) for r in rows]
-    golds = [_hashable(table.labels[int(r)][1]) for r in rows]
+    rows = codes.rows[at]
+    preds = [codes.names[c] for c in codes.pred[at].tolist()]
+    golds = [codes.names[c] for c in codes.gold[at].tolist()]
     point = macro_f1(preds, golds, labels)
     correct = sum(p == g for p, g in zip(preds, golds))
     index = {label: i for i, label in enumerate(labels)}
