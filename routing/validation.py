@@ -267,10 +267,11 @@ def cross_validate(table: ScoreTable, keep: np.ndarray | None, decide: Decide, *
 
 
 def routing_table(table: ScoreTable) -> ScoreTable:
-    """The table without the columns no routing decision reads (judge sub-metrics, specialty audit flags),
-    so the k rebuilt leaderboards compute only what decides a route."""
-    blank = np.full(len(table), np.nan)
-    return replace(table, metrics={}, flags={name: blank for name in table.flags})
+    """The table without the columns no routing decision reads (pass/fail, judge sub-metrics, specialty
+    audit flags: routes are decided on each bucket's primary statistic), so the k rebuilt leaderboards
+    compute only what decides a route."""
+    blank = np.broadcast_to(np.nan, len(table))  # read-only, no memory per row
+    return replace(table, passed=blank, metrics={}, flags={name: blank for name in table.flags})
 
 
 def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int, *,
