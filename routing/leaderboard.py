@@ -133,6 +133,13 @@ class Bucket:
         return cell.stats[self.primary].ci
 
 
+# The statistics whose bootstrap draws a decision reads (paired bootstrap tests, the orchestrator's
+# composite): a bucket's primary statistic, score or macro_f1. The others keep their intervals only,
+# so a nightly's buckets do not hold rounds × cells × statistics draws.
+DRAWS_KEPT = ("score", "macro_f1")
+NO_DRAWS = np.zeros(0)
+
+
 def _mean_columns(table: ScoreTable, rows: np.ndarray, family: str) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Statistic names and their (n × k) numerator / denominator columns for the ratio bootstrap."""
     names, nums, dens = [], [], []
@@ -240,8 +247,8 @@ def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray
     draws = bootstrap_macro_f1(gold_codes, pred_codes, len(labels), idx)
     n = len(rows)
     acc_lo, acc_hi = wilson_interval(correct, n)
-    return {"macro_f1": Estimate(float(point["macro_f1"]), hull_with_wilson(point["macro_f1"], n, draws[:, 0]), n, draws[:, 0], CI_HULL),
-            "accuracy": Estimate(float(point["accuracy"]), (float(acc_lo), float(acc_hi)), n, draws[:, 1], CI_WILSON)}  # fmt: skip
+    return {"macro_f1": Estimate(float(point["macro_f1"]), hull_with_wilson(point["macro_f1"], n, draws[:, 0]), n, draws[:, 0].copy(), CI_HULL),
+            "accuracy": Estimate(float(point["accuracy"]), (float(acc_lo), float(acc_hi)), n, NO_DRAWS, CI_WILSON)}  # fmt: skip
 
 
 def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str, rounds: int, seed: int,
@@ -288,7 +295,8 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         stats = {}
         for j, name in enumerate(names, start=column):
             point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
-            stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), draws[:, j], methods[j])
+            kept = draws[:, j].copy() if name in DRAWS_KEPT else NO_DRAWS  # a view would keep the whole matrix
+            stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), kept, methods[j])
         column += len(names)
         if labels:
             stats.update(_classification_stats(table, rows, items, labels, idx))
