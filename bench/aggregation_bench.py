@@ -7,7 +7,10 @@ with judge sub-metrics, 20 specialty domains with safety-floor and claim columns
 decision, probes, exam, a 148-class classification task and CHIP cases; ~2% infra errors; models
 differ in skill), written as a run folder by a child process: ``scores.jsonl`` + ``summary.json``,
 then the columnar copy ``scores.columns/`` as ``pool.run`` writes it (``routing.columns``, timed).
-``--rows 10000000`` is 500 models × 20,000 items (4.5 GB of JSONL; the disk must hold it).
+Always 50 models, so ``--rows 10000000`` is 50 models × 200,000 items (4.5 GB of JSONL; the disk
+must hold it): the same pool on a ten times larger suite. Pairwise ratings grow with the square of
+the models (every pair's outcome on every item), so a pool grows in items long before it grows to
+hundreds of models.
 
 Every measured path runs in a fresh child process of this one (``python -m bench.aggregation_bench
 --child …``), one after the other on the same files, so all see the same machine and page cache;
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 WORKLOADS = ("json_read", "build", "build_jsonl", "compare", "digest")
-ITEMS = 20_000
+MODELS = 50
 GOALS = {1_000_000: (3.0, 1024.0), 10_000_000: (None, 2048.0)}  # rows -> (time ratio, peak MB) goals of the build
 
 
@@ -58,8 +61,8 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
     if workload == "generate":
         from bench.routing_bench import synthetic_table, write_scores
 
-        models, seed = int(paths[1]), int(paths[2])
-        write_scores(synthetic_table(models, ITEMS, seed=seed), Path(paths[0]))
+        items, seed = int(paths[1]), int(paths[2])
+        write_scores(synthetic_table(MODELS, items, seed=seed), Path(paths[0]))
         summary = Path(paths[0]) / "summary.json"
         doc = json.loads(summary.read_text())
         summary.write_text(json.dumps({**doc, "run_id": f"bench-{seed}", "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z"}))
@@ -108,21 +111,21 @@ def run_child(workload: str, *paths: Path | str | int) -> dict[str, Any]:
 
 def prepare(data: Path, rows: int, nights: int) -> list[Path]:
     """Run folders night-0 (and night-1 for compare), generated once and reused; each with its columnar copy."""
-    models = rows // ITEMS
+    items = rows // MODELS
     runs = []
     for seed in range(nights):
         run = data / f"night-{seed}"
         if not (run / "summary.json").is_file() or not (run / "scores.jsonl").is_file():
             run.mkdir(parents=True, exist_ok=True)
-            print(f"generating {run} ({models} models × {ITEMS:,} items) …", file=sys.stderr, flush=True)
-            run_child("generate", run, models, seed)
+            print(f"generating {run} ({MODELS} models × {items:,} items) …", file=sys.stderr, flush=True)
+            run_child("generate", run, items, seed)
         runs.append(run)
     return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.aggregation_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="score rows per night, a multiple of 20,000 (default 10^6)")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="score rows per night, 50 models × rows/50 items (default 10^6)")
     parser.add_argument("--data", type=Path, help="folder for the generated runs, kept and reused (default: a temporary one)")
     parser.add_argument("--skip", default="", help=f"comma-separated workloads to leave out ({', '.join(WORKLOADS)})")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if temporary is not None:
             temporary.cleanup()
-    size = f"{args.rows:,} rows ({args.rows // ITEMS} models × {ITEMS:,} items)"
+    size = f"{args.rows:,} rows ({MODELS} models × {args.rows // MODELS:,} items)"
     print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; {size}")
     ratio_goal, peak_goal = GOALS.get(args.rows, (None, None))
     print(f"goals for the build: time ≤ {ratio_goal or '–'}× json_read, peak ≤ {peak_goal or '–'} MB")

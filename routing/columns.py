@@ -12,8 +12,9 @@ The folder (plain numpy, no other dependency; ``np.fromfile`` reads any column):
   ``scores.jsonl`` it was built from: a changed file makes the copy stale, and readers go back to the
   JSONL), ``vocab`` (item, suite, task, domain, gold_type, family: the strings the code columns
   index), ``identities`` (model identity objects), ``judges`` (judge objects, ``null`` first),
-  ``columns`` (name → numpy dtype) and ``metrics`` (sub-metric names). Written last: a folder
-  without it is incomplete and ignored.
+  ``columns`` (name → numpy dtype), ``metrics`` (sub-metric names) and ``nan_columns`` (float
+  columns without a single value: readers take them as NaN without reading them). Written last: a
+  folder without it is incomplete and ignored.
 - ``<column>.bin`` — raw little-endian values, one per row, in ``scores.jsonl`` order:
   ``ident``/``judge`` (indexes into identities/judges), the six code columns, ``status`` (int8,
   :data:`routing.table.STATUSES`), ``value``/``passed``/``latency_s``/``completion_tokens``/``cost``
@@ -238,6 +239,12 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
     builder = _Builder()
     files: dict[str, Any] = {}
     written_metrics: set[str] = set()
+    known: set[str] = set()  # float columns with at least one value (the others are NaN throughout)
+
+    def note(name: str, column: np.ndarray) -> np.ndarray:
+        if column.dtype.kind == "f" and name not in known and not np.isnan(column).all():
+            known.add(name)
+        return column
     extras = (folder / "rows.jsonl").open("w", encoding="utf-8")
 
     def flush() -> None:
@@ -245,12 +252,13 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
         fixed, metrics, flags, first = builder.take()
         count = len(fixed["line"])
         for name, column in [*fixed.items(), *((f"flag.{k}", v) for k, v in flags.items())]:
-            _append(files, folder, name, column.astype(FIXED_DTYPES.get(name, "<f8"), copy=False))
+            _append(files, folder, name, note(name, column).astype(FIXED_DTYPES.get(name, "<f8"), copy=False))
         for name in written_metrics | set(metrics):
             if name not in written_metrics:  # a sub-metric first seen in this chunk: NaN for every earlier row
                 _append(files, folder, f"metric.{name}", np.full(first, np.nan, dtype="<f8"))
                 written_metrics.add(name)
-            _append(files, folder, f"metric.{name}", metrics.get(name, np.full(count, np.nan)).astype("<f8", copy=False))
+            column = note(f"metric.{name}", metrics.get(name, np.full(count, np.nan)))
+            _append(files, folder, f"metric.{name}", column.astype("<f8", copy=False))
         for row, label in labels.items():
             extras.write(json.dumps({"row": first + row, "label": [label[0], label[1], list(label[2])]}, ensure_ascii=False) + "\n")
         for row, source in sources.items():
@@ -269,7 +277,8 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
         for handle in files.values():
             handle.close()
         extras.close()
-    return {"rows": builder.rows, "vocab": builder.vocab(),
+    floats = [*FLOAT_COLUMNS, *(f"flag.{k}" for k in FLAG_COLUMNS), *(f"metric.{k}" for k in sorted(written_metrics))]
+    return {"rows": builder.rows, "vocab": builder.vocab(), "nan_columns": [name for name in floats if name not in known],
             "identities": [identity.as_dict() for identity in builder.interner.identities],
             "judges": builder.judge_records, "columns": {**FIXED_DTYPES, **{f"flag.{k}": "<f8" for k in FLAG_COLUMNS},
                                                          **{f"metric.{k}": "<f8" for k in sorted(written_metrics)}},
@@ -307,6 +316,7 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         return None  # scores.jsonl was rewritten (a re-score, an edit): it is the record
     n = int(meta["rows"])
     wanted = set(meta["columns"]) if only is None else set(only)
+    blank = set(meta.get("nan_columns", ()))
     columns: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in meta["columns"].items()}
     for name, dtype in meta["columns"].items():
         if name not in wanted:
@@ -314,7 +324,8 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         path = folder / f"{name}.bin"
         if not path.is_file() or path.stat().st_size != n * np.dtype(dtype).itemsize:
             return None
-        columns[name] = np.fromfile(path, dtype=dtype)
+        # a column with no value at all (no prices, no claim checks) costs no memory: one read-only NaN
+        columns[name] = np.broadcast_to(np.nan, n) if name in blank else np.fromfile(path, dtype=dtype)
     vocab = {name: list(meta["vocab"][name]) for name in CODE_COLUMNS}
     for name in CODE_COLUMNS:
         if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
