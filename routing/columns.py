@@ -70,6 +70,7 @@ FIXED_DTYPES = {"ident": "<i4", "judge": "<i4", **dict.fromkeys(CODE_COLUMNS, "<
 # The details judge reliability audits (routing.reliability, routing.panel_agreement).
 JUDGED_DETAILS = ("parse_stage", "reasked", "judge_error", "primary", "rejudge", "panel", "context_awareness", "error",
                   "reason")  # fmt: skip
+LAZY_COLUMNS = ("line",)
 CHUNK_ROWS = 65_536  # rows built before a written copy appends them to its files
 
 
@@ -325,7 +326,12 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         if not path.is_file() or path.stat().st_size != n * np.dtype(dtype).itemsize:
             return None
         # a column with no value at all (no prices, no claim checks) costs no memory: one read-only NaN
-        columns[name] = np.broadcast_to(np.nan, n) if name in blank else np.fromfile(path, dtype=dtype)
+        if name in blank:
+            columns[name] = np.broadcast_to(np.nan, n)
+        elif name in LAZY_COLUMNS:  # mapped, so it costs memory only when a duplicate row must be named
+            columns[name] = np.memmap(path, dtype=dtype, mode="r", shape=(n,)) if n else np.zeros(0, dtype=dtype)
+        else:
+            columns[name] = np.fromfile(path, dtype=dtype)
     vocab = {name: list(meta["vocab"][name]) for name in CODE_COLUMNS}
     for name in CODE_COLUMNS:
         if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):

@@ -68,6 +68,7 @@ __all__ = ["FLAG_COLUMNS", "SCORES_FILENAME", "SUMMARY_FILENAME", "LoadError", "
            "check_row", "digest_scores", "kept_apart", "load_runs", "parse_time", "read_summary"]  # fmt: skip
 
 SUMMARY_FILENAME = "summary.json"
+SORTED_CHECK_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -357,6 +358,8 @@ def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, 
     """(codes into the sorted vocabulary of the names in use, that vocabulary)."""
     used = np.flatnonzero(np.bincount(codes, minlength=len(names))) if len(codes) else np.zeros(0, dtype=np.int64)
     order = sorted(used.tolist(), key=names.__getitem__)
+    if order == list(range(len(names))):  # every name in use, already sorted: the codes stand as they are
+        return codes.astype(np.int32, copy=False), tuple(names)
     remap = np.zeros(len(names), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     return remap[codes], tuple(names[i] for i in order)
@@ -364,7 +367,8 @@ def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, 
 
 def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str, Any]]] | None:
     """:func:`merge_columns` of one run whose rows are already in table order with no key twice —
-    what ``pool.run`` writes — without copying its columns; None when the run is not like that."""
+    what ``pool.run`` writes — without copying its columns; None when the run is not like that.
+    Its identity columns are dropped from ``cols`` once used (the table holds entrants instead)."""
     c = cols.columns
     n_judges = len(cols.judges)
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
@@ -378,10 +382,13 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     item_names = cols.vocab["item"]
     item_rank = np.zeros(len(item_names), dtype=np.int64)
     item_rank[sorted(range(len(item_names)), key=item_names.__getitem__)] = np.arange(len(item_names))
-    position = entrant.astype(np.int64) * max(len(item_names), 1) + item_rank[c["item"]]
-    if len(position) > 1 and not bool((position[1:] > position[:-1]).all()):
-        return None
-    del position
+    last = -1
+    for start in range(0, len(entrant), SORTED_CHECK_ROWS):  # in slices: no row-sized temporaries
+        position = entrant[start:start + SORTED_CHECK_ROWS].astype(np.int64) * max(len(item_names), 1)
+        position += item_rank[c["item"][start:start + SORTED_CHECK_ROWS]]
+        if position[0] <= last or (len(position) > 1 and not bool((position[1:] > position[:-1]).all())):
+            return None
+        last = int(position[-1])
     codes: dict[str, np.ndarray] = {}
     vocab: dict[str, tuple[str, ...]] = {}
     for name in CODE_COLUMNS:
@@ -395,6 +402,8 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
                "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
                "judge": cols.judge_records[int(c["judge"][row])]} for row, record in sorted(cols.judged.items())]  # fmt: skip
     entrants = make_entrants([(cols.identities[p // n_judges], cols.judges[p % n_judges]) for p in pair_order])
+    for name in ("ident", "judge", "line"):
+        c.pop(name, None)
     table = ScoreTable(
         entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant, item=item, **codes,
         status=c["status"].astype(np.int8, copy=False), value=c["value"], passed=c["passed"], latency_s=c["latency_s"],
