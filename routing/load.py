@@ -391,8 +391,8 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
         last = int(position[-1])
     codes: dict[str, np.ndarray] = {}
     vocab: dict[str, tuple[str, ...]] = {}
-    for name in CODE_COLUMNS:
-        codes[name], vocab[name] = _sorted_vocab(c[name], cols.vocab[name])
+    for name in CODE_COLUMNS:  # each run code column handed over (or freed once re-coded)
+        codes[name], vocab[name] = _sorted_vocab(c.pop(name), cols.vocab[name])
     systems = [d.split(":", 1)[0] for d in vocab["domain"]]
     vocab["system"] = tuple(sorted(set(systems)))
     codes["system"] = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)[codes["domain"]]
