@@ -50,11 +50,10 @@ from routing.stats import (
     CI_WILSON,
     Estimate,
     bootstrap_macro_f1,
-    bootstrap_ratios,
     hull_with_wilson,
     ratio_intervals,
-    resample_counts,
     resample_indices,
+    resampled_ratios,
     wilson_interval,
 )
 from routing.table import (
@@ -283,7 +282,7 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         nums.append(full_num)
         dens.append(full_den)
     all_num, all_den = np.hstack(nums), np.hstack(dens)
-    draws = bootstrap_ratios(all_num, all_den, resample_counts(len(items), rounds, seed))
+    draws = resampled_ratios(all_num, all_den, len(items), rounds, seed)
     lo, hi, methods = ratio_intervals(all_num, all_den, np.array([scale[name] for names in layout if names for name in names]))
     num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
     idx = resample_indices(len(items), rounds, seed) if labels else None

@@ -65,11 +65,40 @@ def resample_counts(n: int, rounds: int, seed: int) -> np.ndarray:
     idx = resample_indices(n, rounds, seed)
     counts = np.empty((rounds, n), dtype=np.float32)
     for part in _chunks(rounds, n):
-        rows = idx[part]
-        offset = (np.arange(rows.shape[0]) * n)[:, None]
-        counts[part] = np.bincount((rows + offset).ravel(), minlength=rows.size).reshape(rows.shape)
+        counts[part] = _tally(idx[part], n)
     counts.setflags(write=False)
     return counts
+
+
+def _tally(rows: np.ndarray, n: int) -> np.ndarray:
+    """Per resample row, how often it drew each of the n observations."""
+    offset = (np.arange(rows.shape[0]) * n)[:, None]
+    return np.bincount((rows + offset).ravel(), minlength=rows.size).reshape(rows.shape)
+
+
+CACHED_ELEMENTS = 1 << 24  # resample matrices up to 16M entries (64 MB as float32) are kept for reuse
+
+
+def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed: int) -> np.ndarray:
+    """``bootstrap_ratios(num, den, resample_counts(n, rounds, seed))``, the same numbers, without
+    holding the rounds × n matrices when they are large (a family of 10^5 items at 1,000 rounds
+    would hold 800 MB): the resamples are drawn from the same seeded stream one chunk of rounds at
+    a time — a generator's draws do not depend on how they are split into calls — and each chunk's
+    counts are used and dropped, chunk by chunk as :func:`bootstrap_ratios` multiplies them."""
+    if rounds * n <= CACHED_ELEMENTS:
+        return bootstrap_ratios(num, den, resample_counts(n, rounds, seed))
+    if n < 1 or rounds < 1:
+        raise ValueError(f"need n >= 1 and rounds >= 1, got n={n}, rounds={rounds}")
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    flat = num.ndim == 1
+    both = np.concatenate([num.reshape(len(num), -1), den.reshape(len(den), -1)], axis=1)
+    k = both.shape[1] // 2
+    sums = np.empty((rounds, 2 * k))
+    rng = np.random.default_rng([seed, n])
+    for part in _chunks(rounds, n):
+        rows = rng.integers(0, n, size=(part.stop - part.start, n), dtype=np.int32)
+        sums[part] = _tally(rows, n).astype(np.float32).astype(float) @ both
+    return _ratio(sums, k, flat)
 
 
 def _chunks(rounds: int, per_round: int) -> list[slice]:
@@ -91,6 +120,10 @@ def bootstrap_ratios(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np
     sums = np.empty((counts.shape[0], 2 * k))
     for part in _chunks(counts.shape[0], counts.shape[1]):
         sums[part] = counts[part].astype(float) @ both
+    return _ratio(sums, k, flat)
+
+
+def _ratio(sums: np.ndarray, k: int, flat: bool) -> np.ndarray:
     top, bottom = sums[:, :k], sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)

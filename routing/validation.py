@@ -63,10 +63,9 @@ from routing.manifest import (
 )
 from routing.stats import (
     LEVEL,
-    bootstrap_ratios,
     json_number,
     percentile_ci,
-    resample_counts,
+    resampled_ratios,
 )
 from routing.table import SCORED, ScoreTable
 
@@ -184,7 +183,7 @@ def paired_summary(routed: np.ndarray, single: np.ndarray, oracle: np.ndarray, r
         return {"evaluated": 0, "routed": nothing, "best_single": nothing, "oracle": nothing, "lift": nothing,
                 "gap_recovered": {**nothing, "reason": "no held-out item has a score from both the routed and the best single model"}}  # fmt: skip
     point = x.mean(axis=0)
-    draws = bootstrap_ratios(x, np.ones_like(x), resample_counts(n, rounds, seed))
+    draws = resampled_ratios(x, np.ones_like(x), n, rounds, seed)
     gap = draws[:, 2] - draws[:, 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         recovered = np.where(gap >= GAP_EPSILON, (draws[:, 0] - draws[:, 1]) / gap, np.nan)

@@ -270,3 +270,27 @@ def test_bootstrap_decision_needs_no_per_item_values() -> None:
                               items=items, values=np.zeros(0), draws=draws[i] + 3.0 * i) for i in range(2)]  # fmt: skip
     decision = decide(contestants, 0.05, 5, "orchestrator", bootstrap=True)
     assert decision.pick.key == "m1" and decision.verdicts[1].n_paired == 30
+
+
+@pytest.mark.parametrize(("n", "rounds"), [(1, 7), (13, 200), (1001, 33), (4096, 1000)])
+def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the cache size the bootstrap draws its resamples chunk by chunk: the same numbers, bit for bit."""
+    import routing.stats as stats
+
+    rng = np.random.default_rng(n)
+    num = np.where(rng.random((n, 3)) < 0.1, np.nan, rng.random((n, 3)))
+    den = (~np.isnan(num)).astype(float)
+    num = np.nan_to_num(num)
+    monkeypatch.setattr(stats, "CHUNK_ELEMENTS", 1 << 12)  # many chunks, odd-sized ones included
+    stats.resample_indices.cache_clear()
+    stats.resample_counts.cache_clear()
+    cached = stats.bootstrap_ratios(num, den, stats.resample_counts(n, rounds, 5))
+    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 0)
+    streamed = stats.resampled_ratios(num, den, n, rounds, 5)
+    assert np.array_equal(cached, streamed, equal_nan=True)
+    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 1 << 24)
+    flat = stats.resampled_ratios(num[:, 0], den[:, 0], n, rounds, 5)
+    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 0)
+    assert np.array_equal(stats.resampled_ratios(num[:, 0], den[:, 0], n, rounds, 5), flat, equal_nan=True)
+    stats.resample_indices.cache_clear()
+    stats.resample_counts.cache_clear()

@@ -41,7 +41,7 @@ from routing.serve.classifier import (
 )
 from routing.serve.routes import choose_thresholds, resolve, route_table
 from routing.serve.texts import TextsError, item_texts
-from routing.stats import LEVEL, bootstrap_ratios, json_number, percentile_ci, resample_counts
+from routing.stats import LEVEL, json_number, percentile_ci, resampled_ratios
 from routing.table import ScoreTable
 from routing.validation import (
     DEFAULT_K,
@@ -154,8 +154,8 @@ def end_to_end(table: ScoreTable, keep: np.ndarray | None, parameters: Mapping[s
         entry: dict[str, Any] = {"items": len(fam.items), "with_text": int(len(items)), "evaluated": summary["evaluated"]}
         entry["end_to_end"] = summary["routed"]
         if summary["evaluated"]:
-            draws = bootstrap_ratios(np.stack([via_known[both], via_default[both], e2e[both] - via_known[both]], axis=1),
-                                     np.ones((int(both.sum()), 3)), resample_counts(int(both.sum()), rounds, seed))  # fmt: skip
+            draws = resampled_ratios(np.stack([via_known[both], via_default[both], e2e[both] - via_known[both]], axis=1),
+                                     np.ones((int(both.sum()), 3)), int(both.sum()), rounds, seed)  # fmt: skip
             means = [float(via_known[both].mean()), float(via_default[both].mean()), float((e2e - via_known)[both].mean())]
             entry["known_bucket"], entry["default"], lift_vs_known = (_stat(draws[:, j], means[j]) for j in range(3))
         else:
