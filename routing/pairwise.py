@@ -62,6 +62,9 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
     return values, entrants, items
 
 
+ELO_ROWS = 4096  # item rows counted at a time when sampling Elo battles
+
+
 def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
     """Win rates, Elo over orders and Bradley–Terry for one items × models score matrix."""
     pending: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -116,15 +119,41 @@ def _scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseO
 
 
 def _elo_battles(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseOptions) -> dict[str, Any]:
-    flat = np.flatnonzero(outcomes.ravel() != NONE)
-    if len(flat) > options.elo_max_battles:
-        rng = np.random.default_rng([options.seed, len(flat)])
-        flat = np.sort(rng.choice(flat, size=options.elo_max_battles, replace=False))
+    """The battles online Elo plays: every (item, pair) with an outcome, in item-major order, or a
+    seeded sample of ``elo_max_battles`` of them — drawn by rank among the battles, so a family of
+    10^5 items × 1,225 pairs never lists its 10^8 battles to sample 4,000."""
+    per_item = _battles_per_item(outcomes)
+    total = int(per_item.sum())
+    if total > options.elo_max_battles:
+        rng = np.random.default_rng([options.seed, total])
+        flat = _battle_positions(outcomes, per_item, np.sort(rng.choice(total, size=options.elo_max_battles, replace=False)))
+    else:
+        flat = np.flatnonzero(outcomes.ravel() != NONE)
     first, second = pair_index(len(labels))
     pair = flat % outcomes.shape[1]
     codes = outcomes.ravel()[flat]
     return {"game": ([labels[i] for i in first[pair]], [labels[i] for i in second[pair]], [ELO_SCORE[int(c)] for c in codes], list(labels)),
             "battles_used": len(flat)}  # fmt: skip
+
+
+def _battles_per_item(outcomes: np.ndarray) -> np.ndarray:
+    """Battles (pairs with an outcome) per item row, counted a block of rows at a time."""
+    parts = [(outcomes[start:start + ELO_ROWS] != NONE).sum(axis=1) for start in range(0, len(outcomes), ELO_ROWS)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _battle_positions(outcomes: np.ndarray, per_item: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Flat positions in ``outcomes`` of the battles of the given (sorted) ranks among all its battles
+    (= ``np.flatnonzero(outcomes.ravel() != NONE)[ranks]``), one item row at a time."""
+    ends = np.cumsum(per_item)
+    rows = np.searchsorted(ends, ranks, side="right")
+    out = np.empty(len(ranks), dtype=np.int64)
+    for row in np.unique(rows).tolist():
+        mine = rows == row
+        before = int(ends[row - 1]) if row else 0
+        columns = np.flatnonzero(outcomes[row] != NONE)
+        out[mine] = row * outcomes.shape[1] + columns[ranks[mine] - before]
+    return out
 
 
 def _play_elo(pending: Sequence[tuple[dict[str, Any], dict[str, Any]]], options: PairwiseOptions) -> None:

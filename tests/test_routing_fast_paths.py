@@ -294,3 +294,20 @@ def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeyp
     assert np.array_equal(stats.resampled_ratios(num[:, 0], den[:, 0], n, rounds, 5), flat, equal_nan=True)
     stats.resample_indices.cache_clear()
     stats.resample_counts.cache_clear()
+
+
+def test_elo_battles_are_sampled_by_rank_without_listing_every_battle() -> None:
+    """The sampled battles' positions equal ``flatnonzero(outcomes != NONE)[ranks]``, block boundaries included."""
+    from routing.pairwise import _battle_positions, _battles_per_item
+    from routing.ratings import NONE
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        items, pairs = int(rng.integers(1, 9000)), int(rng.integers(1, 60))
+        outcomes = rng.integers(-1, 3, size=(items, pairs)).astype(np.int8)
+        outcomes[rng.random(items) < 0.2] = NONE
+        flat = np.flatnonzero(outcomes.ravel() != NONE)
+        if not len(flat):
+            continue
+        ranks = np.sort(rng.choice(len(flat), size=min(len(flat), 500), replace=False))
+        assert np.array_equal(_battle_positions(outcomes, _battles_per_item(outcomes), ranks), flat[ranks])
