@@ -54,11 +54,14 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
     """(items × entrants matrix with NaN, entrant indices, item codes) for the given scored rows;
     the matrix holds the rows' ``value``, or ``values_of_rows`` (aligned with ``rows``) when given."""
     row_values = table.value[rows] if values_of_rows is None else np.asarray(values_of_rows, dtype=float)
-    entrants = sorted(set(table.entrant[rows].tolist()))
+    of_rows = table.entrant[rows]
+    present = np.flatnonzero(np.bincount(of_rows, minlength=len(table.entrants))) if len(rows) else np.zeros(0, dtype=np.int64)
+    entrants = present.tolist()
     items, item_pos = np.unique(table.item[rows], return_inverse=True)
-    column = {e: j for j, e in enumerate(entrants)}
+    column = np.zeros(len(table.entrants), dtype=np.int64)
+    column[present] = np.arange(len(present))
     values = np.full((len(items), len(entrants)), np.nan)
-    values[item_pos, [column[e] for e in table.entrant[rows].tolist()]] = row_values
+    values[item_pos, column[of_rows]] = row_values
     return values, entrants, items
 
 
