@@ -76,7 +76,7 @@ def _tally(rows: np.ndarray, n: int) -> np.ndarray:
     return np.bincount((rows + offset).ravel(), minlength=rows.size).reshape(rows.shape)
 
 
-CACHED_ELEMENTS = 1 << 24  # resample matrices up to 16M entries (64 MB as float32) are kept for reuse
+CACHED_ELEMENTS = 1 << 22  # resample matrices up to 4M entries (16 MB as float32) are kept for reuse
 
 
 def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed: int) -> np.ndarray:

@@ -288,7 +288,7 @@ def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeyp
     monkeypatch.setattr(stats, "CACHED_ELEMENTS", 0)
     streamed = stats.resampled_ratios(num, den, n, rounds, 5)
     assert np.array_equal(cached, streamed, equal_nan=True)
-    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 1 << 24)
+    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 1 << 40)
     flat = stats.resampled_ratios(num[:, 0], den[:, 0], n, rounds, 5)
     monkeypatch.setattr(stats, "CACHED_ELEMENTS", 0)
     assert np.array_equal(stats.resampled_ratios(num[:, 0], den[:, 0], n, rounds, 5), flat, equal_nan=True)
