@@ -444,10 +444,18 @@ def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loade
     return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)), tuple(judged))
 
 
-def _unique_pairs(first: np.ndarray, second: np.ndarray, n_second: int) -> list[tuple[int, int]]:
-    """The distinct (first, second) pairs of two integer columns, sorted (one 1-D unique, not a 2-D one)."""
-    codes = np.unique(first.astype(np.int64) * max(n_second, 1) + second)
-    return [(int(c) // max(n_second, 1), int(c) % max(n_second, 1)) for c in codes]
+def _entrants_by_run(table: ScoreTable, n_runs: int, family: int | None = None) -> list[tuple[int, int]]:
+    """The distinct (entrant, run) pairs of the table's rows (of one family), sorted: a count per
+    entrant and run, never a row-sized key."""
+    rows = table.family == family if family is not None else None
+    out: list[tuple[int, int]] = []
+    for run in range(n_runs):
+        mask = table.run == run if n_runs > 1 else None
+        if rows is not None:
+            mask = rows if mask is None else mask & rows
+        entrants = table.entrant if mask is None else table.entrant[mask]
+        out += [(int(e), run) for e in np.flatnonzero(np.bincount(entrants, minlength=len(table.entrants)))]
+    return sorted(out)
 
 
 def _differing(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -465,7 +473,7 @@ def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any
     judge identities (within a family every verdict uses one prompt contract, so a second identity
     there is another judge, server, setting or prompt version — never merged). ``runs``: run ids.
     """
-    pairs = _unique_pairs(table.entrant, table.run, len(runs))
+    pairs = _entrants_by_run(table, len(runs))
     runs_of: dict[int, list[str]] = {}
     for entrant, run in pairs:
         runs_of.setdefault(int(entrant), []).append(runs[int(run)].run_id)
@@ -481,9 +489,9 @@ def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any
                         "identities": [{"label": labels[i], "key": i.key, "runs": sorted(group[i])} for i in idents]})  # fmt: skip
     families = table.names("family")
     judges: dict[tuple[str, str], dict[JudgeIdentity, set[str]]] = {}
-    triples = _unique_pairs(table.family.astype(np.int64) * len(table.entrants) + table.entrant, table.run, len(runs))
-    for code, run in triples:
-        family, entrant = divmod(code, len(table.entrants))
+    triples = [(family, entrant, run) for family in range(len(families))
+               for entrant, run in _entrants_by_run(table, len(runs), family)]  # fmt: skip
+    for family, entrant, run in triples:
         judge = table.entrants[int(entrant)].judge
         if judge is not None:
             judges.setdefault((families[int(family)], judge.model), {}).setdefault(judge, set()).add(runs[int(run)].run_id)
