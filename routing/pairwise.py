@@ -171,18 +171,23 @@ def _play_elo(pending: Sequence[tuple[dict[str, Any], dict[str, Any]]], options:
 
 def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray, options: PairwiseOptions) -> list[dict[str, Any]]:
     """Every family scope, then every bucket scope, each with its ratings."""
-    allowed = np.flatnonzero(keep & (table.status == SCORED))
+    allowed = keep & (table.status == SCORED)
+
+    def family_rows(family: str) -> np.ndarray:
+        return np.flatnonzero(allowed & (table.family == table.code("family", family)))
+
     scopes, pending = [], []
     for family in FAMILIES:
         if family not in table.vocab["family"]:
             continue
-        rows = allowed[table.family[allowed] == table.code("family", family)]
-        scopes.append(_scope(table, rows, family, family, "family", options, pending))
+        scopes.append(_scope(table, family_rows(family), family, family, "family", options, pending))
+    in_family: tuple[str, np.ndarray] | None = None  # the rows of the family the last bucket was in
     for bucket in buckets:
         column = {"task": table.task, "domain": table.domain, "system": table.system, "skill": table.gold_type}[bucket.kind]
         category = {"task": "task", "domain": "domain", "system": "system", "skill": "gold_type"}[bucket.kind]
-        rows = allowed[(table.family[allowed] == table.code("family", bucket.family))
-                       & (column[allowed] == table.code(category, bucket.name))]  # fmt: skip
+        if in_family is None or in_family[0] != bucket.family:
+            in_family = (bucket.family, family_rows(bucket.family))
+        rows = in_family[1][column[in_family[1]] == table.code(category, bucket.name)]
         scopes.append(_scope(table, rows, bucket.id, bucket.family, "bucket", options, pending))
     _play_elo(pending, options)
     return scopes

@@ -65,8 +65,14 @@ def outcome_matrix(values: np.ndarray) -> np.ndarray:
 
 
 def outcome_counts(outcomes: np.ndarray) -> np.ndarray:
-    """(pairs × 3) counts of first-wins, second-wins, ties."""
-    return np.stack([(outcomes == code).sum(axis=0) for code in (WIN, LOSS, TIE)], axis=1).astype(float)
+    """(pairs × 3) counts of first-wins, second-wins, ties (a block of items at a time: no items × pairs temporaries)."""
+    counts = np.zeros((outcomes.shape[1], 3), dtype=np.int64)
+    step = max(1, PAIR_CHUNK_ELEMENTS // max(outcomes.shape[1], 1))
+    for start in range(0, outcomes.shape[0], step):
+        block = outcomes[start:start + step]
+        for column, code in enumerate((WIN, LOSS, TIE)):
+            counts[:, column] += (block == code).sum(axis=0)
+    return counts.astype(float)
 
 
 def bootstrap_outcome_counts(outcomes: np.ndarray, rounds: int, seed: int) -> np.ndarray:
