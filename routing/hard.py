@@ -29,6 +29,7 @@ known latent difficulty per item, the share of the truly hardest items the subse
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -64,12 +65,15 @@ def score_scale(values: np.ndarray) -> str:
     return CONTINUOUS if ((observed > 0.0) & (observed < 1.0)).any() else PASS_FAIL
 
 
-def _groups(table: ScoreTable, rows: np.ndarray) -> list[tuple[str, str, np.ndarray]]:
-    """(family, task, rows) per (family, task), families in report order, then tasks by name."""
+def _groups(table: ScoreTable, allowed: np.ndarray) -> Iterator[tuple[str, str, np.ndarray]]:
+    """(family, task, rows) per (family, task) among the ``allowed`` rows (a mask), families in
+    report order, then tasks by name; one family's rows at a time."""
     families, tasks = table.names("family"), table.names("task")
-    groups = [(families[f], tasks[t], rows[idx]) for (f, t), idx in group_rows([table.family[rows], table.task[rows]])]
     rank = {family: i for i, family in enumerate(FAMILIES)}
-    return sorted(groups, key=lambda g: (rank.get(g[0], len(rank)), g[0], g[1]))
+    for code in sorted(range(len(families)), key=lambda c: (rank.get(families[c], len(rank)), families[c])):
+        rows = np.flatnonzero(allowed & (table.family == code))
+        for (task,), idx in group_rows([table.task[rows]]):
+            yield families[code], tasks[task], rows[idx]
 
 
 def _model_gap(full: np.ndarray, hard: np.ndarray) -> dict[str, Any]:
@@ -84,7 +88,7 @@ def _model_gap(full: np.ndarray, hard: np.ndarray) -> dict[str, Any]:
 def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, fraction: float = DEFAULT_FRACTION,
                min_items: int = DEFAULT_MIN_ITEMS, cap: int | None = None) -> dict[str, Any]:  # fmt: skip
     """The hard subset and the Full vs Hard table (the body of hard.yaml, minus run metadata)."""
-    allowed = np.flatnonzero(keep & (table.status == SCORED))
+    allowed = keep & (table.status == SCORED)
     groups: dict[str, Any] = {}
     selected_items: list[dict[str, Any]] = []
     full_vs_hard: dict[str, dict[str, Any]] = {}
