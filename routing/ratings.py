@@ -34,7 +34,7 @@ from scipy.special import expit
 
 from eval import elo_ratings
 from routing.blas import single_threaded_blas
-from routing.stats import LEVEL, percentile_ci, resample_counts
+from routing.stats import LEVEL, percentile_ci, resample_count_chunks
 
 ELO_SCALE = 400.0 / math.log(10.0)
 WIN, LOSS, TIE, NONE = 0, 1, 2, -1
@@ -78,20 +78,22 @@ def outcome_counts(outcomes: np.ndarray) -> np.ndarray:
 def bootstrap_outcome_counts(outcomes: np.ndarray, rounds: int, seed: int) -> np.ndarray:
     """(rounds × pairs × 3) counts over item resamples: tally matrix @ one-hot outcomes, in pair chunks."""
     n_items, n_pairs = outcomes.shape
-    tally = resample_counts(n_items, rounds, seed)
     out = np.empty((rounds, n_pairs, 3))
     step = max(1, PAIR_CHUNK_ELEMENTS // max(3 * n_items, 1))
-    for start in range(0, n_pairs, step):
-        block = outcomes[:, start:start + step]
-        part = out[:, start:start + block.shape[1], :]
-        # a pair with a battle on every item has ties = items − wins − losses in every resample (a resample
-        # draws n items; float32 holds these integer sums exactly), so only the others need a tie column
-        gaps = np.flatnonzero((block == NONE).any(axis=0))
-        onehot = np.stack([block == WIN, block == LOSS], axis=2).reshape(n_items, -1)
-        part[:, :, :2] = (tally @ onehot.astype(np.float32)).reshape(rounds, -1, 2)
-        part[:, :, TIE] = n_items - part[:, :, WIN] - part[:, :, LOSS]
-        if len(gaps):
-            part[:, gaps, TIE] = tally @ (block[:, gaps] == TIE).astype(np.float32)
+    # Every count is an integer sum below 2^24, exact in float32 whatever the order of summation, so
+    # the resamples can come a chunk of rounds at a time (a large scope never holds rounds × items).
+    for rows, tally in resample_count_chunks(n_items, rounds, seed):
+        for start in range(0, n_pairs, step):
+            block = outcomes[:, start:start + step]
+            part = out[rows, start:start + block.shape[1], :]
+            # a pair with a battle on every item has ties = items − wins − losses in every resample (a
+            # resample draws n items), so only the others need a tie column
+            gaps = np.flatnonzero((block == NONE).any(axis=0))
+            onehot = np.stack([block == WIN, block == LOSS], axis=2).reshape(n_items, -1)
+            part[:, :, :2] = (tally @ onehot.astype(np.float32)).reshape(tally.shape[0], -1, 2)
+            part[:, :, TIE] = n_items - part[:, :, WIN] - part[:, :, LOSS]
+            if len(gaps):
+                part[:, gaps, TIE] = tally @ (block[:, gaps] == TIE).astype(np.float32)
     return out
 
 

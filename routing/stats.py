@@ -35,6 +35,7 @@ use the tally ``counts`` (rounds × n), so all rounds and cells are one matrix p
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -79,25 +80,35 @@ def _tally(rows: np.ndarray, n: int) -> np.ndarray:
 CACHED_ELEMENTS = 1 << 22  # resample matrices up to 4M entries (16 MB as float32) are kept for reuse
 
 
-def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed: int) -> np.ndarray:
-    """``bootstrap_ratios(num, den, resample_counts(n, rounds, seed))``, the same numbers, without
+def resample_count_chunks(n: int, rounds: int, seed: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """(rounds slice, its rows of :func:`resample_counts`) chunk by chunk — the same rows, without
     holding the rounds × n matrices when they are large (a family of 10^5 items at 1,000 rounds
-    would hold 800 MB): the resamples are drawn from the same seeded stream one chunk of rounds at
-    a time — a generator's draws do not depend on how they are split into calls — and each chunk's
-    counts are used and dropped, chunk by chunk as :func:`bootstrap_ratios` multiplies them."""
-    if rounds * n <= CACHED_ELEMENTS:
-        return bootstrap_ratios(num, den, resample_counts(n, rounds, seed))
+    would hold 800 MB): the resamples are then drawn from the same seeded stream one chunk of
+    rounds at a time (a generator's draws do not depend on how they are split into calls), each
+    chunk's counts used and dropped."""
     if n < 1 or rounds < 1:
         raise ValueError(f"need n >= 1 and rounds >= 1, got n={n}, rounds={rounds}")
+    if rounds * n <= CACHED_ELEMENTS:
+        counts = resample_counts(n, rounds, seed)
+        for part in _chunks(rounds, n):
+            yield part, counts[part]
+        return
+    rng = np.random.default_rng([seed, n])
+    for part in _chunks(rounds, n):
+        rows = rng.integers(0, n, size=(part.stop - part.start, n), dtype=np.int32)
+        yield part, _tally(rows, n).astype(np.float32)
+
+
+def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed: int) -> np.ndarray:
+    """``bootstrap_ratios(num, den, resample_counts(n, rounds, seed))``, the same numbers, in the
+    memory of one chunk of resamples (:func:`resample_count_chunks`)."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     flat = num.ndim == 1
     both = np.concatenate([num.reshape(len(num), -1), den.reshape(len(den), -1)], axis=1)
     k = both.shape[1] // 2
     sums = np.empty((rounds, 2 * k))
-    rng = np.random.default_rng([seed, n])
-    for part in _chunks(rounds, n):
-        rows = rng.integers(0, n, size=(part.stop - part.start, n), dtype=np.int32)
-        sums[part] = _tally(rows, n).astype(np.float32).astype(float) @ both
+    for part, counts in resample_count_chunks(n, rounds, seed):
+        sums[part] = counts.astype(float) @ both
     return _ratio(sums, k, flat)
 
 

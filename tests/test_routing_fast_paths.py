@@ -311,3 +311,21 @@ def test_elo_battles_are_sampled_by_rank_without_listing_every_battle() -> None:
             continue
         ranks = np.sort(rng.choice(len(flat), size=min(len(flat), 500), replace=False))
         assert np.array_equal(_battle_positions(outcomes, _battles_per_item(outcomes), ranks), flat[ranks])
+
+
+def test_item_bootstrap_counts_streamed_equal_the_cached_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bradley–Terry's resampled outcome counts are exact integers: streamed rounds give the same tables."""
+    import routing.stats as stats
+    from routing.ratings import bootstrap_outcome_counts, outcome_matrix
+
+    rng = np.random.default_rng(3)
+    values = np.where(rng.random((997, 7)) < 0.1, np.nan, np.round(rng.random((997, 7)) * 4) / 4)
+    outcomes = outcome_matrix(values)
+    monkeypatch.setattr(stats, "CHUNK_ELEMENTS", 1 << 13)
+    stats.resample_indices.cache_clear()
+    stats.resample_counts.cache_clear()
+    cached = bootstrap_outcome_counts(outcomes, 40, 2)
+    monkeypatch.setattr(stats, "CACHED_ELEMENTS", 0)
+    assert np.array_equal(bootstrap_outcome_counts(outcomes, 40, 2), cached)
+    stats.resample_indices.cache_clear()
+    stats.resample_counts.cache_clear()
