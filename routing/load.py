@@ -407,7 +407,7 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     table = ScoreTable(
         entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant, item=item, **codes,
         status=c["status"].astype(np.int8, copy=False), value=c["value"], passed=c["passed"], latency_s=c["latency_s"],
-        completion_tokens=c["completion_tokens"], run=np.zeros(len(entrant), dtype=np.int16), metrics=dict(cols.metrics),
+        completion_tokens=c["completion_tokens"], run=np.broadcast_to(np.int16(0), len(entrant)), metrics=dict(cols.metrics),
         flags=dict(cols.flags), labels=dict(sorted(cols.labels.items())),
         answered=c["answered"].view(bool) if c["answered"].dtype == np.uint8 else c["answered"].astype(bool),
         sources={items[int(item[row])]: source for row, source in cols.sources.items()}, cost=c["cost"],

@@ -57,7 +57,11 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
     of_rows = table.entrant[rows]
     present = np.flatnonzero(np.bincount(of_rows, minlength=len(table.entrants))) if len(rows) else np.zeros(0, dtype=np.int64)
     entrants = present.tolist()
-    items, item_pos = np.unique(table.item[rows], return_inverse=True)
+    item_of_rows = table.item[rows]
+    items = np.flatnonzero(np.bincount(item_of_rows, minlength=len(table.items))) if len(rows) else np.zeros(0, dtype=np.int64)
+    position = np.zeros(len(table.items), dtype=np.int32)  # np.unique(..., return_inverse=True) without sorting the rows
+    position[items] = np.arange(len(items), dtype=np.int32)
+    item_pos = position[item_of_rows]
     column = np.zeros(len(table.entrants), dtype=np.int64)
     column[present] = np.arange(len(present))
     values = np.full((len(items), len(entrants)), np.nan)
