@@ -30,7 +30,6 @@ from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
 from routing.leaderboard import build_buckets
 from routing.load import Loaded, LoadError, load_runs
-from routing.malloc import return_freed_arrays
 from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
 from routing.markdown import render_markdown
 from routing.objective import check_agreement, decision_recognition
@@ -242,7 +241,6 @@ def build_and_report(run_dirs: Sequence[Path | str], out_dir: Path | str | None 
                      options: BuildOptions | None = None,
                      calibration_dir: Path | str | None = None) -> tuple[int, dict[str, Any] | None]:
     """:func:`build`, its summary printed, or why it failed said in one line: (exit code, summary or None)."""
-    return_freed_arrays()
     try:
         summary = build(run_dirs, out_dir, options, calibration_dir=calibration_dir)
     except (LoadError, FolderError) as exc:

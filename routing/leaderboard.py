@@ -144,6 +144,8 @@ def _mean_columns(table: ScoreTable, rows: np.ndarray, family: str) -> tuple[lis
     names, nums, dens = [], [], []
 
     def add(name: str, values: np.ndarray, denominator: np.ndarray | None = None) -> None:
+        values = values.astype(float, copy=False)  # a float32 sub-metric column, widened exactly
+        denominator = None if denominator is None else denominator.astype(float, copy=False)
         present = ~np.isnan(values) if denominator is None else ~np.isnan(denominator)
         if not present.any():
             return

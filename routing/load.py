@@ -348,7 +348,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant[order].astype(np.int32), item=item, **codes,
         status=column("status").astype(np.int8), value=column("value"), passed=column("passed"),
         latency_s=column("latency_s"), completion_tokens=column("completion_tokens"),
-        run=run[chosen].astype(np.int16), metrics=metrics, flags=flags, labels=labels,
+        run=run[chosen].astype(np.int16), metrics=_narrowed(metrics), flags=_narrowed(flags), labels=labels,
         answered=column("answered").astype(bool), sources=sources, cost=column("cost"),
     )  # fmt: skip
     return table, superseded, [record for _, record in judged_at]
@@ -407,12 +407,24 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     table = ScoreTable(
         entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant, item=item, **codes,
         status=c["status"].astype(np.int8, copy=False), value=c["value"], passed=c["passed"], latency_s=c["latency_s"],
-        completion_tokens=c["completion_tokens"], run=np.broadcast_to(np.int16(0), len(entrant)), metrics=dict(cols.metrics),
-        flags=dict(cols.flags), labels=dict(sorted(cols.labels.items())),
+        completion_tokens=c["completion_tokens"], run=np.broadcast_to(np.int16(0), len(entrant)),
+        metrics=_narrowed(cols.metrics), flags=_narrowed(cols.flags), labels=dict(sorted(cols.labels.items())),
         answered=c["answered"].view(bool) if c["answered"].dtype == np.uint8 else c["answered"].astype(bool),
         sources={items[int(item[row])]: source for row, source in cols.sources.items()}, cost=c["cost"],
     )  # fmt: skip
     return table, 0, judged
+
+
+def _narrowed(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Sub-metric and audit columns as float32 when every value is one exactly (judge dimensions,
+    counts, 0/1 flags): half the memory, the same numbers — their readers widen them to float64
+    before any arithmetic (see :attr:`routing.table.ScoreTable.metrics`)."""
+    out = {}
+    for name, column in columns.items():
+        narrow = column.astype(np.float32) if column.strides != (0,) else None
+        same = narrow is not None and np.array_equal(narrow.astype(np.float64), column, equal_nan=True)
+        out[name] = narrow if same else column
+    return out
 
 
 def _judge_key(judge: JudgeIdentity | None) -> str:

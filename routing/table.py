@@ -127,8 +127,10 @@ class ScoreTable:
     latency_s: np.ndarray  # float64; NaN when null
     completion_tokens: np.ndarray  # float64; NaN when null
     run: np.ndarray  # int16 index of the run the row came from
-    metrics: Mapping[str, np.ndarray]  # sub-metric name -> float64 column, NaN where absent
-    flags: Mapping[str, np.ndarray]  # specialty audit columns (see routing.load.FLAG_COLUMNS), NaN where absent
+    # sub-metric name -> float column, NaN where absent; float32 when every value is exactly one (judge
+    # dimensions, counts), so readers widen to float64 before arithmetic (comparisons need not)
+    metrics: Mapping[str, np.ndarray]
+    flags: Mapping[str, np.ndarray]  # specialty audit columns (routing.load_rows.FLAG_COLUMNS), as metrics
     labels: Mapping[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
     # row -> (predicted_label, gold_label, label set) for classification rows
     answered: np.ndarray | None = None  # bool: the answer was obtained; None = every non-infra_error row
