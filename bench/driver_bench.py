@@ -28,7 +28,9 @@ the bare loop's workers calling the pool's runner (``runner``), so the pool's ga
 its HTTP path costs and what the rest of the run costs; throughput at
 concurrency 256 / 0 ms latency and 64 / 100 ms (``ratio = pool units/s / bare
 units/s``; goals ≥ 0.80 and ≥ 0.95), with and without the routing build; peak RSS of the pool run
-(``no_routing``) at 5k, 20k and (without ``--quick``) 100k units, goal ≤ 100 MB at 20k.
+(``no_routing``, 256 / 0 ms) at 20k and 100k units (and 5k without ``--quick``), goal ≤ 100 MB at 20k
+and flat: the peak at 100k within ±10% of the peak at 20k (the ``flat`` rows), each beside the bare
+loop's run of the same units (its peak, and CPU per unit at 0 ms beside the pool's).
 
 ``--baseline LABEL=DIR`` adds the pool rows of another copy of the project (``git archive`` of an
 earlier commit, say), interleaved with this checkout's, so a change is measured against its
@@ -37,7 +39,8 @@ DIR's own ``bench/driver_bench.py``: copy this file into an older tree first.
 
     python -m bench.driver_bench                      # 20,000 units; ~30 min on a busy 2-core machine
     python -m bench.driver_bench --only driver        # the driver alone, ~1 min
-    python -m bench.driver_bench --quick              # 5,000-unit throughput rows, memory at 5k/20k
+    python -m bench.driver_bench --quick              # 5,000-unit throughput rows, memory at 20k/100k
+    python -m bench.driver_bench --only memory        # peak RSS at 5k/20k/100k and the flat check, ~5 min
     python -m bench.driver_bench --baseline before=/tmp/before   # before/after rows side by side
     python -m bench.driver_bench --profile /tmp/prof  # also cProfile one pool run (stats in that folder)
 """
@@ -74,6 +77,7 @@ TOPICS = ("hypertension", "type 2 diabetes", "asthma", "anaemia", "migraine", "g
 CONFIGS = ((256, 0.0, 0.80), (64, 0.1, 0.95))  # (concurrency, latency s, throughput goal)
 DRIVER_WAVE = 64  # --only driver: answers that arrive together (an executor awaits their commits per wave)
 MEMORY_GOAL_MB, MEMORY_GOAL_UNITS = 100.0, 20_000
+FLAT_UNITS, FLAT_TOLERANCE = 100_000, 0.10  # the peak at FLAT_UNITS is within ±10% of the one at MEMORY_GOAL_UNITS
 DOMAINS = ("cardiology:hypertension", "endocrinology:diabetes", "respiratory:asthma", "neurology:migraine")
 
 
@@ -403,6 +407,8 @@ def driver_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]
 
 
 def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """Peak RSS of each pool path at each size (256 / 0 ms, no routing), beside the bare loop's run of
+    the same units: its peak, and its CPU per unit next to the pool's."""
     from bench.scheduler_bench import FakeServerProcess
 
     concurrency, latency, _ = CONFIGS[0]
@@ -410,13 +416,33 @@ def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
     rows = []
     try:
         for units in sizes:
+            bare = bench.measure("bare", fake.base_url, concurrency, units)
+            _report(f"memory {units:,} units (start {bare.start_rss_mb:.0f} MB)", bare)
             for path in bench.pool_paths(routing=False):
                 m = bench.measure(path, fake.base_url, concurrency, units)
                 _report(f"memory {units:,} units (start {m.start_rss_mb:.0f} MB)", m)
                 rows.append({"path": path, "units": units, "peak_rss_mb": m.peak_rss_mb,
-                             "start_rss_mb": m.start_rss_mb, "rate": m.rate, "cpu_ms": m.cpu_ms_per_unit})
+                             "start_rss_mb": m.start_rss_mb, "rate": m.rate, "cpu_ms": m.cpu_ms_per_unit,
+                             "worker_cpu_ms": m.worker_cpu_ms_per_unit,
+                             "worker_peak_rss_mb": m.detail.get("worker_peak_rss_mb", 0.0),
+                             "bare_peak_rss_mb": bare.peak_rss_mb, "bare_rate": bare.rate,
+                             "bare_cpu_ms": bare.cpu_ms_per_unit})
     finally:
         fake.stop()
+    return rows
+
+
+def flat_rows(memory: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per path: the peak at ``FLAT_UNITS`` over the peak at ``MEMORY_GOAL_UNITS`` (flat: within ±10%)."""
+    peaks = {(r["path"], r["units"]): r["peak_rss_mb"] for r in memory}
+    rows = []
+    for path in dict.fromkeys(r["path"] for r in memory):
+        small, large = peaks.get((path, MEMORY_GOAL_UNITS)), peaks.get((path, FLAT_UNITS))
+        if small and large:
+            ratio = large / small
+            rows.append({"path": path, "small_units": MEMORY_GOAL_UNITS, "large_units": FLAT_UNITS,
+                         "small_peak_rss_mb": small, "large_peak_rss_mb": large, "ratio": ratio,
+                         "flat": abs(ratio - 1) <= FLAT_TOLERANCE})
     return rows
 
 
@@ -441,12 +467,22 @@ def format_tables(driver: Sequence[dict[str, Any]], throughput: Sequence[dict[st
         lines.append("")
     if memory:
         lines += [("| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
-                   "| units/s | CPU ms/unit |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                   "| scoring worker peak | bare peak | units/s | bare units/s | CPU ms/unit | + scoring worker "
+                   "| CPU ms/unit bare |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in memory:
             goal = f"≤ {MEMORY_GOAL_MB:.0f} MB" if r["units"] == MEMORY_GOAL_UNITS else ""
             lines.append(f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
-                         f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} | {r['rate']:,.0f} "
-                         f"| {r['cpu_ms']:.3f} |")
+                         f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} "
+                         f"| {r.get('worker_peak_rss_mb', 0.0):.0f} MB | {r.get('bare_peak_rss_mb', 0.0):.0f} MB "
+                         f"| {r['rate']:,.0f} | {r.get('bare_rate', 0.0):,.0f} | {r['cpu_ms']:.3f} "
+                         f"| {r.get('worker_cpu_ms', 0.0):.3f} | {r.get('bare_cpu_ms', 0.0):.3f} |")
+        flat = flat_rows(memory)
+        if flat:
+            lines += ["", "| flat check | peak at 20k | peak at 100k | 100k / 20k | goal | met |",
+                      "|---|---:|---:|---:|---:|---|"]
+            lines += [f"| {r['path']} | {r['small_peak_rss_mb']:.1f} MB | {r['large_peak_rss_mb']:.1f} MB "
+                      f"| {r['ratio']:.3f} | {1 - FLAT_TOLERANCE:.2f}–{1 + FLAT_TOLERANCE:.2f} "
+                      f"| {'yes' if r['flat'] else 'NO'} |" for r in flat]
     return "\n".join(lines)
 
 
@@ -457,7 +493,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--units", type=int, default=20_000, help="units per throughput row (default 20000)")
     parser.add_argument("--items-per-model", type=int, default=1_000, help="suite size; models = units / this")
     parser.add_argument("--reps", type=int, default=1, help="interleaved repetitions per row (best counts)")
-    parser.add_argument("--quick", action="store_true", help="5,000-unit throughput rows, memory at 5k and 20k")
+    parser.add_argument("--quick", action="store_true", help="5,000-unit throughput rows, memory at 20k and 100k")
     parser.add_argument("--only", choices=("throughput", "memory", "driver"), help="run only this table")
     parser.add_argument("--profile", metavar="DIR", help="also cProfile one extra (untimed) pool run per "
                                                          "configuration into DIR (in a child: the stats file)")
@@ -483,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
     units = 5_000 if args.quick and args.units == 20_000 else args.units
-    sizes = (5_000, 20_000) if args.quick else (5_000, 20_000, 100_000)
+    sizes = (MEMORY_GOAL_UNITS, FLAT_UNITS) if args.quick else (5_000, MEMORY_GOAL_UNITS, FLAT_UNITS)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
     print(f"driver bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, "
@@ -505,7 +541,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json_report(args.json, "bench.driver_bench", started, quick=args.quick, machine=machine,
                           total_s=total_s, sizes={"units": units, "memory_units": list(sizes),
                                                   "items_per_model": args.items_per_model},
-                          rows=[*({"driver": r} for r in driver), *throughput, *({"memory": r} for r in memory)])
+                          rows=[*({"driver": r} for r in driver), *throughput, *({"memory": r} for r in memory),
+                                *({"flat": r} for r in flat_rows(memory))])
     return 0
 
 

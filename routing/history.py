@@ -151,9 +151,9 @@ def summary_cached_share(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     """:func:`counted_cached_share` from summary.json's per-stage counts, which pool.store.export writes from
     the same store state as results.jsonl; None for a summary without them (then read the rows)."""
     models = summary.get("models")
-    if not isinstance(models, dict) or not models:
+    if not isinstance(models, dict):
         return None
-    answers = hits = 0
+    answers = hits = 0  # a run that answered nothing: zero answers, as counting its rows finds
     for entry in models.values():
         stages = entry.get("stages") if isinstance(entry, dict) else None
         if not isinstance(stages, dict):

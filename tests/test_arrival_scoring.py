@@ -23,7 +23,7 @@ import pool.api as api_module
 from pool import RunSpec, rescore, resume, run_pool
 from pool.api import EXIT_OK
 from pool.config import load_pool
-from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalWorker
+from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalRows, ArrivalWorker
 from pool.store.costs import CostTally
 from pool.store.export import export_results_jsonl, summarize_store
 from pool.store.run_store import RunStore
@@ -67,7 +67,7 @@ def _watch_finish(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
 
     async def watched(self: ArrivalWorker, export: bool = False) -> Any:
         spool = await finish(self, export=export)
-        handed.append(None if spool is None else len(spool.places))
+        handed.append(None if spool is None else len(spool))
         return spool
 
     monkeypatch.setattr(ArrivalWorker, "finish", watched)
@@ -167,7 +167,7 @@ def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(tmp_path: Pa
     async def start(cls: type[ArrivalWorker], run_dir: Path, run_id: str) -> ArrivalWorker:
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", NO_EXPORT, stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE)
-        return cls(proc, tempfile.TemporaryFile("w+b", dir=run_dir))
+        return cls(proc, tempfile.TemporaryFile("w+b", dir=run_dir), tempfile.TemporaryFile("w+b", dir=run_dir))
 
     monkeypatch.setattr(ArrivalWorker, "start", classmethod(start))
     handed, exported = _watch_finish(monkeypatch), _watch_exports(monkeypatch)
@@ -209,46 +209,48 @@ def test_small_runs_start_no_worker(tmp_path: Path, setup: tuple[Path, Path], mo
     assert handed == []
 
 
-def _worker(run_dir: Path, run_id: str, file: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno())],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(file.fileno(),))
+def _worker(run_dir: Path, run_id: str, file: Any, index: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno()),
+                             str(index.fileno())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            pass_fds=(file.fileno(), index.fileno()))
 
 
 def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     """End of file on stdin without ``finish`` (the driver died): exit 1. With ``finish``: exit 0,
-    having reported (JSON lines) the place of every judge-free answer's row, each the row it names,
-    then the end of scoring. With ``export``: results.jsonl too."""
+    having indexed the place of every judge-free answer's row, each the row it names, then reported
+    the end of scoring and how many rows it indexed. With ``export``: results.jsonl too."""
     data, pool = setup
     run_dir = tmp_path / "run"
     result = run_pool(RunSpec(pool=pool, data=[data], out=run_dir, no_cache=True, no_routing=True))
-    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file:
-        orphan = _worker(run_dir, result.run_id, file)
+    judge_free = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file, tempfile.TemporaryFile("w+b", dir=tmp_path) as index:
+        orphan = _worker(run_dir, result.run_id, file, index)
         orphan.communicate(b"", timeout=120)
         assert orphan.returncode == 1
         file.truncate(0)
         file.seek(0)  # the worker writes through this very file description, at its offset
-        told = _worker(run_dir, result.run_id, file)
+        told = _worker(run_dir, result.run_id, file, index)
         out, _ = told.communicate(FINISH, timeout=120)
         assert told.returncode == 0
         reports = [json.loads(line) for line in out.decode("utf-8").splitlines()]
-        assert reports[-1] == {"scored": True}
-        places = [place for report in reports[:-1] for place in report]
-        judge_free = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
-        assert sorted((m, i) for m, i, _, _ in places) == sorted(
-            (row["model"], row["item_id"]) for row in judge_free if row["gold_type"] == "single_choice")
-        assert len(places) == 12 * 3
-        file.seek(0)
-        rows = file.read()
-    for model, item_id, offset, length in places:
-        meta, _, row = rows[offset:offset + length].decode("utf-8").partition("\t")
-        assert json.loads(meta)[:2] == [model, item_id] and json.loads(row)["item_id"] == item_id
+        assert reports == [{"scored": True, "rows": 12 * 3}]
+        rows = ArrivalRows(file, index, reports[-1]["rows"])
+        for row in judge_free:
+            entry = rows.take(row["model"], row["item_id"])
+            if row["gold_type"] != "single_choice":  # judged: never scored by the worker
+                assert entry is None
+                continue
+            assert entry is not None
+            meta, _, line = entry.partition("\t")
+            assert json.loads(meta)[:2] == [row["model"], row["item_id"]] and json.loads(line) == row
+        assert rows.take("alpha", "no such item") is None
     # Told to export, it also writes results.jsonl (the run's own bytes) and reports that pass's costs.
     results = (run_dir / "results.jsonl").read_bytes()
     (run_dir / "results.jsonl").unlink()
-    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file:
-        out, _ = _worker(run_dir, result.run_id, file).communicate(EXPORT, timeout=120)
+    with tempfile.TemporaryFile("w+b", dir=tmp_path) as file, tempfile.TemporaryFile("w+b", dir=tmp_path) as index:
+        out, _ = _worker(run_dir, result.run_id, file, index).communicate(EXPORT, timeout=120)
     reports = [json.loads(line) for line in out.decode("utf-8").splitlines()]
-    assert reports[-2] == {"scored": True} and set(reports[-1]) == {"costs", "summary"}
+    assert reports[-2] == {"scored": True, "rows": 12 * 3} and set(reports[-1]) == {"costs", "summary"}
     assert (run_dir / "results.jsonl").read_bytes() == results
 
 

@@ -5,7 +5,6 @@ in that order, judged rows merged into their place."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import random
 import tempfile
@@ -14,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import pool.score.stage as scoring_module
+import pool.score.arrival as arrival_module
 import pool.store.run_store as store_module
 from eval.items import Item, Source
 from pool.config import parse_pool
-from pool.score.arrival import _Tail
-from pool.score.stage import ArrivalSpool, ScoringStage, _RowSpool
+from pool.score.arrival import ArrivalRows, _IndexWriter, _Tail
+from pool.score.stage import ScoringStage, _RowSpool
 from pool.store.outcome import Unit, result_from_response
 from pool.store.run_store import RunStore
 from runners.base import Attempt, GenerationResponse
@@ -98,7 +97,7 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
     errors asked again, replaced in place: the stage scores those), writes the bytes a scoring of the finished store writes,
     with the same tally; with every key in one slot too (collisions are scored again)."""
     if collide:
-        monkeypatch.setattr(scoring_module, "_slot", lambda model, item_id: 0)
+        monkeypatch.setattr(arrival_module, "_key", lambda model, item_id: 1)
     items = {item.id: item for item in map(_item, range(14))}
     rng = random.Random(5)
     units = [Unit(m, i) for m in ("zeta", "alpha", "mid") for i in items] + [Unit("alpha", "s/gone/1")]
@@ -108,12 +107,13 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
     for name in ("ahead", "after"):
         folder = tmp_path / name
         folder.mkdir()
-        with RunStore(folder) as store, tempfile.TemporaryFile("w+b", dir=folder) as file:
+        with RunStore(folder) as store, tempfile.TemporaryFile("w+b", dir=folder) as file, \
+                tempfile.TemporaryFile("w+b", dir=folder) as index_file:
             store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
             stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judges=(),
                                  session=None)  # fmt: skip
-            report = io.StringIO()
-            tail = _Tail(stage, file, report)
+            index = _IndexWriter(index_file.fileno(), len(units))
+            tail = _Tail(stage, file, index)
             half = len(units) // 2
             _record_all(store, units[:half], random.Random(7))  # the killed predecessor's answers
             for k in range(half, len(units), 4):
@@ -124,11 +124,12 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
             if name == "ahead":
                 tail.catch_up()
                 file.flush()
-                stage.arrivals = ArrivalSpool(file)
-                for line in report.getvalue().splitlines():
-                    for place in json.loads(line):
-                        stage.arrivals.place(*place)
-                assert len(stage.arrivals.places) == 1 if collide else len(stage.arrivals.places) > 20
+                arrivals = ArrivalRows(file, index_file, index.rows)
+                assert index.rows > 20
+                # every key in one slot: only the first row indexed names itself, the rest are scored again
+                taken = sum(arrivals.take(u.model, u.item_id) is not None for u in units)
+                assert taken == 1 if collide else taken == index.rows
+                stage.arrivals = arrivals
             asyncio.run(stage.run())
             outputs.append((stage.write(folder).read_bytes(), stage.tally()))
     assert outputs[0] == outputs[1]

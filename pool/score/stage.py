@@ -12,13 +12,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from eval.files import atomic_write_lines
 from eval.gold_types import RUBRIC_GOLD_TYPES
@@ -145,11 +144,11 @@ class ScoringStage:
         self.anchors: dict[str, Any] | None = None  # --anchor-sample: fresh verdicts vs the run's (pool.score.anchors)
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
-        self.arrivals: ArrivalSpool | None = None  # rows scored while answering (pool.score.arrival), taken by run()
+        self.arrivals: ScoredAhead | None = None  # rows scored while answering (pool.score.arrival), taken by run()
         self.dispatchers = {setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
                             for setup in self.panel} if session is not None else {}  # fmt: skip
 
-    def _answers(self, arrivals: ArrivalSpool | None) -> Iterator[Result]:
+    def _answers(self, arrivals: ScoredAhead | None) -> Iterator[Result]:
         """The run's answers to this run's items to score, streamed from the store in (model, item_id)
         order. An answer whose row ``arrivals`` holds is not read: its row, made when it arrived, goes
         to the spool in its place (so the spool keeps that order)."""
@@ -487,39 +486,13 @@ class _RowSpool:
         return heapq.merge(spooled, judged, key=lambda pair: (pair[0][0], pair[0][1]))
 
 
-class ArrivalSpool:
-    """Rows scored before :meth:`ScoringStage.run` (:mod:`pool.score.arrival`), in arrival order, in
-    an anonymous file; an index from :func:`_slot` to the row's place (offset and length, packed in
-    one int) lets run() take each back in the store's order. Holds two ints per row, never the rows;
-    reads are positioned (``os.pread``), so they do not move the writer's offset."""
+class ScoredAhead(Protocol):
+    """Rows scored before :meth:`ScoringStage.run` (:class:`pool.score.arrival.ArrivalRows`): run()
+    takes each back in the store's order, or scores it itself when ``take`` gives None."""
 
-    def __init__(self, file: BinaryIO) -> None:
-        self.file = file
-        self.places: dict[int, int] = {}
+    def take(self, model: str, item_id: str) -> str | None: ...
 
-    def place(self, model: str, item_id: str, offset: int, length: int) -> None:
-        """Where the row of (model, item_id) is in the file."""
-        self.places[_slot(model, item_id)] = offset << 32 | length
-
-    def take(self, model: str, item_id: str) -> str | None:
-        """The row's spool entry, or None (not scored ahead, or its slot went to a colliding key)."""
-        place = self.places.pop(_slot(model, item_id), None)
-        if place is None:
-            return None
-        try:
-            entry = os.pread(self.file.fileno(), place & 0xFFFFFFFF, place >> 32).decode("utf-8")
-            named = json.loads(entry.partition("\t")[0])[:2]
-        except ValueError:  # bytes that are not the row (never seen): scored again, as for a collision
-            return None
-        return entry if named == [model, item_id] else None
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def _slot(model: str, item_id: str) -> int:
-    """The arrival index's key: an int, not two strings, per row (a collision costs a re-score)."""
-    return hash((model, item_id))
+    def close(self) -> None: ...
 
 
 def _spool_entry(row: dict[str, Any]) -> str:

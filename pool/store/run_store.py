@@ -510,7 +510,7 @@ class RunStore(SqliteHandle):
 
     def iter_result_keys(self, run_id: str, stage: str) -> Iterator[tuple[str, str]]:
         """(model, item_id) of one stage's rows, in :meth:`iter_results`' order, read from the primary
-        key's index alone (a reader that has most rows already, see ``pool.score.stage.ArrivalSpool``)."""
+        key's index alone (a reader that has most rows already, see ``pool.score.arrival.ArrivalRows``)."""
         for row in self._pages("SELECT model, item_id, stage FROM results", run_id, stage):
             yield row[0], row[1]
 
