@@ -415,15 +415,22 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     return table, 0, judged
 
 
-def _narrowed(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _narrowed(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Sub-metric and audit columns as float32 when every value is one exactly (judge dimensions,
     counts, 0/1 flags): half the memory, the same numbers — their readers widen them to float64
-    before any arithmetic (see :attr:`routing.table.ScoreTable.metrics`)."""
+    before any arithmetic (see :attr:`routing.table.ScoreTable.metrics`). Takes the columns out of
+    ``columns`` one at a time, so a float64 column is freed as soon as its narrow copy exists."""
     out = {}
-    for name, column in columns.items():
-        narrow = column.astype(np.float32) if column.strides != (0,) else None
-        same = narrow is not None and np.array_equal(narrow.astype(np.float64), column, equal_nan=True)
-        out[name] = narrow if same else column
+    for name in list(columns):
+        column = columns.pop(name)
+        if column.strides == (0,):  # one read-only NaN for the whole column
+            out[name] = column
+            continue
+        narrow = column.astype(np.float32)
+        exact = all(np.array_equal(narrow[part].astype(np.float64), column[part], equal_nan=True)
+                    for part in (slice(start, start + SORTED_CHECK_ROWS) for start in range(0, len(column), SORTED_CHECK_ROWS)))
+        out[name] = narrow if exact else column
+        del column, narrow
     return out
 
 
