@@ -160,11 +160,17 @@ def scored_rows(table: ScoreTable) -> dict[Key, tuple[float, str, tuple[str, ...
     model_keys = [e.model.key for e in table.entrants]
     judge_keys = [e.judge_key or "" for e in table.entrants]
     out = {}
+    places: dict[tuple[int, ...], tuple[str, tuple[str, ...]]] = {}  # one (family, bucket ids) object per bucket combination
     for r in np.flatnonzero(table.status == SCORED).tolist():
-        entrant, family = int(table.entrant[r]), families[table.family[r]]
-        buckets = tuple(f"{family}/{kind}/{columns[c][1][columns[c][0][r]]}" for kind, c in BUCKET_KINDS[family])
+        entrant, family_code = int(table.entrant[r]), int(table.family[r])
+        family = families[family_code]
+        codes = (family_code, *(int(columns[c][0][r]) for _, c in BUCKET_KINDS[family]))
+        place = places.get(codes)
+        if place is None:
+            buckets = tuple(f"{family}/{kind}/{columns[c][1][code]}" for (kind, c), code in zip(BUCKET_KINDS[family], codes[1:]))
+            place = places[codes] = (family, (*buckets, f"{family}/all"))
         out[(model_keys[entrant], judge_keys[entrant], table.items[table.item[r]])] = (
-            float(table.value[r]), family, (*buckets, f"{family}/all"), table.entrants[entrant].model.name)
+            float(table.value[r]), place[0], place[1], table.entrants[entrant].model.name)
     return out
 
 
