@@ -19,6 +19,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -45,9 +46,10 @@ class ModelIdentity:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.fields)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """sha256 prefix of the canonical JSON of every field: stable across runs and machines."""
+        """sha256 prefix of the canonical JSON of every field: stable across runs and machines (made
+        once per identity: decisions ask for it per contestant and per tie-break)."""
         blob = json.dumps(self.as_dict(), sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
