@@ -25,18 +25,8 @@ Each run is read as columns (:mod:`routing.columns`): from its columnar copy
 ``source_item_id`` (rows of derived items, e.g. decision recognition) becomes
 :attr:`ScoreTable.sources`, so a derived task can be shown beside its source task.
 
-``answered`` per row: the answer was obtained (``answer_status`` is not ``infra_error``). Rows
-without ``answer_status`` count as unanswered when they are an ``infra_error`` with no judge (the
-only way a judge-free row fails), answered otherwise.
-
-Audit columns read from ``details`` for the specialty leaderboard (absent keys leave NaN):
-
-- ``safety_floor``: ``details["safety_floor"]`` — true (or a non-empty list of the forbidden phrases
-  found) when the deterministic safety floor capped the score; rate = floored answers / answers.
-- ``claims_unsupported`` / ``claims_total``: ``details["claims"] = {"supported", "unsupported",
-  "not_sure"}`` counts from the claim-level check; unsupported rate = Σunsupported / Σclaims.
-- ``grounding_unsupported``: ``details["grounding"]`` (or ``"grounding_source"``) equal to
-  ``"unsupported"``; used for the unsupported rate when no claim counts are present.
+What each row means — ``answered``, the specialty audit columns read from ``details``
+(safety floor, claim counts, grounding) — is in :mod:`routing.load_rows`, which checks every row.
 """
 
 from __future__ import annotations
