@@ -169,10 +169,7 @@ def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
     _check_duplicates(run_dir, (c["ident"].astype(np.int64) * n_judges + c["judge"]) * n_items + c["item"], c["line"],
                       lambda r: (cols.identities[c["ident"][r]].name, cols.vocab["item"][c["item"][r]]))  # fmt: skip
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
-    pairs = sorted(np.unique(pair).tolist(), key=lambda p: ((cols.identities[p // n_judges].name, cols.identities[p // n_judges].key),
-                                                            _judge_key(cols.judges[p % n_judges])))  # fmt: skip
-    index = {p: e for e, p in enumerate(pairs)}
-    entrants = make_entrants([(cols.identities[p // n_judges], cols.judges[p % n_judges]) for p in pairs])
+    entrants, index = _ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
     families = cols.vocab["family"]
     group = pair * len(families) + c["family"]
     order = np.argsort(group, kind="stable")
@@ -181,7 +178,7 @@ def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
     judges: dict[str, set[str]] = {}
     for rows in np.split(order, starts[1:]):
         p, family = int(pair[rows[0]]), families[int(c["family"][rows[0]])]
-        values[(index[p], family)] = c["value"][rows][c["status"][rows] == SCORED]
+        values[(int(index[p]), family)] = c["value"][rows][c["status"][rows] == SCORED]
         judges.setdefault(family, set()).add(_judge_key(cols.judges[p % n_judges]))
     return ScoreDigest(entrants=tuple(entrants), values=values,
                        judges_by_family={f: tuple(sorted(k for k in keys if k)) for f, keys in sorted(judges.items())})  # fmt: skip
@@ -274,34 +271,18 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     g_item = gathered(lambda c, m: m["item"])
     # Entrants in order: (model name, identity key), then judge key ("" for judge-free).
     pair = g_ident * n_judges + g_judge
-    pairs = np.unique(pair)
-    pair_order = sorted(pairs.tolist(), key=lambda p: ((identities.values[p // n_judges].name, identities.values[p // n_judges].key),
-                                                       _judge_key(judges.values[p % n_judges])))  # fmt: skip
-    entrant_of_pair = {p: e for e, p in enumerate(pair_order)}
-    entrant = np.searchsorted(pairs, pair)
-    rank_of_pair = np.array([entrant_of_pair[p] for p in pairs.tolist()], dtype=np.int32)
-    entrant = rank_of_pair[entrant] if len(pairs) else entrant.astype(np.int32)
+    entrants, rank = _ordered_entrants(np.unique(pair), identities.values, judges.values, n_judges)
+    entrant = rank[pair]
     item_names = vocabs["item"].values
     item_rank = np.argsort(np.argsort(np.array(item_names, dtype=object), kind="stable"), kind="stable")
     order = np.lexsort((item_rank[g_item], entrant))
     chosen = winners[order]
-    entrants = make_entrants([(identities.values[p // n_judges], judges.values[p % n_judges]) for p in pair_order])
 
     codes: dict[str, np.ndarray] = {}
     vocab: dict[str, tuple[str, ...]] = {}
     for name in CODE_COLUMNS:
-        column = gathered(lambda c, m, name=name: m[name])[order]
-        present = np.unique(column)
-        names = [vocabs[name].values[i] for i in present.tolist()]
-        sort = sorted(range(len(names)), key=names.__getitem__)
-        remap = np.zeros(len(vocabs[name].values), dtype=np.int32)
-        remap[present[sort]] = np.arange(len(sort), dtype=np.int32)
-        codes[name] = remap[column]
-        vocab[name] = tuple(names[i] for i in sort)
-    systems = [d.split(":", 1)[0] for d in vocab["domain"]]
-    system_vocab = tuple(sorted(set(systems)))
-    system_code = np.array([system_vocab.index(s) for s in systems], dtype=np.int32)
-    codes["system"], vocab["system"] = system_code[codes["domain"]] if len(systems) else codes["domain"], system_vocab
+        codes[name], vocab[name] = _sorted_vocab(gathered(lambda c, m, name=name: m[name])[order], vocabs[name].values)
+    _with_system(codes, vocab)
     items = vocab.pop("item")
     item = codes.pop("item")
 
@@ -344,6 +325,25 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     return table, superseded, [record for _, record in judged_at]
 
 
+def _ordered_entrants(pairs: np.ndarray, identities: Sequence[ModelIdentity], judges: Sequence[JudgeIdentity | None],
+                      n_judges: int) -> tuple[list[Entrant], np.ndarray]:  # fmt: skip
+    """The entrants of the (identity * n_judges + judge) pair codes present, in table order — model
+    name, identity key, then judge key (judge-free first) — and the entrant index of each pair code."""
+    order = sorted(pairs.tolist(), key=lambda p: ((identities[p // n_judges].name, identities[p // n_judges].key),
+                                                  _judge_key(judges[p % n_judges])))  # fmt: skip
+    rank = np.zeros(int(pairs.max()) + 1 if len(pairs) else 0, dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return make_entrants([(identities[p // n_judges], judges[p % n_judges]) for p in order]), rank
+
+
+def _with_system(codes: dict[str, np.ndarray], vocab: dict[str, tuple[str, ...]]) -> None:
+    """Add the ``system`` column: the part of each domain before ``:``."""
+    systems = [d.split(":", 1)[0] for d in vocab["domain"]]
+    vocab["system"] = tuple(sorted(set(systems)))
+    lookup = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)
+    codes["system"] = lookup[codes["domain"]] if len(systems) else codes["domain"]
+
+
 def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     """(codes into the sorted vocabulary of the names in use, that vocabulary)."""
     used = np.flatnonzero(np.bincount(codes, minlength=len(names))) if len(codes) else np.zeros(0, dtype=np.int64)
@@ -362,11 +362,7 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     c = cols.columns
     n_judges = len(cols.judges)
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
-    pairs = np.unique(pair)
-    pair_order = sorted(pairs.tolist(), key=lambda p: ((cols.identities[p // n_judges].name, cols.identities[p // n_judges].key),
-                                                       _judge_key(cols.judges[p % n_judges])))  # fmt: skip
-    rank = np.zeros(int(pairs.max()) + 1 if len(pairs) else 0, dtype=np.int32)
-    rank[pair_order] = np.arange(len(pair_order), dtype=np.int32)
+    entrants, rank = _ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
     entrant = rank[pair]
     del pair
     item_names = cols.vocab["item"]
@@ -383,15 +379,12 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     vocab: dict[str, tuple[str, ...]] = {}
     for name in CODE_COLUMNS:  # each run code column handed over (or freed once re-coded)
         codes[name], vocab[name] = _sorted_vocab(c.pop(name), cols.vocab[name])
-    systems = [d.split(":", 1)[0] for d in vocab["domain"]]
-    vocab["system"] = tuple(sorted(set(systems)))
-    codes["system"] = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)[codes["domain"]]
+    _with_system(codes, vocab)
     items = vocab.pop("item")
     item = codes.pop("item")
     judged = [{**record, "model": cols.identities[int(c["ident"][row])].name,
                "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
                "judge": cols.judge_records[int(c["judge"][row])]} for row, record in sorted(cols.judged.items())]  # fmt: skip
-    entrants = make_entrants([(cols.identities[p // n_judges], cols.judges[p % n_judges]) for p in pair_order])
     for name in ("ident", "judge", "line"):
         c.pop(name, None)
     table = ScoreTable(
