@@ -102,6 +102,19 @@ def judged_record(row: Mapping[str, Any]) -> dict[str, Any]:
             "details": {k: details[k] for k in JUDGED_DETAILS if k in details}}  # fmt: skip
 
 
+@dataclass
+class _Chunk:
+    """Rows ``first`` .. ``first + len`` of a run as arrays; labels, sources and judged rows by index in the chunk."""
+
+    first: int
+    fixed: dict[str, np.ndarray]
+    metrics: dict[str, np.ndarray]
+    flags: dict[str, np.ndarray]
+    labels: dict[int, tuple[Any, Any, tuple[Any, ...]]]
+    sources: dict[int, str]
+    judged: dict[int, dict[str, Any]]
+
+
 class _Builder:
     """Rows appended one at a time into compact arrays; :meth:`take` hands over a chunk."""
 
@@ -168,15 +181,16 @@ class _Builder:
             self.judged[index] = judged_record(row)
         self.count += 1
 
-    def take(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], int]:
-        """(fixed columns, metric columns, flag columns, first row) of the rows added since the last take."""
+    def take(self) -> _Chunk:
+        """The rows added since the last take, as arrays; the builder starts a new chunk."""
         fixed = {name: np.frombuffer(self.fixed[name], dtype=FIXED_DTYPES[name].replace("<", "=")).copy()
                  if self.count else np.zeros(0, dtype=FIXED_DTYPES[name]) for name in FIXED_DTYPES}  # fmt: skip
         metrics = {name: np.frombuffer(col, dtype=float).copy() for name, col in self.metrics.items()}
         flags = {name: np.frombuffer(col, dtype=float).copy() if self.count else np.zeros(0) for name, col in self.flags.items()}
-        first = self.rows
+        chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels, self.sources, self.judged)
         self.rows += self.count
-        return fixed, metrics, flags, first
+        self._reset()
+        return chunk
 
     def vocab(self) -> dict[str, list[str]]:
         return {name: list(codes) for name, codes in self.strings.items()}
@@ -187,12 +201,11 @@ def build_from_jsonl(run_dir: Path) -> RunColumns:
     builder = _Builder()
     for line_no, key, row in iter_checked_rows(run_dir, builder.interner):
         builder.add(line_no, key, row)
-    labels, sources, judged = builder.labels, builder.sources, builder.judged
-    fixed, metrics, flags, _ = builder.take()
+    chunk = builder.take()
     return RunColumns(
         identities=list(builder.interner.identities), judges=list(builder.interner.judges), vocab=builder.vocab(),
-        columns=fixed, metrics=metrics, flags=flags, labels=labels, sources=sources, judged=judged,
-        judge_records=builder.judge_records,
+        columns=chunk.fixed, metrics=chunk.metrics, flags=chunk.flags, labels=chunk.labels, sources=chunk.sources,
+        judged=chunk.judged, judge_records=builder.judge_records,
     )  # fmt: skip
 
 
@@ -249,8 +262,8 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
     extras = (folder / "rows.jsonl").open("w", encoding="utf-8")
 
     def flush() -> None:
-        labels, sources, judged = builder.labels, builder.sources, builder.judged
-        fixed, metrics, flags, first = builder.take()
+        chunk = builder.take()
+        fixed, metrics, flags, first = chunk.fixed, chunk.metrics, chunk.flags, chunk.first
         count = len(fixed["line"])
         for name, column in [*fixed.items(), *((f"flag.{k}", v) for k, v in flags.items())]:
             _append(files, folder, name, note(name, column).astype(FIXED_DTYPES.get(name, "<f8"), copy=False))
@@ -260,13 +273,12 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
                 written_metrics.add(name)
             column = note(f"metric.{name}", metrics.get(name, np.full(count, np.nan)))
             _append(files, folder, f"metric.{name}", column.astype("<f8", copy=False))
-        for row, label in labels.items():
+        for row, label in chunk.labels.items():
             extras.write(json.dumps({"row": first + row, "label": [label[0], label[1], list(label[2])]}, ensure_ascii=False) + "\n")
-        for row, source in sources.items():
+        for row, source in chunk.sources.items():
             extras.write(json.dumps({"row": first + row, "source": source}, ensure_ascii=False) + "\n")
-        for row, record in judged.items():
+        for row, record in chunk.judged.items():
             extras.write(json.dumps({"row": first + row, "judged": record}, ensure_ascii=False) + "\n")
-        builder._reset()
 
     try:
         for line_no, key, row in iter_checked_rows(run_dir, builder.interner):
