@@ -35,7 +35,7 @@ use the tally ``counts`` (rounds × n), so all rounds and cells are one matrix p
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -102,14 +102,7 @@ def resample_count_chunks(n: int, rounds: int, seed: int) -> Iterator[tuple[slic
 def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed: int) -> np.ndarray:
     """``bootstrap_ratios(num, den, resample_counts(n, rounds, seed))``, the same numbers, in the
     memory of one chunk of resamples (:func:`resample_count_chunks`)."""
-    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    flat = num.ndim == 1
-    both = np.concatenate([num.reshape(len(num), -1), den.reshape(len(den), -1)], axis=1)
-    k = both.shape[1] // 2
-    sums = np.empty((rounds, 2 * k))
-    for part, counts in resample_count_chunks(n, rounds, seed):
-        sums[part] = counts.astype(float) @ both
-    return _ratio(sums, k, flat)
+    return _ratios_over(num, den, rounds, resample_count_chunks(n, rounds, seed))
 
 
 def _chunks(rounds: int, per_round: int) -> list[slice]:
@@ -124,17 +117,19 @@ def bootstrap_ratios(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np
     ``num = nan_to_num(x)`` and ``den = ~isnan(x)``; a rate over claims is Σunsupported / Σclaims.
     A resample whose Σden is 0 gives NaN.
     """
+    chunks = ((part, counts[part]) for part in _chunks(counts.shape[0], counts.shape[1]))
+    return _ratios_over(num, den, counts.shape[0], chunks)
+
+
+def _ratios_over(num: np.ndarray, den: np.ndarray, rounds: int, chunks: Iterable[tuple[slice, np.ndarray]]) -> np.ndarray:
+    """Σnum / Σden per resample, the resamples' counts given a chunk of rounds at a time."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     flat = num.ndim == 1
     both = np.concatenate([num.reshape(len(num), -1), den.reshape(len(den), -1)], axis=1)
     k = both.shape[1] // 2
-    sums = np.empty((counts.shape[0], 2 * k))
-    for part in _chunks(counts.shape[0], counts.shape[1]):
-        sums[part] = counts[part].astype(float) @ both
-    return _ratio(sums, k, flat)
-
-
-def _ratio(sums: np.ndarray, k: int, flat: bool) -> np.ndarray:
+    sums = np.empty((rounds, 2 * k))
+    for part, counts in chunks:
+        sums[part] = counts.astype(float) @ both
     top, bottom = sums[:, :k], sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
