@@ -52,7 +52,7 @@ from routing.load_rows import (
     check_row,
     iter_checked_rows,
 )
-from routing.table import SCORED, STATUSES, Entrant, ModelIdentity, ScoreTable, make_entrants
+from routing.table import SCORED, STATUSES, Entrant, ModelIdentity, ScoreTable, codes_in_use, make_entrants
 
 __all__ = ["FLAG_COLUMNS", "SCORES_FILENAME", "SUMMARY_FILENAME", "LoadError", "Loaded", "RunInfo", "ScoreDigest",
            "check_row", "digest_scores", "kept_apart", "load_runs", "parse_time", "read_summary"]  # fmt: skip
@@ -346,7 +346,7 @@ def _with_system(codes: dict[str, np.ndarray], vocab: dict[str, tuple[str, ...]]
 
 def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     """(codes into the sorted vocabulary of the names in use, that vocabulary)."""
-    used = np.flatnonzero(np.bincount(codes, minlength=len(names))) if len(codes) else np.zeros(0, dtype=np.int64)
+    used = codes_in_use(codes, len(names))
     order = sorted(used.tolist(), key=names.__getitem__)
     if order == list(range(len(names))):  # every name in use, already sorted: the codes stand as they are
         return codes.astype(np.int32, copy=False), tuple(names)
@@ -456,7 +456,7 @@ def _entrants_by_run(table: ScoreTable, n_runs: int, family: int | None = None) 
         if rows is not None:
             mask = rows if mask is None else mask & rows
         entrants = table.entrant if mask is None else table.entrant[mask]
-        out += [(int(e), run) for e in np.flatnonzero(np.bincount(entrants, minlength=len(table.entrants)))]
+        out += [(int(e), run) for e in codes_in_use(entrants, len(table.entrants))]
     return sorted(out)
 
 

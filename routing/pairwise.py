@@ -35,7 +35,7 @@ from routing.ratings import (
     win_rate_matrix,
 )
 from routing.stats import json_number
-from routing.table import SCORED, ScoreTable
+from routing.table import SCORED, ScoreTable, codes_in_use
 
 ELO_SCORE = {WIN: 1.0, LOSS: 0.0, TIE: 0.5}
 
@@ -55,10 +55,10 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
     the matrix holds the rows' ``value``, or ``values_of_rows`` (aligned with ``rows``) when given."""
     row_values = table.value[rows] if values_of_rows is None else np.asarray(values_of_rows, dtype=float)
     of_rows = table.entrant[rows]
-    present = np.flatnonzero(np.bincount(of_rows, minlength=len(table.entrants))) if len(rows) else np.zeros(0, dtype=np.int64)
+    present = codes_in_use(of_rows, len(table.entrants))
     entrants = present.tolist()
     item_of_rows = table.item[rows]
-    items = np.flatnonzero(np.bincount(item_of_rows, minlength=len(table.items))) if len(rows) else np.zeros(0, dtype=np.int64)
+    items = codes_in_use(item_of_rows, len(table.items))
     position = np.zeros(len(table.items), dtype=np.int32)  # np.unique(..., return_inverse=True) without sorting the rows
     position[items] = np.arange(len(items), dtype=np.int32)
     item_pos = position[item_of_rows]

@@ -156,6 +156,11 @@ def intern(values: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values)), vocab
 
 
+def codes_in_use(codes: np.ndarray, size: int) -> np.ndarray:
+    """The distinct codes (each in [0, size)) of a column, ascending: ``np.unique`` by counting, no sort of the rows."""
+    return np.flatnonzero(np.bincount(codes, minlength=size)) if len(codes) else np.zeros(0, dtype=np.int64)
+
+
 def group_rows(keys: Sequence[np.ndarray], order_by: np.ndarray | None = None) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """Row indices grouped by equal key tuples, groups in key order; inside a group rows follow ``order_by``."""
     if not len(keys[0]):
