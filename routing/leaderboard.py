@@ -49,10 +49,9 @@ from routing.stats import (
     CI_HULL,
     CI_WILSON,
     Estimate,
-    bootstrap_macro_f1,
     hull_with_wilson,
     ratio_intervals,
-    resample_indices,
+    resampled_macro_f1,
     resampled_ratios,
     wilson_interval,
 )
@@ -229,7 +228,7 @@ def bucket_label_set(table: ScoreTable, rows: np.ndarray) -> list[Hashable]:
 
 
 def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray, labels: list[Hashable],
-                          idx: np.ndarray) -> dict[str, Estimate]:  # fmt: skip
+                          rounds: int, seed: int) -> dict[str, Estimate]:  # fmt: skip
     """Macro-F1 and accuracy of one cell: eval.macro_f1 for the value, the bucket's resamples for the CI."""
     codes = label_codes(table)
     at = codes.find(np.asarray(rows, dtype=np.int64))
@@ -245,7 +244,7 @@ def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray
     gold_codes, pred_codes = np.full(len(items), -1), np.full(len(items), -1)
     gold_codes[position] = [index[g] for g in golds]
     pred_codes[position] = [index.get(p, -1) for p in preds]
-    draws = bootstrap_macro_f1(gold_codes, pred_codes, len(labels), idx)
+    draws = resampled_macro_f1(gold_codes, pred_codes, len(labels), rounds, seed)
     n = len(rows)
     acc_lo, acc_hi = wilson_interval(correct, n)
     return {"macro_f1": Estimate(float(point["macro_f1"]), hull_with_wilson(point["macro_f1"], n, draws[:, 0]), n, draws[:, 0].copy(), CI_HULL),
@@ -287,7 +286,6 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     draws = resampled_ratios(all_num, all_den, len(items), rounds, seed)
     lo, hi, methods = ratio_intervals(all_num, all_den, np.array([scale[name] for names in layout if names for name in names]))
     num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
-    idx = resample_indices(len(items), rounds, seed) if labels else None
     out, column = [], 0
     for rows, names in zip(cell_rows, layout):
         if names is None:
@@ -300,7 +298,7 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
             stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), kept, methods[j])
         column += len(names)
         if labels:
-            stats.update(_classification_stats(table, rows, items, labels, idx))
+            stats.update(_classification_stats(table, rows, items, labels, rounds, seed))
         out.append(stats)
     return out
 

@@ -143,39 +143,49 @@ def bootstrap_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return bootstrap_ratios(np.where(present, values, 0.0), present.astype(float), counts)
 
 
-def macro_f1_counts(gold: np.ndarray, pred: np.ndarray, n_classes: int) -> np.ndarray:
-    """Rows of [macro-F1, accuracy] for row-wise code arrays gold, pred (rounds × n).
-
-    Codes index the label set; pred −1 is a prediction outside it (wrong, no class); gold −1 marks
-    an observation the cell does not have (left out). The eval.macro_f1 formula — per-class F1 =
-    2PR/(P+R), 0 when undefined, unweighted mean over all ``n_classes`` — with each row's counts
-    taken by one ``bincount`` over row-offset codes.
-    """
-    rounds = gold.shape[0]
-    offset = (np.arange(rounds) * n_classes)[:, None]
-    present = gold >= 0
-    correct = (gold == pred) & present
-    size = rounds * n_classes
-    tp = np.bincount((gold + offset)[correct], minlength=size).reshape(rounds, n_classes).astype(float)
-    predicted = np.bincount((pred + offset)[(pred >= 0) & present], minlength=size).reshape(rounds, n_classes)
-    actual = np.bincount((gold + offset)[present], minlength=size).reshape(rounds, n_classes)
+def _macro_f1_of_sums(tp: np.ndarray, predicted: np.ndarray, actual: np.ndarray, correct: np.ndarray,
+                      observed: np.ndarray) -> np.ndarray:  # fmt: skip
+    """[macro-F1, accuracy] per row from per-class counts (rows × classes, C-contiguous) of true
+    positives, predictions and gold labels, and the row's correct and observed counts: the
+    eval.macro_f1 formula — per-class F1 = 2PR/(P+R), 0 when undefined, unweighted mean over all
+    classes; NaN for a row with no observation."""
     precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
     recall = np.divide(tp, actual, out=np.zeros_like(tp), where=actual > 0)
     total = precision + recall
     f1 = np.divide(2 * precision * recall, total, out=np.zeros_like(tp), where=total > 0)
-    observed = present.sum(axis=1)
-    accuracy = np.divide(correct.sum(axis=1), observed, out=np.full(rounds, np.nan), where=observed > 0)
-    macro = np.where(observed > 0, f1.sum(axis=1) / n_classes, np.nan)
+    accuracy = np.divide(correct, observed, out=np.full(len(observed), np.nan), where=observed > 0)
+    macro = np.where(observed > 0, f1.sum(axis=1) / tp.shape[1], np.nan)
     return np.stack([macro, accuracy], axis=1)
 
 
-def bootstrap_macro_f1(gold: np.ndarray, pred: np.ndarray, n_classes: int, idx: np.ndarray) -> np.ndarray:
-    """Resampled [macro-F1, accuracy] (rounds × 2) for code vectors gold, pred (see macro_f1_counts)."""
+def resampled_macro_f1(gold: np.ndarray, pred: np.ndarray, n_classes: int, rounds: int, seed: int) -> np.ndarray:
+    """Resampled [macro-F1, accuracy] (rounds × 2) of a cell over the resamples of
+    :func:`resample_counts` for ``len(gold)`` observations. ``gold``, ``pred``: codes into the
+    label set; pred −1 is a prediction outside it (wrong, no class); gold −1 marks an observation
+    the cell does not have (left out of every resample's counts).
+
+    Every count the formula needs is a sum of the resample's tallies over a set of observations
+    (the correct ones of class c, those predicted c, those of gold c, the correct, the observed), so
+    one sparse product ``tallies @ S`` (S: observations × (3·classes + 2), one 1 per observation and
+    column set) gives them all — integers, exact in float32 — without gathering rounds × n codes.
+    """
     gold, pred = np.asarray(gold, dtype=np.int64), np.asarray(pred, dtype=np.int64)
-    out = np.empty((idx.shape[0], 2))
-    for part in _chunks(idx.shape[0], idx.shape[1] * 4):
-        rows = idx[part]
-        out[part] = macro_f1_counts(gold[rows], pred[rows], n_classes)
+    n, c = len(gold), n_classes
+    present = gold >= 0
+    correct = present & (gold == pred)
+    predicted = present & (pred >= 0)
+    at = np.arange(n)
+    rows = np.concatenate([at[correct], at[predicted], at[present], at[correct], at[present]])
+    columns = np.concatenate([gold[correct], c + pred[predicted], 2 * c + gold[present],
+                              np.full(int(correct.sum()), 3 * c), np.full(int(present.sum()), 3 * c + 1)])  # fmt: skip
+    from scipy.sparse import csr_matrix  # ~25 MB of RSS, paid by builds with a classification bucket
+
+    picks = csr_matrix((np.ones(len(rows), dtype=np.float32), (columns, rows)), shape=(3 * c + 2, n))
+    out = np.empty((rounds, 2))
+    for part, tallies in resample_count_chunks(n, rounds, seed):
+        sums = np.asarray(picks @ tallies.T, dtype=float).T  # (3c + 2) × rounds -> rounds × (3c + 2)
+        tp, predictions, golds = (np.ascontiguousarray(sums[:, k * c:(k + 1) * c]) for k in range(3))
+        out[part] = _macro_f1_of_sums(tp, predictions, golds, sums[:, 3 * c], sums[:, 3 * c + 1])
     return out
 
 

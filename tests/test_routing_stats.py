@@ -27,7 +27,6 @@ from routing.ratings import (
     win_rate_matrix,
 )
 from routing.stats import (
-    bootstrap_macro_f1,
     bootstrap_means,
     bootstrap_ratios,
     estimate,
@@ -35,6 +34,7 @@ from routing.stats import (
     percentile_ci,
     resample_counts,
     resample_indices,
+    resampled_macro_f1,
 )
 
 
@@ -82,7 +82,7 @@ def test_macro_f1_bootstrap_matches_eval_macro_f1_on_each_resample() -> None:
     index = {label: i for i, label in enumerate(labels)}
     gold_codes, pred_codes = np.array([index[g] for g in golds]), np.array([index.get(p, -1) for p in preds])
     idx = resample_indices(50, 40, 0)
-    draws = bootstrap_macro_f1(gold_codes, pred_codes, 4, idx)
+    draws = resampled_macro_f1(gold_codes, pred_codes, 4, 40, 0)
     for b in range(40):
         expected = macro_f1([preds[i] for i in idx[b]], [golds[i] for i in idx[b]], labels)
         assert draws[b, 0] == pytest.approx(expected["macro_f1"], abs=1e-12)
@@ -93,7 +93,7 @@ def test_macro_f1_bootstrap_leaves_out_items_a_cell_does_not_have() -> None:
     gold = np.array([0, 1, -1, 2, 1, -1, 0])  # -1: this model has no result for the item
     pred = np.array([0, 2, 1, 2, 1, 0, -1])
     idx = resample_indices(7, 30, 3)
-    draws = bootstrap_macro_f1(gold, pred, 3, idx)
+    draws = resampled_macro_f1(gold, pred, 3, 30, 3)
     for b in range(30):
         kept = [i for i in idx[b] if gold[i] >= 0]
         expected = macro_f1([int(pred[i]) for i in kept], [int(gold[i]) for i in kept], [0, 1, 2])
