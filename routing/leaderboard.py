@@ -252,7 +252,7 @@ def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray
 
 
 def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str, rounds: int, seed: int,
-                 labels: list[Hashable] | None = None) -> list[dict[str, Estimate]]:  # fmt: skip
+                 labels: list[Hashable] | None = None, draws_of: Sequence[str] = DRAWS_KEPT) -> list[dict[str, Estimate]]:  # fmt: skip
     """Every statistic of every cell of one bucket (cells given as their scored rows).
 
     The bucket's scored items are resampled together — one index matrix over them, seeded by
@@ -261,7 +261,8 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     in lockstep makes the draws of one bucket paired, and every statistic of every cell comes out of
     one matrix product ``counts @ X``. Intervals: one :func:`routing.stats.ratio_intervals` call over
     every cell's columns, each bounded by the largest value any cell of the bucket has in that
-    statistic (at least 1).
+    statistic (at least 1). Draws are kept for the statistics in ``draws_of`` (when none of the ratio
+    statistics is among them, none is drawn).
     """
     filled = [rows for rows in cell_rows if len(rows)]
     if not filled:
@@ -283,7 +284,8 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         nums.append(full_num)
         dens.append(full_den)
     all_num, all_den = np.hstack(nums), np.hstack(dens)
-    draws = resampled_ratios(all_num, all_den, len(items), rounds, seed)
+    drawn = any(name in draws_of for names in layout if names for name in names)
+    draws = resampled_ratios(all_num, all_den, len(items), rounds, seed) if drawn else None
     lo, hi, methods = ratio_intervals(all_num, all_den, np.array([scale[name] for names in layout if names for name in names]))
     num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
     out, column = [], 0
@@ -294,7 +296,7 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         stats = {}
         for j, name in enumerate(names, start=column):
             point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
-            kept = draws[:, j].copy() if name in DRAWS_KEPT else NO_DRAWS  # a view would keep the whole matrix
+            kept = draws[:, j].copy() if draws is not None and name in draws_of else NO_DRAWS  # a view would keep the whole matrix
             stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), kept, methods[j])
         column += len(names)
         if labels:
@@ -303,9 +305,11 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     return out
 
 
-def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int = 1000, seed: int = 0) -> list[Bucket]:
+def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int = 1000, seed: int = 0,
+                  draws_of: Sequence[str] = DRAWS_KEPT) -> list[Bucket]:  # fmt: skip
     """Every bucket of every family. ``keep`` marks the rows allowed into statistics (``--common``);
-    infra errors and unscorable rows are counted from the whole table either way."""
+    infra errors and unscorable rows are counted from the whole table either way. ``draws_of``: the
+    statistics whose bootstrap draws the caller reads (see :data:`DRAWS_KEPT`)."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
     buckets = []
     for family in FAMILIES:
@@ -318,7 +322,7 @@ def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int
             for (code, entrant), local in group_rows([codes, table.entrant[in_family]], order_by=table.item[in_family]):
                 groups.setdefault(code, []).append((entrant, in_family[local]))
             for code, members in groups.items():
-                buckets.append(_bucket(table, keep, family, kind, table.names(column)[code], members, rounds, seed))
+                buckets.append(_bucket(table, keep, family, kind, table.names(column)[code], members, rounds, seed, draws_of))
     return buckets
 
 
@@ -338,29 +342,43 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) and not np.isnan(values).any() else float("nan")
 
 
-def _median(values: np.ndarray) -> float:
-    known = values[~np.isnan(values)]
-    return float(np.median(known)) if len(known) else float("nan")
+def medians(columns: Sequence[np.ndarray]) -> list[float]:
+    """``np.median`` of each column's known values (NaN when none), all columns sorted in one pass."""
+    if not columns:
+        return []
+    values = np.concatenate(columns)  # in its own dtype, as np.median averages
+    column = np.repeat(np.arange(len(columns)), [len(c) for c in columns])
+    known = ~np.isnan(values)
+    values, column = values[known], column[known]
+    values = values[np.lexsort((values, column))]
+    sizes = np.bincount(column, minlength=len(columns))
+    starts = np.cumsum(sizes) - sizes
+    low, high = starts + (sizes - 1) // 2, starts + sizes // 2  # the middle value, or the two middle ones
+    found = sizes > 0
+    out = np.full(len(columns), np.nan)
+    out[found] = (values[low[found]] + values[high[found]]) / 2  # np.median's mean of the middle pair
+    return out.tolist()
 
 
 def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: str,
-            members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int) -> Bucket:  # fmt: skip
+            members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int, draws_of: Sequence[str]) -> Bucket:  # fmt: skip
     all_rows = np.concatenate([rows for _, rows in members])
     gold_types = tuple(sorted({table.names("gold_type")[c] for c in np.unique(table.gold_type[all_rows])}))
     by_macro_f1 = len(gold_types) == 1 and primary_metric_of(gold_types[0]) == "macro_f1"
     labels = bucket_label_set(table, all_rows[table.status[all_rows] == SCORED]) if by_macro_f1 else None
     classification = bool(labels)  # without recorded labels a classification bucket falls back to mean accuracy
     scored = [rows[(table.status[rows] == SCORED) & keep[rows]] for _, rows in members]
-    stats = bucket_stats(table, scored, family, rounds, seed, labels if classification else None)
+    stats = bucket_stats(table, scored, family, rounds, seed, labels if classification else None, draws_of)
+    latencies = medians([table.latency_s[rows] for rows in scored])
     cells = [
         Cell(entrant=table.entrants[entrant], n=len(rows_scored),
              infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
              unscorable=int((table.status[rows] == UNSCORABLE).sum()),
              items=table.item[rows_scored], stats=cell_stats, values=table.value[rows_scored],
-             median_latency_s=_median(table.latency_s[rows_scored]),
+             median_latency_s=latency,
              mean_completion_tokens=_mean(table.completion_tokens[rows_scored]),
              mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"))
-        for (entrant, rows), rows_scored, cell_stats in zip(members, scored, stats)
+        for (entrant, rows), rows_scored, cell_stats, latency in zip(members, scored, stats, latencies)
     ]  # fmt: skip
     bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",
                     gold_types, len(np.unique(np.concatenate([c.items for c in cells]))), (),

@@ -151,15 +151,22 @@ def _battles_per_item(outcomes: np.ndarray) -> np.ndarray:
 
 def _battle_positions(outcomes: np.ndarray, per_item: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """Flat positions in ``outcomes`` of the battles of the given (sorted) ranks among all its battles
-    (= ``np.flatnonzero(outcomes.ravel() != NONE)[ranks]``), one item row at a time."""
+    (= ``np.flatnonzero(outcomes.ravel() != NONE)[ranks]``): only the item rows holding a drawn rank
+    are listed, a block of them at a time."""
     ends = np.cumsum(per_item)
     rows = np.searchsorted(ends, ranks, side="right")
+    within = ranks - (ends[rows] - per_item[rows])  # the drawn battle's place among its row's battles
+    holding = np.unique(rows)
     out = np.empty(len(ranks), dtype=np.int64)
-    for row in np.unique(rows).tolist():
-        mine = rows == row
-        before = int(ends[row - 1]) if row else 0
-        columns = np.flatnonzero(outcomes[row] != NONE)
-        out[mine] = row * outcomes.shape[1] + columns[ranks[mine] - before]
+    pairs = outcomes.shape[1]
+    step = max(1, ELO_ROWS * 256 // max(pairs, 1))
+    for start in range(0, len(holding), step):
+        block = holding[start:start + step]
+        listed = np.flatnonzero(outcomes[block] != NONE)  # the block's battles, row by row
+        first_of_row = np.cumsum(per_item[block]) - per_item[block]
+        mine = (rows >= block[0]) & (rows <= block[-1])
+        local = first_of_row[np.searchsorted(block, rows[mine])] + within[mine]
+        out[mine] = block[listed[local] // pairs] * pairs + listed[local] % pairs
     return out
 
 

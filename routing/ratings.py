@@ -50,18 +50,42 @@ def pair_index(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def outcome_matrix(values: np.ndarray) -> np.ndarray:
-    """Items × pairs outcome codes from an items × models score matrix (NaN = no score)."""
+    """Items × pairs outcome codes from an items × models score matrix (finite scores, NaN = no score).
+
+    Scores are first replaced by their rank within the item (equal scores, equal rank), so
+    the pairs' comparisons read 2 bytes per score instead of subtracting floats; pair (i, j > i)
+    columns come in blocks of one first model, a block of items at a time.
+    """
     values = np.asarray(values, dtype=float)
-    first, second = pair_index(values.shape[1])
-    out = np.empty((values.shape[0], len(first)), dtype=np.int8)
-    step = max(1, PAIR_CHUNK_ELEMENTS // max(values.shape[0], 1))
-    for start in range(0, len(first), step):
-        part = slice(start, start + step)
-        diff = values[:, first[part]] - values[:, second[part]]
-        code = np.where(diff > 0, WIN, np.where(diff < 0, LOSS, TIE)).astype(np.int8)
-        code[np.isnan(diff)] = NONE
-        out[:, part] = code
+    n, m = values.shape
+    out = np.empty((n, m * (m - 1) // 2), dtype=np.int8)
+    step = max(1, PAIR_CHUNK_ELEMENTS // max(m, 1))
+    for start in range(0, n, step):
+        ranks = _ranks_within_rows(values[start:start + step])
+        missing = ranks < 0
+        at = 0
+        for i in range(m - 1):
+            mine, others = ranks[:, i:i + 1], ranks[:, i + 1:]
+            block = out[start:start + step, at:at + m - 1 - i]
+            np.less(mine, others, out=block, casting="unsafe")  # LOSS (1) where the first scored lower
+            block += 2 * (mine == others)  # TIE (2); WIN (0) is what is left
+            block[missing[:, i:i + 1] | missing[:, i + 1:]] = NONE
+            at += m - 1 - i
     return out
+
+
+def _ranks_within_rows(values: np.ndarray) -> np.ndarray:
+    """Per row, each score's dense rank among the row's scores (0 = lowest; equal scores share a
+    rank) as int16 (int32 from 2^15 models); −1 for NaN."""
+    dtype = np.int16 if values.shape[1] < 2**15 else np.int32
+    order = np.argsort(values, axis=1, kind="stable")  # NaN sorts last
+    ordered = np.take_along_axis(values, order, axis=1)
+    climbs = np.zeros(ordered.shape, dtype=dtype)
+    climbs[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ranks = np.empty(values.shape, dtype=dtype)
+    np.put_along_axis(ranks, order, np.cumsum(climbs, axis=1, dtype=dtype), axis=1)
+    ranks[np.isnan(values)] = -1
+    return ranks
 
 
 def outcome_counts(outcomes: np.ndarray) -> np.ndarray:

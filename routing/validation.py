@@ -71,6 +71,7 @@ from routing.table import SCORED, ScoreTable
 
 DEFAULT_K = 5
 FOLD_ROUNDS = 200  # bootstrap resamples of each rebuilt leaderboard (at most the build's own)
+FOLD_DRAWS = ("macro_f1",)  # the draws a route reads: classification buckets' paired bootstrap (no orchestrator here)
 GAP_EPSILON = 1e-3  # O − B below this (a tenth of a point on the 0–1 scale): nothing to recover
 ROUTE_SOURCES = ("bucket", "parent", "family", "default", "none")  # what served a held-out item's bucket
 METHOD = ("k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
@@ -289,7 +290,7 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     profiles = model_profiles(table)
 
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
-        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed)
+        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed, draws_of=FOLD_DRAWS)
         routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
         unserved = {entry["family"] for entry in routes.values() if every_decision or not entry["routable"] or undecided(entry)}
         families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)

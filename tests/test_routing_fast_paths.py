@@ -5,6 +5,8 @@
   product used to run per bootstrap round), within the L-BFGS stopping error, and a stationary point.
 - The direct paired t-test == ``scipy.stats.ttest_rel``, bit for bit; a decision's item matching ==
   ``np.intersect1d``.
+- Outcome codes from ranks within an item == codes from subtracting scores; many columns' medians
+  in one sort == ``np.median`` of each.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scipy.stats import ttest_rel
 
 from eval import elo_ratings
 from routing.decision import Contestant, _common_items, decide
+from routing.leaderboard import medians
 from routing.ratings import (
     ELO_SCALE,
     TIE,
@@ -296,11 +299,13 @@ def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeyp
     stats.resample_counts.cache_clear()
 
 
-def test_elo_battles_are_sampled_by_rank_without_listing_every_battle() -> None:
+@pytest.mark.parametrize("rows_per_block", [4096, 1])
+def test_elo_battles_are_sampled_by_rank_without_listing_every_battle(rows_per_block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sampled battles' positions equal ``flatnonzero(outcomes != NONE)[ranks]``, block boundaries included."""
     from routing.pairwise import _battle_positions, _battles_per_item
     from routing.ratings import NONE
 
+    monkeypatch.setattr("routing.pairwise.ELO_ROWS", rows_per_block)
     rng = np.random.default_rng(0)
     for _ in range(30):
         items, pairs = int(rng.integers(1, 9000)), int(rng.integers(1, 60))
@@ -329,3 +334,39 @@ def test_item_bootstrap_counts_streamed_equal_the_cached_ones(monkeypatch: pytes
     assert np.array_equal(bootstrap_outcome_counts(outcomes, 40, 2), cached)
     stats.resample_indices.cache_clear()
     stats.resample_counts.cache_clear()
+
+
+# --- outcome codes and medians -----------------------------------------------------------------
+
+
+def _outcomes_by_subtraction(values: np.ndarray) -> np.ndarray:
+    """The definition: first − second > 0 wins, < 0 loses, 0 ties, NaN no battle."""
+    first, second = pair_index(values.shape[1])
+    diff = values[:, first] - values[:, second]
+    code = np.where(diff > 0, 0, np.where(diff < 0, 1, TIE)).astype(np.int8)
+    code[np.isnan(diff)] = -1
+    return code
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (1, 2), (7, 3), (300, 1), (2_000, 23)])
+def test_outcome_codes_by_rank_equal_the_codes_by_subtraction(shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(shape[1])
+    values = rng.integers(0, 5, shape) / 4.0  # many ties
+    values[rng.random(shape) < 0.15] = np.nan
+    values[values == 0.0] = np.where(rng.random(int((values == 0.0).sum())) < 0.5, -0.0, 0.0)  # −0 ties +0
+    continuous = rng.random(shape)
+    for scores in (values, continuous):
+        expected = _outcomes_by_subtraction(scores)
+        np.testing.assert_array_equal(outcome_matrix(scores), expected)
+        monkeypatch.setattr("routing.ratings.PAIR_CHUNK_ELEMENTS", 50)  # items a few rows at a time
+        np.testing.assert_array_equal(outcome_matrix(scores), expected)
+        monkeypatch.undo()
+
+
+def test_medians_of_many_columns_equal_np_median() -> None:
+    rng = np.random.default_rng(5)
+    columns = [rng.random(n) for n in (0, 1, 2, 5, 8, 101)] + [np.full(3, np.nan), np.array([2.0, np.nan, 1.0, 4.0])]
+    columns.append(rng.integers(0, 9, 40).astype(np.float32))  # a narrowed column keeps its dtype's arithmetic
+    expected = [float(np.median(c[~np.isnan(c)])) if (~np.isnan(c)).any() else float("nan") for c in columns]
+    np.testing.assert_array_equal(medians(columns), expected)
+    assert medians([]) == []
