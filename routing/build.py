@@ -25,6 +25,7 @@ import numpy as np
 from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from judge.calibration_store import default_store_dir
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
+from routing.forked import Forked, worth_forking
 from routing.frontier import cost_frontier
 from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
@@ -86,6 +87,15 @@ def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:
     return out
 
 
+def _validation(loaded: Loaded, keep: np.ndarray, params: dict[str, Any], options: BuildOptions) -> dict[str, Any]:
+    """The manifest's ``validation`` block: routes by k-fold cross-validation, and end to end through the served classifier."""
+    decide = manifest_decider(loaded.table, params, rounds=options.bootstrap, seed=options.seed)
+    out = cross_validate(loaded.table, keep, decide, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap,
+                         min_n=options.min_n)  # fmt: skip
+    out["end_to_end"] = end_to_end_row(loaded, keep, params, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap)
+    return out
+
+
 def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, options: BuildOptions | None = None,
           calibration_dir: Path | str | None = None) -> dict[str, Any]:  # fmt: skip
     """Run the whole aggregation and write the six files; returns a summary for printing.
@@ -104,32 +114,32 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
 
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
     manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
-    if options.cv_folds:
-        decide = manifest_decider(table, params, rounds=options.bootstrap, seed=options.seed)
-        manifest["validation"] = cross_validate(table, keep, decide, k=options.cv_folds, seed=options.seed,
-                                                rounds=options.bootstrap, min_n=options.min_n)
-        manifest["validation"]["end_to_end"] = end_to_end_row(loaded, keep, params, k=options.cv_folds, seed=options.seed,
-                                                              rounds=options.bootstrap)
-    manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
-    leaderboard = {
-        "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
-        "models": manifest["models"], "families": {}, "cost_frontier": cost_frontier(table, keep),
-    }  # fmt: skip
-    for bucket in buckets:
-        leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
-    leaderboard["checks"] = check_agreement(table, buckets, keep)
-    leaderboard["decision_recognition"] = decision_recognition(table, keep)
-    reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
-    leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
-    leaderboard["judge_panel"] = reliability["judge_panel"]
-    pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
-                                   elo_max_battles=options.elo_max_battles, seed=options.seed)
-    pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
-    hard = {"schema_version": HARD_SCHEMA_VERSION, "kind": "medpool-hard-subset", **header,
-            "data_fingerprints": manifest["data_fingerprints"],
-            **build_hard(table, keep, lam=options.lam, fraction=options.hard_fraction, min_items=options.hard_min,
-                         cap=options.hard_n)}  # fmt: skip
-    infra = infra_by_model(loaded)
+    beside = bool(options.cv_folds) and worth_forking(len(table))  # beside the pairwise ratings, on a second CPU
+    with Forked(lambda: _validation(loaded, keep, params, options), beside=beside, what="routing validation") as validation:
+        if options.cv_folds:
+            manifest["validation"] = {}  # its place in the manifest, filled in below
+        manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
+        leaderboard = {
+            "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
+            "models": manifest["models"], "families": {}, "cost_frontier": cost_frontier(table, keep),
+        }  # fmt: skip
+        for bucket in buckets:
+            leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
+        leaderboard["checks"] = check_agreement(table, buckets, keep)
+        leaderboard["decision_recognition"] = decision_recognition(table, keep)
+        reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
+        leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
+        leaderboard["judge_panel"] = reliability["judge_panel"]
+        pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
+                                       elo_max_battles=options.elo_max_battles, seed=options.seed)
+        pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
+        hard = {"schema_version": HARD_SCHEMA_VERSION, "kind": "medpool-hard-subset", **header,
+                "data_fingerprints": manifest["data_fingerprints"],
+                **build_hard(table, keep, lam=options.lam, fraction=options.hard_fraction, min_items=options.hard_min,
+                             cap=options.hard_n)}  # fmt: skip
+        infra = infra_by_model(loaded)
+        if options.cv_folds:
+            manifest["validation"] = validation.result()
 
     target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
     make_folder(target, "--out")

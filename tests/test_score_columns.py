@@ -199,3 +199,16 @@ def test_the_cli_writes_a_copy_for_an_old_run_folder(tmp_path: Path, capsys: pyt
     assert "scores.columns" in capsys.readouterr().out
     assert read_columns(run) is not None and len(read_columns(run)) == 2
     assert columns_module.main([str(tmp_path / "missing")]) == 2
+
+
+def test_the_validation_computed_in_a_forked_child_equals_the_one_computed_in_process(tmp_path: Path,
+                                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A large build computes its routing validation beside the pairwise ratings (routing.forked): same files."""
+    import routing.build as build_module
+
+    runs = fixture_runs(tmp_path / "runs")
+    build(runs, tmp_path / "inline", FAST, calibration_dir=tmp_path / "no-calibrations")
+    forks = []
+    monkeypatch.setattr(build_module, "worth_forking", lambda rows: forks.append(rows) or True)
+    build(runs, tmp_path / "forked", FAST, calibration_dir=tmp_path / "no-calibrations")
+    assert forks and comparable(tmp_path / "forked", tmp_path) == comparable(tmp_path / "inline", tmp_path)
