@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import ndtri, stdtr, stdtrit
+
+# scipy.special (~0.2 s to import) is imported where a quantile is needed: the nightly index and
+# comparison read this module at the end of every run, most of them without computing one.
 
 CHUNK_ELEMENTS = 1 << 22  # gathered elements per chunk: caps a chunk's temporaries at ~32 MB of float64
 LEVEL = 0.95
@@ -201,6 +203,8 @@ def percentile_ci(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
 
 
 def _z(level: float) -> float:
+    from scipy.special import ndtri
+
     return float(ndtri(0.5 + level / 2.0))
 
 
@@ -231,6 +235,8 @@ def wilson_interval(successes: np.ndarray | float, n: np.ndarray | float, level:
 def t_interval(mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray | float,
                level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """x̄ ± t_{(1+level)/2, n−1} · sd/√n (NaN for n < 2)."""
+    from scipy.special import stdtrit
+
     mean, sd, n = (np.asarray(a, dtype=float) for a in (mean, sd, n))
     with np.errstate(invalid="ignore", divide="ignore"):
         half = stdtrit(np.where(n >= 2, n - 1.0, np.nan), 0.5 + level / 2.0) * sd / np.sqrt(n)
@@ -383,6 +389,8 @@ def paired_t_p_value(diff: np.ndarray) -> float:
     mean squared deviation × n/(n − 1), t = mean/√(var/n), p = 2·stdtr(n − 1, −|t|) — without its
     per-call argument handling, which costs far more than the arithmetic on a few hundred items.
     """
+    from scipy.special import stdtr
+
     diff = np.asarray(diff, dtype=float)
     n = diff.shape[0]
     mean = diff.mean()
