@@ -80,9 +80,23 @@ models:
 
 
 def run_cli(*args: str, cache_dir: Path, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir)}
+    # faulthandler: a run that hangs can be made to print every thread's stack (see stop_or_dump)
+    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir), "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def stop_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``proc.communicate(timeout)``; a process still running then fails the test with its signal
+    state (/proc) and, through faulthandler on SIGABRT, the stack of each of its threads."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with open(f"/proc/{proc.pid}/status", encoding="ascii") as f:
+            state = [line.strip() for line in f if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))]
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running {timeout:g} s later; signal state {state}; its stderr:\n{err[-6000:]}")
 
 
 def rows(run_dir: Path) -> list[tuple]:
@@ -134,7 +148,7 @@ def test_ctrl_c_saves_and_prints_how_to_resume(tmp_path, held_fake):
     proc = run_cli("--pool", str(pool), "--limit", "30", "--no-cache", "--out", str(run_dir), cache_dir=tmp_path / "c")
     wait_for_results(run_dir / "run.sqlite", proc, 15)  # then the fake holds every request: the run waits
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = stop_or_dump(proc, 60)
     assert proc.returncode == 130, err
     assert f"--resume {run_dir}" in err
     partial = rows(run_dir)
