@@ -79,10 +79,19 @@ models:
     return path
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT at their defaults, as a shell starts a
+    foreground command. Signals a process ignores are inherited across exec, and this test process
+    is sometimes caught ignoring both for a moment (what C's system() does while a command runs):
+    a run started then ignored its Ctrl-C (seen in /proc: SigIgn with SIGINT and SIGQUIT set)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, cache_dir: Path, **kwargs) -> subprocess.Popen:
     # faulthandler: a run that hangs can be made to print every thread's stack (see stop_or_dump)
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir), "PYTHONFAULTHANDLER": "1"}
-    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env, preexec_fn=_as_from_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
