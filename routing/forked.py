@@ -26,8 +26,6 @@ from typing import Any, Generic, TypeVar
 
 from threadpoolctl import threadpool_limits
 
-from runners.machine import available_cpus
-
 T = TypeVar("T")
 
 FORK_MIN_ROWS = 200_000  # below this many score rows the part takes less than forking the build costs
@@ -38,16 +36,24 @@ FORK_MAX_ROWS = 4_000_000
 PR_SET_PDEATHSIG = 1  # Linux prctl option: the signal a child gets when its parent dies
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def blas_share() -> int:
     """BLAS threads each side may use while both compute: half the CPUs (on two CPUs, one each —
     measured, a build's parts ran 15% slower than alone with two BLAS threads apiece contending)."""
-    return max(1, available_cpus() // 2)
+    return max(1, usable_cpus() // 2)
 
 
 def worth_forking(rows: int) -> bool:
     """Whether a part over ``rows`` score rows should run beside the parent: a second CPU, fork, and
     enough work, but not so much that a second process's memory would outweigh the time it saves."""
-    return (FORK_MIN_ROWS <= rows <= FORK_MAX_ROWS and available_cpus() > 1
+    return (FORK_MIN_ROWS <= rows <= FORK_MAX_ROWS and usable_cpus() > 1
             and "fork" in multiprocessing.get_all_start_methods())  # fmt: skip
 
 

@@ -6,15 +6,22 @@ when they start, so the block has no ``base_url``; requests go through the OpenA
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from runners.llamacpp_engines import DEFAULT_SLOTS, Engine
-from runners.machine import available_cpus
 from runners.settings import MAX_CONCURRENCY, BackendSettings
 
 MAX_REPLICAS = 16  # per llamacpp backend: each replica holds its own copy of the weights
+
+
+def _available_cpus() -> int:
+    """Cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def _positive_int(value: Any) -> int | None:
@@ -72,7 +79,7 @@ class LlamaCppSettings(BackendSettings):
             return cls._size_batched(data, replicas or 1)
         if replicas is None:
             threads = _positive_int(data.get("n_threads")) or 1
-            replicas = min(MAX_REPLICAS, max(1, available_cpus() // threads))
+            replicas = min(MAX_REPLICAS, max(1, _available_cpus() // threads))
             replicas = min(replicas, _positive_int(data.get("max_concurrency")) or replicas)
         sized = {**data, "replicas": replicas}
         if replicas > 1 and data.get("n_threads") is None:
@@ -85,7 +92,7 @@ class LlamaCppSettings(BackendSettings):
     def _size_batched(data: dict[str, Any], replicas: int) -> dict[str, Any]:
         sized = {**data, "replicas": replicas}
         if data.get("n_threads") is None:
-            sized["n_threads"] = max(1, available_cpus() // replicas)
+            sized["n_threads"] = max(1, _available_cpus() // replicas)
         if data.get("slots") is None:
             sized["slots"] = DEFAULT_SLOTS
         slots = _positive_int(sized["slots"])

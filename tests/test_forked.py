@@ -65,5 +65,5 @@ def test_an_interrupted_parent_stops_its_child() -> None:
 
 def test_small_tables_and_single_cpus_are_computed_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not worth_forking(1_000) and not worth_forking(10**7)  # too little work; too much memory
-    monkeypatch.setattr("routing.forked.available_cpus", lambda: 1)
+    monkeypatch.setattr("routing.forked.usable_cpus", lambda: 1)
     assert not worth_forking(10**6) and blas_share() == 1

@@ -25,7 +25,7 @@ def _backend(tmp_path: Path, lines: str = "") -> LlamaCppBackend:
 @pytest.fixture
 def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     def set_cores(n: int) -> None:
-        monkeypatch.setattr(llamacpp_settings, "available_cpus", lambda: n)
+        monkeypatch.setattr(llamacpp_settings, "_available_cpus", lambda: n)
 
     return set_cores
 
