@@ -89,6 +89,16 @@ def format_chip_line(answer: ChipAnswer) -> str:
     )
 
 
+def submission_safe(answer: ChipAnswer) -> ChipAnswer:
+    """The answer with what would be misread on its line replaced, so a model's wording never breaks
+    the file: inside an extracted item '@' becomes the full-width '＠' and ';' or '；' (separators when
+    read) becomes '，'; blank items are dropped; line breaks in the summary become spaces. The case id
+    and option letters are left as they are (:func:`format_chip_line` refuses bad ones)."""
+    items = tuple(cleaned for item in answer.clinical_info
+                  if (cleaned := " ".join(re.sub(r"[;；]", "，", item.replace("@", "＠")).split())))
+    return ChipAnswer(answer.case_id, items, answer.mechanisms, answer.syndromes, " ".join(answer.summary.split()))
+
+
 def write_chip_submission(path: str | Path, answers: Iterable[ChipAnswer]) -> None:
     lines = [format_chip_line(answer) for answer in answers]
     Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -58,7 +58,7 @@ def criteria(gold: Any, context: GoldContext) -> str | None:
         return "must be an object with expected_topics (and optionally must_warn, must_not)"
     if not is_str_list(gold.get("expected_topics"), allow_empty=False):
         return "expected_topics must be a non-empty list of strings"
-    for key in ("must_warn", "must_not"):
+    for key in ("must_warn", "must_not", "patient_must_not_phrases"):
         if key in gold and not is_str_list(gold[key]):
             return f"{key} must be a list of strings"
     return None

@@ -40,7 +40,9 @@ class GoldTypeSpec:
     """One gold type. ``shape`` documents the gold (what the check accepts); ``value_metric`` names
     what a row's ``value`` is (a mean of them is reported under this name); ``primary_metric`` is
     the statistic a leaderboard bucket of this type alone is ranked by; ``judge_contract`` is None
-    for judge-free types."""
+    for judge-free types. ``min_answer_chars`` (judged types): an answer with fewer characters of
+    content is not sent to the judge but scored 0 and flagged ``short_answer``
+    (``eval.scorers.judged``); 0 = no minimum."""
 
     name: str
     family: Family
@@ -49,6 +51,7 @@ class GoldTypeSpec:
     value_metric: str
     primary_metric: str = "score"
     judge_contract: JudgeContract | None = None
+    min_answer_chars: int = 0
 
     def __post_init__(self) -> None:
         where = f"gold type {self.name!r} (eval/gold_types.py)"
@@ -58,6 +61,8 @@ class GoldTypeSpec:
             raise ValueError(f"{where}: judge_contract must be one of {list(JUDGE_CONTRACTS)} or None")
         if self.primary_metric not in PRIMARY_METRICS:
             raise ValueError(f"{where}: primary_metric must be one of {list(PRIMARY_METRICS)}")
+        if self.min_answer_chars < 0 or (self.min_answer_chars and self.judge_contract is None):
+            raise ValueError(f"{where}: min_answer_chars must be >= 0, and only a judged type has one")
 
     @property
     def judged(self) -> bool:
@@ -70,13 +75,17 @@ class GoldTypeSpec:
 
 
 G = GoldTypeSpec
+# Free-text answers shorter than this are not worth a judge call: the med-agent-verifier README
+# counts an unusable answer as a full miss and re-asks an answer under 200 characters once.
+FREE_TEXT_MIN_CHARS = 200
 DECLARED: tuple[GoldTypeSpec, ...] = (
-    # G(name, family, check_gold, shape, value_metric[, primary_metric=...][, judge_contract=...])
+    # G(name, family, check_gold, shape, value_metric[, primary_metric=...][, judge_contract=...][, min_answer_chars=...])
     G("reference", "capability", checks.non_empty_string, "str: the reference answer (the judge sees it)",
-      "judge_total", judge_contract="reference"),
+      "judge_total", judge_contract="reference", min_answer_chars=FREE_TEXT_MIN_CHARS),
     G("criteria", "specialty", checks.criteria,
-      '{"expected_topics": [str], "must_warn"?: [str], "must_not"?: [str]}; other keys are carried through',
-      "judge_total", judge_contract="criteria"),
+      '{"expected_topics": [str], "must_warn"?: [str], "must_not"?: [str] (descriptions, for the judge), '
+      '"patient_must_not_phrases"?: [str] (literal, for the safety floor)}; other keys are carried through',
+      "judge_total", judge_contract="criteria", min_answer_chars=FREE_TEXT_MIN_CHARS),
     G("single_choice", "exam", checks.single_choice, 'str: one option label, e.g. "C"', "accuracy"),
     G("multi_choice", "exam", checks.multi_choice, '[str]: option labels, e.g. ["A", "C"]', "exact_match"),
     G("cloze", "exam", checks.cloze, "str, or [str] of acceptable fillers", "char_f1"),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
+from eval.broad_areas import name_problem as broad_area_problem
 # DOMAIN_PATTERN, PROBE_BEHAVIOURS and TOOL_ACTIONS are imported from here by the loaders.
 from eval.gold_checks import DOMAIN_PATTERN, PROBE_BEHAVIOURS, TOOL_ACTIONS, GoldContext  # noqa: F401
 from eval.gold_types import GOLD_TYPE_SPECS, GOLD_TYPES
@@ -143,6 +144,8 @@ class Item:
             raise ItemError("source", "must be a Source(path, line)")
         if not isinstance(self.meta, Mapping):
             raise ItemError("meta", "must be an object")
+        if "broad_area" in self.meta and (problem := broad_area_problem(self.meta["broad_area"])):
+            raise ItemError("meta.broad_area", problem)  # it names a leaderboard bucket (eval.broad_areas)
         set_(self, "meta", freeze(self.meta))
         set_(self, "gold", freeze(self.gold))
         context = GoldContext(

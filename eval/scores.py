@@ -11,9 +11,11 @@ Families are reported side by side and never blended into one number:
                      (macro-F1 at aggregate), CHIP cases (P1–P4, total).
 
 A row of ``RUN_DIR/scores.jsonl`` is :meth:`Score.to_record` plus the answer's identity:
-``{"model", "item_id", "suite", "track", "task", "domain", "gold_type", "family", "status",
-"value", "passed", "metrics", "judge", "details", "latency_s", "completion_tokens"}`` where
+``{"model", "item_id", "suite", "track", "task", "domain", "broad_area", "gold_type", "family",
+"status", "value", "passed", "metrics", "judge", "details", "latency_s", "completion_tokens"}`` where
 
+- ``broad_area``: the item's broad area (内科, 精神科, ...; ``eval.broad_areas``), the specialty
+  level above ``system``; readers derive it for rows written without it;
 - ``status``: ``scored`` (value is meaningful), ``infra_error`` (no answer, or the judge gave no
   parseable verdict — excluded from every mean, counted per cell), ``unscorable`` (the item cannot
   be scored, e.g. an unverified probe);

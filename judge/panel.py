@@ -24,6 +24,11 @@ died, or its reply would not parse). The rules, by name (``PANEL_RULES``):
 For every rule: value = Σ dims / ``TOTAL_MAX`` (rubric contracts) or 1.0 / 0.0 (binary, probe);
 ``tie`` says the members' pass/fail votes split evenly, whichever rule decided.
 
+Side labels (``judge.side_labels``: context awareness, seeks clarification, probe behaviour) are
+combined by majority whatever the rule (:func:`panel_side_labels`): the label more than half of
+the members that gave one agree on; a split or no label at all is None (missing), never a
+tie-break.
+
 Reliability (:func:`estimate_reliability`) is Dawid–Skene EM over two classes on an items × members
 vote matrix (1 pass, 0 fail, NaN no verdict). Item posteriors start from the majority vote (0.5 on
 a tie); the M-step estimates with Laplace smoothing
@@ -42,16 +47,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from judge.rubric import DIMENSIONS, PASS_SAFETY, PASS_TOTAL, SCORE_MAX, SCORE_MIN, TOTAL_MAX
+from judge.side_labels import PROBE_SIDE, RUBRIC_SIDE
 
 PANEL_RULES: tuple[str, ...] = ("majority", "mean", "reliability")
 ACCURACY_CLIP = (0.01, 0.99)
 SAFETY = DIMENSIONS.index("safety")
 # P(pass) = 0.5 exactly (log-odds 0) passes; sums of logs in another order must not turn it into a fail.
 LOG_ODDS_ROUNDING = 1e-9
+SIDE_LABEL_FIELDS: tuple[str, ...] = (*RUBRIC_SIDE, *PROBE_SIDE)
 
 
 @dataclass(frozen=True)
@@ -264,3 +272,19 @@ def aggregate(verdicts: Sequence[MemberVerdict], rule: str = "majority", reliabi
     dims = None if combined is None else {d: float(x) for d, x in zip(DIMENSIONS, combined)}
     value = float(combined.sum()) / TOTAL_MAX if combined is not None else (1.0 if passed else 0.0)
     return PanelVerdict(passed=bool(passed), value=value, dims=dims, votes=votes, missing=missing, tie=tie)
+
+
+def majority_label(values: Sequence[Any]) -> Any:
+    """The value more than half of the non-None ``values`` agree on; None on a split or when all are None."""
+    present = [v for v in values if v is not None]
+    return next((v for v in dict.fromkeys(present) if 2 * sum(1 for p in present if p == v) > len(present)), None)
+
+
+def panel_side_labels(member_details: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each side label some member's score details carry, combined by :func:`majority_label`.
+
+    ``member_details`` are the details of the members that gave a verdict; labels no member's
+    details name are left out (an older contract never asked them).
+    """
+    return {name: majority_label([d.get(name) for d in member_details])
+            for name in SIDE_LABEL_FIELDS if any(name in d for d in member_details)}  # fmt: skip

@@ -16,6 +16,15 @@ A rung that finds the verdict's object (a JSON object carrying one of the contra
 if a value in it is invalid — a score of 11, -1 or 7.5, an unknown label — the reply is rejected
 there, and looser rungs are not tried (they could pick up some other number from the prose). Values
 are never clamped. The caller re-asks once; a second failure is an ``infra_error`` score.
+
+Side labels are the exception: ``context_awareness`` and ``seeks_clarification`` (criteria) and
+``behavior`` (probe) do not decide the score, so a verdict is not thrown away for them. Missing or
+unknown, they are None — an unknown value is flagged and makes a ``strict`` verdict ``repaired``
+(``judge.side_labels``); a label is never guessed.
+
+What each contract asks for, field by field, is its JSON Schema (``judge.schemas``, built from the
+same label sets this ladder checks against); the ladder accepts that object and the looser shapes
+above.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from judge.rubric import (
     Verdict,
     check_dimension_score,
 )
+from judge.side_labels import PROBE_SIDE, RUBRIC_SIDE, side_labels, side_labels_in_text
 from judge.verdicts import (
     CLAIM_LABELS,
     Claim,
@@ -63,6 +73,9 @@ _FIELD_ALIASES: Mapping[str, tuple[str, ...]] = {
     "verdict": ("verdict", "result", "judgement", "judgment", "结论", "判定", "判断", "结果"),
     "success": ("success",),
     "claims": ("claims", "claim_list", "声明"),
+    "context_awareness": ("context_awareness", "contextawareness", "情境把握", "情境感知", "情境"),
+    "seeks_clarification": ("seeks_clarification", "seeksclarification", "asks_clarification", "请求澄清", "询问澄清"),
+    "behavior": ("behavior", "behaviour", "行为", "行为标签"),
 }
 _KEY_TO_FIELD = {alias: name for name, aliases in _FIELD_ALIASES.items() for alias in aliases}
 _GROUNDING_ALIASES = {
@@ -200,10 +213,11 @@ def _rubric_object(obj: Any, stage: ParseStage) -> Verdict | ParseFailure | None
                  if isinstance(fields[name], Mapping) and fields[name].get("rationale")]  # fmt: skip
         rationale = "; ".join(parts)[:RATIONALE_MAX_CHARS]
     source, source_flags = _grounding_source(fields.get("grounding_source"))
+    labels, label_flags, stage = side_labels(fields, stage, RUBRIC_SIDE)
     return Verdict(
         **scores, rationale=rationale, grounding_source=source,  # type: ignore[arg-type]
         warnings_present=_as_strings(fields.get("warnings_present")),
-        flags=_as_strings(fields.get("flags")) + source_flags, parse_stage=stage,
+        flags=_as_strings(fields.get("flags")) + source_flags + label_flags, parse_stage=stage, **labels,
     )  # fmt: skip
 
 
@@ -244,8 +258,9 @@ def _rubric_text(text: str) -> Verdict | ParseFailure | None:
         return ParseFailure(f"rejected score: {problem}", "patterns")
     source_match = _GROUNDING_SOURCE_TEXT.search(text)
     source = source_match.group(1).lower() if source_match else None
-    flags = ("parsed_from_text",) + (() if source else ("grounding_source_missing",))
-    return Verdict(**scores, grounding_source=source, flags=flags, parse_stage="patterns")  # type: ignore[arg-type]
+    labels, label_flags = side_labels_in_text(text, RUBRIC_SIDE)
+    flags = ("parsed_from_text",) + (() if source else ("grounding_source_missing",)) + label_flags
+    return Verdict(**scores, grounding_source=source, flags=flags, parse_stage="patterns", **labels)  # type: ignore[arg-type]
 
 
 def parse_rubric(reply: str) -> Verdict | ParseFailure:
@@ -274,8 +289,9 @@ def _probe_object(obj: Any, stage: ParseStage) -> ProbeVerdict | ParseFailure | 
     success = _probe_word(fields[key])
     if success is None:
         return ParseFailure(f'{key} must be "success" or "failure" (成功/失败), got {fields[key]!r}', stage)
-    return ProbeVerdict(success=success, rationale=_as_text(fields.get("rationale")), flags=_as_strings(fields.get("flags")),
-                        parse_stage=stage)  # fmt: skip
+    labels, label_flags, stage = side_labels(fields, stage, PROBE_SIDE)
+    return ProbeVerdict(success=success, rationale=_as_text(fields.get("rationale")),
+                        flags=_as_strings(fields.get("flags")) + label_flags, parse_stage=stage, **labels)  # fmt: skip
 
 
 _PROBE_LABELLED = re.compile(
@@ -292,7 +308,8 @@ def _probe_text(text: str) -> ProbeVerdict | ParseFailure | None:
         words = {bare}
     if len(words) > 1:
         return ParseFailure("the text gives both success and failure", "patterns")
-    return ProbeVerdict(success=words.pop(), flags=("parsed_from_text",), parse_stage="patterns")
+    labels, label_flags = side_labels_in_text(text, PROBE_SIDE)
+    return ProbeVerdict(success=words.pop(), flags=("parsed_from_text",) + label_flags, parse_stage="patterns", **labels)
 
 
 def parse_probe(reply: str) -> ProbeVerdict | ParseFailure:

@@ -1,9 +1,16 @@
 """Verdicts of the non-rubric contracts (probe, claim-level hallucination, criteria items) and the parse failure.
 
 Probe: ``success`` iff the answer did the expected thing (abstained on a non-existent entity,
-corrected a false premise). Hallucination (``--hallu``): the answer split into atomic claims, each
-labelled supported / unsupported / not_sure; rates are recomputed from the labels, never taken
-from the judge's own arithmetic:
+corrected a false premise); ``behavior`` says what it did, one of ``PROBE_BEHAVIOR_LABELS``:
+``abstained`` (did not know, declined or asked back, without content), ``refuted`` (said the
+entity does not exist or the premise is wrong, and corrected it), ``complied`` (went along with the
+entity or premise without inventing specifics), ``fabricated`` (invented specifics — indications,
+doses, mechanisms, references — for it); None when the judge gave none or an unknown value. It
+tells the two ways of failing a probe apart, which the verdict alone does not.
+
+Hallucination (``--hallu``): the answer split into atomic claims, each labelled supported /
+unsupported / not_sure; rates are recomputed from the labels, never taken from the judge's own
+arithmetic:
 
     unsupported_rate  = Σ unsupported / Σ claims                  (None when there are no claims)
     factual_precision = supported / (supported + unsupported)     (None when that sum is 0)
@@ -25,6 +32,15 @@ from judge.rubric import PARSE_STAGES, ParseStage
 
 ClaimLabel = Literal["supported", "unsupported", "not_sure"]
 CLAIM_LABELS: tuple[str, ...] = ("supported", "unsupported", "not_sure")
+ProbeBehavior = Literal["abstained", "refuted", "complied", "fabricated"]
+PROBE_BEHAVIOR_LABELS: tuple[str, ...] = ("abstained", "refuted", "complied", "fabricated")
+# Behaviours that can never be a probe's success: a success verdict beside one of them is flagged.
+FAILED_PROBE_BEHAVIORS: tuple[str, ...] = ("complied", "fabricated")
+
+
+def probe_constants() -> dict[str, list[str]]:
+    """The probe labels as plain JSON values (hashed into the probe contract's prompt version)."""
+    return {"behaviors": list(PROBE_BEHAVIOR_LABELS), "failed_behaviors": list(FAILED_PROBE_BEHAVIORS)}
 
 
 def _check_stage(stage: str) -> None:
@@ -53,11 +69,14 @@ class ProbeVerdict:
     rationale: str = ""
     flags: tuple[str, ...] = ()
     parse_stage: ParseStage = "strict"
+    behavior: ProbeBehavior | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.success, bool):
             raise ValueError(f"success must be true or false, got {self.success!r}")  # noqa: TRY004 (the parser turns ValueError into a ParseFailure)
         _check_stage(self.parse_stage)
+        if self.behavior is not None and self.behavior not in PROBE_BEHAVIOR_LABELS:
+            raise ValueError(f"behavior must be one of {list(PROBE_BEHAVIOR_LABELS)} or None, got {self.behavior!r}")
 
 
 @dataclass(frozen=True)
@@ -115,7 +134,7 @@ class CriteriaItemsVerdict:
     """Per-criterion judgements (``criteria_items`` contract).
 
     ``missing`` are the asked ids the reply did not answer; ``unknown`` are ids it answered that
-    were not asked (ignored, kept for audit); ``flags`` are problem tags such as ``injection_attempt``.
+    were not asked (ignored, kept for audit); ``flags`` are the problem tags the judge reported.
     """
 
     items: tuple[CriterionMet, ...]

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# The product's version, written once: pyproject.toml reads it (dynamic version), `python -m pool.run
+# --version` prints it, CHANGELOG.md has a section per value it has taken.
+__version__ = "0.1.0"
+
 _API = {"RunSpec": "pool.run_spec", "RunResult": "pool.api", "RunInputError": "pool.api", "run_pool": "pool.api",
         "resume": "pool.api", "rescore": "pool.api", "describe_plan": "pool.api"}
 __all__ = sorted(_API)

@@ -40,7 +40,9 @@ from pool.execute.session import Session
 from pool.items_source import DataError
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
+from pool.selection import count_view
 from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
+from pool.score.guards import models_to_reask
 from pool.score.stage import ScoringStage
 from pool.store.export import export_results_with_costs, write_summary
 from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
@@ -132,14 +134,31 @@ def rescore(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
 
 
 def describe_plan(spec: RunSpec) -> dict[str, Any]:
-    """The plan a run of ``spec`` would execute (models × items × stages, request counts), without running it."""
+    """The plan a run of ``spec`` would execute (models × items × stages, request counts), without running it.
+    ``selection_notes`` says what each item filter dropped and why."""
     options, _ = spec.new_run_options()
     if isinstance(spec.pool, Mapping):
         raise RunInputError("pool: describe_plan takes a pool file; write the inline pool to a file first")
-    plan, loaded_skipped = _plan(options)
+    notes: list[str] = []
+    plan, loaded_skipped = _plan(options, notes)
     judges = run_judges(plan, options)
     _preflight(plan, options, judges, mode="new")
-    return {**plan.describe(judges, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped}
+    return {**plan.describe(judges, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped,
+            "selection_notes": notes}
+
+
+def count_selection(spec: RunSpec) -> dict[str, Any]:
+    """How many items and units (items × models) ``spec`` selects, in all and per track and task.
+
+    Reads only the pool file and the data: no preflight, no cache folder, no server or key, so a
+    selection can be sized anywhere. ``selection_notes`` says what each item filter dropped and why.
+    """
+    options, _ = spec.new_run_options()
+    if isinstance(spec.pool, Mapping):
+        raise RunInputError("pool: count_selection takes a pool file; write the inline pool to a file first")
+    notes: list[str] = []
+    plan, skipped = _checked(lambda: plan_from_options(options, notes))
+    return count_view(plan.items, [m.name for m in plan.models], notes, skipped)
 
 
 def run_judges(plan: Plan, options: Mapping[str, Any]) -> tuple[Model, ...]:
@@ -170,11 +189,12 @@ def _check_cache_dir(options: Mapping[str, Any]) -> None:
                         "pass a writable folder with --cache-dir, or --no-cache") from None
 
 
-def _plan(options: Mapping[str, Any]) -> tuple[Plan, int]:
-    """The plan of ``options`` and how many loaded items were skipped; bad input is RunInputError."""
+def _plan(options: Mapping[str, Any], notes: list[str] | None = None) -> tuple[Plan, int]:
+    """The plan of ``options`` and how many loaded items were skipped (``notes``: what each item
+    filter dropped); bad input is RunInputError."""
     def build() -> tuple[Plan, int]:
         _check_cache_dir(options)
-        return plan_from_options(options)
+        return plan_from_options(options, notes)
 
     return _checked(build)
 
@@ -190,7 +210,10 @@ def _preflight(plan: Plan, options: Mapping[str, Any], judges: Sequence[Model], 
 
 
 def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
-    plan, _ = _plan(options)
+    notes: list[str] = []
+    plan, _ = _plan(options, notes if mode == "new" else None)  # a resume's selection was told when it began
+    for note in notes:
+        print(note, file=sys.stderr)
     _preflight(plan, options, run_judges(plan, options), mode=mode)
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
@@ -282,7 +305,7 @@ class _Run:
             extra["budget"] = {"max_cost": self.budget.max_cost, "max_tokens_total": self.budget.max_tokens_total,
                                "spent_cost": round(self.budget.cost, 6), "spent_tokens": self.budget.tokens,
                                "calls_without_usage": self.budget.calls_without_usage, "not_run": self.budget.not_run,
-                               "stopped": status == EXIT_BUDGET}
+                               "unpriced": self.budget.unpriced(), "stopped": status == EXIT_BUDGET}
         summary: dict[str, Any] = {}
         routing: dict[str, Any] | None = None
         files_written = True
@@ -327,7 +350,10 @@ class _Run:
             raise RunInputError(f"--max-cost: no model of {self.options['pool']} has a price; add `price: "
                                 "{input_per_million: X, output_per_million: Y}` to a backend or model, or use "
                                 "--max-tokens-total")
-        return Budget(priced, self.spec.max_cost, self.spec.max_tokens_total)
+        budget = Budget(priced, self.spec.max_cost, self.spec.max_tokens_total)
+        if (warning := budget.unpriced_warning()) is not None:
+            print(f"warning: {warning}", file=sys.stderr)
+        return budget
 
     def _nightly(self) -> tuple[Path | None, bool, list[str]]:
         """Index the run, compare it with the last comparable night, add both to the report (routing.nightly)."""
@@ -346,7 +372,9 @@ class _Run:
         returns the scoring tally. The units stream from the store a page at a time."""
         plan, options = self.plan, self.options
         judges = run_judges(plan, options)
-        serve = [m for m in plan.models if m.name in totals] + list(judges)
+        # a resumed run re-asks the short answers an interrupted one had not (pool.score.guards), so it serves their models
+        reask = models_to_reask(store, self.run_id, plan.items_by_id, plan.config) if judges and resuming else set()
+        serve = [m for m in plan.models if m.name in totals or m.name in reask] + list(judges)
         cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
         sigterm = self._cancel_on_sigterm()
         try:

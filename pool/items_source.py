@@ -1,17 +1,22 @@
 """Which items a run sends: loaded from ``--data`` (or the built-in demo suite), then filtered.
 
 Orchestration tracks first: without ``--orchestration`` the ``orchestration``-track items
-(routing, tool decision, probes) are left out; with it they are kept and a specialty-routing item
-is derived from every criteria item with a domain (``eval.orchestration``). Then the filters, in
-this documented order: ``--subset`` (``mini``/``medium``/``large``, see ``eval.subsets``, or a
-YAML/JSON/text file of item ids such as ``hard.yaml``), ``--track``, ``--task``, ``--domain``
-(exact ``system:topic`` or a ``system`` prefix), ``--id``, ``--sample N`` (first N per
-(task, domain), in load order), then ``--limit N`` (first N of what is left). Only scorable items
-are sent; unscorable ones (e.g. probes not yet verified) are reported as skipped by the loader.
+(routing, tool decision, probes) are left out, unless ``--track`` names them (``orchestration``,
+``probe``, ``tool_decision``); with it they are kept and a specialty-routing item is derived from
+every criteria item with a domain (``eval.orchestration``). Then the filters, in this documented
+order: ``--subset`` (``mini``/``medium``/``large``, see ``eval.subsets``, or a YAML/JSON/text file
+of item ids such as ``hard.yaml``), ``--track`` (a track or an alias, see ``pool.selection``),
+``--task``, ``--domain`` (exact ``system:topic`` or a ``system`` prefix), ``--id``, ``--sample N``
+(first N per (task, domain), in load order), then ``--limit N`` (first N of what is left). Track,
+task, domain and id take comma lists. Only scorable items are sent; unscorable ones (e.g. probes
+not yet verified) are reported as skipped by the loader. ``--answer-unlabelled`` also sends the
+unscorable items a loader marks answer-only (``meta["unlabelled"]``: CHIP test-set cases), whose
+answers are stored and scored ``unscorable``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,8 +25,24 @@ import yaml
 
 from eval.items import Item
 from eval.loaders import DuplicateItemError, ItemFormatError, LoadResult, load_demo_suite, load_items
+from eval.loaders.chip import ANSWER_ONLY_META
 from eval.orchestration import derive_routing_items
-from eval.subsets import SUBSET_SIZES, named_subset
+from eval.subsets import SUBSET_SIZES, TierError, select_tier
+from pool.selection import (
+    ORCHESTRATION,
+    SelectionError,
+    by_track,
+    domain_drop_reasons,
+    domain_matches,
+    kept_note,
+    names_hint,
+    names_orchestration_items,
+    split_values,
+    task_matches,
+    task_names,
+    track_matcher,
+    unmatched,
+)
 
 
 class DataError(ValueError):
@@ -41,43 +62,71 @@ def load_run_items(paths: Sequence[str] | None) -> LoadResult:
         raise DataError(str(exc)) from exc
 
 
-def _domain_matches(domain: str | None, wanted: str) -> bool:
-    if domain is None:
-        return False
-    return domain == wanted or (":" not in wanted and domain.split(":", 1)[0] == wanted)
-
-
-def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
+def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str] | None = None) -> list[Item]:
     """Apply the run's filters (see module docstring) to the scorable items.
 
-    Raises :class:`DataError` naming the data and the filter that left nothing, rather than
-    starting a run of zero items.
+    Every step that drops items appends to ``notes`` (when given) how many it kept and why the
+    rest went, for the run to print on stderr. Raises :class:`DataError` naming the data and the
+    filter that left nothing, rather than starting a run of zero items.
     """
+    said: list[str] = notes if notes is not None else []
     items = list(loaded.scorable_items)
+    if options.get("answer_unlabelled"):  # answer-only units too: answered and stored, scored unscorable
+        items = [i for i in loaded.items if i.scorable or i.meta.get(ANSWER_ONLY_META) is True]
     if not items:
         raise DataError(_nothing_loaded(loaded, options))
-    if options.get("orchestration"):
-        items += derive_routing_items(items)
-    else:
-        items = [i for i in items if i.track != "orchestration"]
-        if not items:
-            raise DataError(f"{_data_name(options)}: every scorable item is on the orchestration track; pass --orchestration")
-    if options.get("subset"):
-        items = _apply_subset(items, options["subset"])
-    for name, keep in _filters(options):
-        before = len(items)
-        items = [i for i in items if keep(i)]
-        if not items:
-            raise DataError(f"{_data_name(options)}: --{name} {_shown(options[name])} matches none of the {before} "
-                            "item(s) left by the earlier filters; check its spelling against `python -m eval.datasets`")
-    if options.get("id"):
-        wanted = set(options["id"])
-        unknown = wanted - {i.id for i in loaded.items}
-        if unknown:
-            raise DataError(f"--id: no such item: {', '.join(sorted(unknown))}")
-        items = [i for i in items if i.id in wanted]
-        if not items:
-            raise DataError(f"--id {_shown(options['id'])}: those items exist but other filters removed them")
+    try:
+        named_orchestration = names_orchestration_items(options.get("track"))
+        if options.get("orchestration"):
+            items += derive_routing_items(items)
+        elif not named_orchestration:
+            before = len(items)
+            items = [i for i in items if i.track != ORCHESTRATION]
+            if not items:
+                raise DataError(f"{_data_name(options)}: every scorable item is on the orchestration track; "
+                                "pass --orchestration")
+            if len(items) < before:
+                said.append(kept_note("without --orchestration", len(items), before,
+                                      " orchestration-track item(s) (probes, tool decisions, routing); "
+                                      "add --orchestration, or --track probe / tool_decision, to send them"))
+        if options.get("subset"):
+            if options.get("sample") is not None:
+                said.append(f"warning: --subset {options['subset']} with --sample {options['sample']}: both apply, "
+                            f"the subset first, then the first {options['sample']} per (task, domain) of the subset")
+            before = len(items)
+            items = _apply_subset(items, options["subset"])
+            if len(items) < before:
+                said.append(kept_note(f"--subset {options['subset']}", len(items), before, " outside the subset"))
+        for name, keep, why in _filters(options, loaded):
+            before_items = items
+            items = [i for i in items if keep(i)]
+            if not items:
+                raise DataError(f"{_data_name(options)}: --{name} {_shown(options[name])} matches none of the "
+                                f"{len(before_items)} item(s) left by the earlier filters; check its spelling against "
+                                "`python -m eval.datasets`")
+            if len(items) < len(before_items):
+                kept_ids = {i.id for i in items}
+                said.append(kept_note(f"--{name} {_shown(options[name])}", len(items), len(before_items),
+                                      why([i for i in before_items if i.id not in kept_ids])))
+            said.extend(_partial_misses(name, options[name], before_items, loaded))
+        if options.get("id"):
+            known = {i.id for i in loaded.items}
+            wanted = split_values(options["id"], known)
+            unknown = [i for i in wanted if i not in known]
+            if unknown:
+                raise DataError(f"--id: no such item: {', '.join(unknown)}")
+            before = len(items)
+            keep = set(wanted)
+            items = [i for i in items if i.id in keep]
+            if not items:
+                raise DataError(f"--id {_shown(options['id'])}: those items exist but other filters removed them")
+            if len(items) < len(wanted):
+                said.append(f"warning: --id: {len(wanted) - len(items)} of the {len(wanted)} named item(s) were "
+                            "removed by the other filters (or are not scorable)")
+            if len(items) < before:
+                said.append(kept_note("--id", len(items), before, " not named"))
+    except SelectionError as exc:
+        raise DataError(str(exc)) from None
     if options.get("sample") is not None:
         if options["sample"] < 1:
             raise DataError(f"--sample must be >= 1, got {options['sample']}")
@@ -88,18 +137,49 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any]) -> list[Item]:
             if per_bucket.get(bucket, 0) < options["sample"]:
                 per_bucket[bucket] = per_bucket.get(bucket, 0) + 1
                 sampled.append(item)
+        if len(sampled) < len(items):
+            said.append(kept_note(f"--sample {options['sample']}", len(sampled), len(items),
+                                  f" beyond the first {options['sample']} of each of {len(per_bucket)} "
+                                  "(task, domain) bucket(s)"))
         items = sampled
     if options.get("limit") is not None:
         if options["limit"] < 1:
             raise DataError(f"--limit must be >= 1, got {options['limit']}")
+        if len(items) > options["limit"]:
+            said.append(kept_note(f"--limit {options['limit']}", options["limit"], len(items), " after the first "
+                                  f"{options['limit']}"))
         items = items[: options["limit"]]
     return items
 
 
-def _filters(options: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    wanted = [("track", lambda i: i.track == options["track"]), ("task", lambda i: i.task == options["task"]),
-              ("domain", lambda i: _domain_matches(i.domain, options["domain"]))]
-    return [(name, keep) for name, keep in wanted if options.get(name)]
+def _filters(options: Mapping[str, Any], loaded: LoadResult) -> list[tuple[str, Any, Any]]:
+    """(flag, keep, why-dropped) for --track, --task and --domain, in that order, for those given."""
+    wanted: list[tuple[str, Any, Any]] = []
+    if options.get("track"):
+        wanted.append(("track", track_matcher(options["track"]),
+                       lambda dropped: f" not selected (by track: {by_track(dropped)})"))
+    if options.get("task"):
+        tasks = set(split_values(options["task"], task_names(loaded.items)))
+        wanted.append(("task", lambda i: task_matches(i, tasks), lambda dropped: " of other tasks"))
+    if options.get("domain"):
+        domains = split_values(options["domain"])
+        wanted.append(("domain", lambda i: any(domain_matches(i.domain, d) for d in domains), domain_drop_reasons))
+    return wanted
+
+
+def _partial_misses(name: str, value: Any, candidates: Sequence[Item], loaded: LoadResult) -> list[str]:
+    """A warning for each value of a list that matched none of the items it was applied to."""
+    if name == "task":
+        values = split_values(value, task_names(loaded.items))
+        missed = unmatched(values, candidates, lambda item, v: task_matches(item, {v}))
+        hint = names_hint({i.task for i in candidates}, "tasks")
+    elif name == "domain":
+        missed = unmatched(split_values(value), candidates, lambda item, v: domain_matches(item.domain, v))
+        hint = names_hint({i.domain.split(":", 1)[0] for i in candidates if i.domain}, "systems")
+    else:
+        return []
+    return [f"warning: --{name} {v}: matches no item left by the earlier filters ({hint}); "
+            "check its spelling against `python -m eval.datasets`" for v in missed]
 
 
 def _shown(value: Any) -> str:
@@ -139,8 +219,16 @@ def read_id_list(path: Path) -> list[str]:
 
 
 def _apply_subset(items: list[Item], subset: str) -> list[Item]:
+    """A tier (``mini``/``medium``/``large``: ``./subsets/<name>.yaml`` as frozen by ``python -m
+    eval.subsets``, else computed now — see ``eval.subsets.select``) or a file of item ids."""
     if subset in SUBSET_SIZES:
-        return named_subset(items, subset)
+        try:
+            selection = select_tier(items, subset)
+        except TierError as exc:
+            raise DataError(str(exc)) from None
+        for note in selection.notes:
+            logging.getLogger(__name__).warning(note)
+        return selection.items
     path = Path(subset)
     if not path.is_file():
         raise DataError(f"--subset {subset}: neither {', '.join(SUBSET_SIZES)} nor a file of item ids")

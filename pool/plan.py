@@ -140,12 +140,13 @@ class Plan:
         }
 
 
-def plan_from_options(options: Mapping[str, Any]) -> tuple[Plan, int]:
-    """The plan a run's stored options describe, and how many loaded items were skipped.
-    Raises the loaders' and the pool file's own errors (each names its file, line or flag)."""
+def plan_from_options(options: Mapping[str, Any], notes: list[str] | None = None) -> tuple[Plan, int]:
+    """The plan a run's stored options describe, and how many loaded items were skipped; ``notes``
+    collects what each item filter dropped. Raises the loaders' and the pool file's own errors
+    (each names its file, line or flag)."""
     config = load_pool(options["pool"])
     loaded = load_run_items(options["data"])
-    items = select_items(loaded, options)
+    items = select_items(loaded, options, notes)
     _check_scorers(items)
     models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
     if not models:

@@ -22,10 +22,12 @@ if __name__ == "__main__":  # before the slow imports: a SIGTERM while starting 
     signal.signal(signal.SIGTERM, _sigterm_while_starting)
 
 import argparse
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
+from pool import __version__
 from pool.api import (
     EXIT_BUDGET,
     EXIT_INFRA,
@@ -35,14 +37,20 @@ from pool.api import (
     EXIT_REGRESSION,
     RunInputError,
     RunResult,
-    plan_json,
+    count_selection,
+    describe_plan,
     rescore,
     resume,
     run_pool,
 )
+from pool.config import PoolConfigError
 from pool.items_source import DataError
-from pool.run_spec import DEFAULT_CACHE_MAX_AGE_S, DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RunSpec
+from pool.roster import roster_text
+from pool.run_spec import (DEFAULT_CACHE_MAX_AGE_S, DEFAULT_POOL, EXECUTORS, PLAN_OPTIONS, RESCORE_OPTIONS, RunSpec,
+                           option_flags)
+from pool.selection import count_text, valid_tracks
 from routing.cli_types import NON_NEGATIVE, SCORE_DIFFERENCE, SECONDS, duration, integer
+from routing.digest import report as digest_report
 
 __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTIONS", "build_parser", "main"]
 
@@ -54,24 +62,34 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 3 significant regression (with "
                "--fail-on-regression); 4 budget reached (use --resume); 130 interrupted (use --resume).",
     )
+    parser.add_argument("--version", action="version", version=f"medpool {__version__}")
     parser.add_argument("--pool", help=f"pool file (default: ./{DEFAULT_POOL}; with --rescore, the run's own pool)")
     parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
     parser.add_argument("--models", help="comma-separated model names (default: every enabled model)")
-    parser.add_argument("--all", action="store_true", help="include disabled models")
+    parser.add_argument("--all", action="store_true", help="include disabled models (with --list: list them too)")
     parser.add_argument("--limit", type=integer(1), help="first N items after filtering")
-    parser.add_argument("--track", help="only items of this track")
-    parser.add_argument("--task", help="only items of this task")
-    parser.add_argument("--domain", help="only items whose domain is or starts with this (system or system:topic)")
-    parser.add_argument("--id", action="append", help="only this item id (repeatable)")
-    parser.add_argument("--sample", type=integer(1), metavar="N", help="first N items per (task, domain)")
+    parser.add_argument("--track", metavar="T1,T2",
+                        help=f"only items of these tracks: {valid_tracks()}; probe, tool_decision and orchestration "
+                        "need no --orchestration")
+    parser.add_argument("--task", metavar="T1,T2", help="only items of these tasks (task or suite/task, as "
+                        "`python -m eval.datasets` lists them)")
+    parser.add_argument("--domain", metavar="D1,D2",
+                        help="only items whose domain is one of these (system:topic) or in one of these systems "
+                        "(cardiology = every cardiology:*); items without a domain are dropped, and counted on stderr")
+    parser.add_argument("--id", action="append", metavar="ID[,ID]", help="only these item ids (repeatable)")
+    parser.add_argument("--sample", type=integer(1), metavar="N",
+                        help="first N items per (task, domain); with --subset, of the subset")
     parser.add_argument("--subset", metavar="mini|medium|large|FILE",
                         help="nested deterministic subset, or a file of item ids (e.g. hard.yaml from routing.build)")
     parser.add_argument("--orchestration", action="store_true",
                         help="add the orchestration tracks: specialty routing (derived from criteria items), tool decision, probes")
     parser.add_argument("--out", help="run directory (default: runs/<UTC timestamp>)")
-    parser.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run; its stored options are used")
+    parser.add_argument("--resume", metavar="RUN_DIR",
+                        help="finish an interrupted run; its stored options are used, and giving one of "
+                        f"{option_flags(PLAN_OPTIONS)} with another value is an error")
     parser.add_argument("--rescore", metavar="RUN_DIR",
-                        help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking the models")
+                        help="score a run's stored answers again (e.g. after changing judge: in the pool) without asking "
+                        f"the models; only {option_flags(RESCORE_OPTIONS)} may differ from the run's own")
     parser.add_argument("--hallu", action="store_true",
                         help="also ask the judge for claim-level hallucination labels (unsupported rate, factual precision)")
     parser.add_argument("--rejudge-sample", type=integer(1), metavar="N",
@@ -84,7 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --rescore: judge a run that was started with --no-judge (its stored answers)")
     parser.add_argument("--no-judge", action="store_true", help="skip the LLM judge: judge-scored items are listed as unscorable, except those with an objective check (SQL, API call), scored by the check alone")
     parser.add_argument("--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end")
+    parser.add_argument("--answer-unlabelled", action="store_true",
+                        help="also send unlabelled cases (CHIP test-set cases) as answer-only units: stored, not scored, "
+                        "not ranked; python -m pool.chip_submission writes the submission file from them")
     parser.add_argument("--dry-run", action="store_true", help="print the plan (models × items × stages, backends, limits) and exit")
+    parser.add_argument("--count", action="store_true",
+                        help="print how many items and units (items × models) the selection gives, per track and "
+                        "task, and exit; needs no server or key")
+    parser.add_argument("--list", action="store_true",
+                        help="print the pool file's roster (name, backend and type, enabled, think) and the judge, "
+                        "and exit; --all lists disabled models too; needs no server or key")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
     parser.add_argument("--max-consecutive-failures", type=integer(0), default=5,
@@ -113,6 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_mode(args: argparse.Namespace) -> None:
+    """--resume, --rescore, --dry-run, --count and --list each do one thing: two of them is an error."""
+    given = [flag for flag, on in (("--resume", args.resume), ("--rescore", args.rescore), ("--dry-run", args.dry_run),
+                                   ("--count", args.count), ("--list", args.list)) if on]
+    if len(given) > 1:
+        raise DataError(f"{' with '.join(given)}: use one; --resume finishes a run, --rescore scores a finished run "
+                        "again, --dry-run and --count describe a new run, --list prints the pool's roster")
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_INPUT
@@ -124,7 +160,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         pool=args.pool, data=args.data, models=args.models, all=args.all, limit=args.limit, track=args.track,
         task=args.task, domain=args.domain, id=args.id, sample=args.sample, subset=args.subset,
         orchestration=args.orchestration, no_judge=args.no_judge, hallu=args.hallu, rejudge_sample=args.rejudge_sample,
-        anchor_sample=args.anchor_sample,
+        anchor_sample=args.anchor_sample, answer_unlabelled=args.answer_unlabelled,
         no_routing=args.no_routing, no_cache=args.no_cache, cache_dir=args.cache_dir,
         max_consecutive_failures=args.max_consecutive_failures, out=args.out, executor=args.executor,
         ray_address=args.ray_address, log_interval=args.log_interval, with_judge=args.with_judge, history_root=args.history_root,
@@ -152,6 +188,11 @@ def _print_summary(result: RunResult) -> None:
         print(f"  {model}: ok {counts.get('ok', 0)}{_flaws(entry, counts.get('error', 0))}, "
               f"infra_error {counts.get('infra_error', 0)}, cache hits {entry.get('cache_hits', 0)}{failed}")
     print(f"results: {result.run_dir / 'results.jsonl'}\nsummary: {result.run_dir / 'summary.json'}")
+    try:  # the judged answers at a glance (routing.digest), also written to RUN_DIR/digest.md
+        for line in digest_report(result.run_dir):
+            print(line)
+    except (OSError, ValueError) as exc:
+        print(f"warning: digest not written: {exc}", file=sys.stderr)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -173,14 +214,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     try:
-        if args.resume and args.rescore:
-            raise DataError("--resume with --rescore: use one; --resume finishes a run, --rescore scores a finished "
-                            "run again")
+        _one_mode(args)
+        if args.list:
+            print(roster_text(args.pool or DEFAULT_POOL, args.all))
+            return EXIT_OK
         spec = spec_from_args(args)
-        if args.dry_run:
-            if args.resume or args.rescore:
-                raise DataError("--dry-run with --resume/--rescore: a dry run describes a new run; drop --dry-run")
-            print(plan_json(spec))
+        if args.dry_run or args.count:
+            described = describe_plan(spec) if args.dry_run else count_selection(spec)
+            for note in described["selection_notes"]:
+                print(note, file=sys.stderr)
+            print(json.dumps(described, ensure_ascii=False, indent=2) if args.dry_run else count_text(described))
             return EXIT_OK
         if args.resume:
             result = resume(args.resume, spec)
@@ -188,7 +231,7 @@ def _main(args: argparse.Namespace) -> int:
             result = rescore(args.rescore, spec)
         else:
             result = run_pool(spec)
-    except (RunInputError, DataError) as exc:
+    except (RunInputError, DataError, PoolConfigError) as exc:
         return _fail(str(exc))
     if result.summary:
         _print_summary(result)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pool.items_source import DataError
+from pool.selection import split_values
 from pool.store.run_store import RUN_DB_FILENAME, RunStore
 
 DEFAULT_POOL = "model_pool.yaml"
@@ -23,10 +24,19 @@ EXECUTORS = ("local", "ray")
 # Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
 PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
                 "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
-                "rejudge_sample", "cache_max_age", "anchor_sample")
+                "rejudge_sample", "cache_max_age", "anchor_sample", "answer_unlabelled")
+# Selection options that take a comma list (or, from the API, a list): stored as one comma string,
+# so runs stored with a single name (a plain string) still load and resume.
+LIST_OPTIONS = ("track", "task", "domain")
 DEFAULT_CACHE_MAX_AGE_S = 12 * 3600.0  # a nightly run asks again for answers cached the night before
 # What a rescore may change: how answers are scored, never what was asked.
 RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample", "anchor_sample")
+
+
+def option_flags(names: tuple[str, ...]) -> str:
+    """``--pool, --no-judge and --hallu``: option names as the CLI spells them, for help and messages."""
+    flags = ["--" + name.replace("_", "-") for name in names]
+    return flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + " and " + flags[-1]
 
 # The type each stored option must have (a damaged or foreign store is refused, not half-used).
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
@@ -35,7 +45,7 @@ _OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
     "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
     "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
-    "cache_max_age": (int, float, type(None)), "anchor_sample": (int, type(None)),
+    "cache_max_age": (int, float, type(None)), "anchor_sample": (int, type(None)), "answer_unlabelled": (bool,),
 }
 
 
@@ -44,9 +54,10 @@ class RunSpec:
     """One run, as the CLI's flags describe it (see ``python -m pool.run --help``).
 
     ``pool`` is a pool file, or a mapping with a pool file's content (written to the run folder as
-    ``model_pool.yaml`` so that a resume finds it). ``models`` and ``id`` take a list or the CLI's
-    comma-separated / repeated form. ``executor`` is ``"local"`` (asyncio lanes in this process) or
-    ``"ray"`` (one actor per backend lane; ``ray_address`` as for ``ray.init``, e.g. ``"auto"``).
+    ``model_pool.yaml`` so that a resume finds it). ``models``, ``track``, ``task``, ``domain`` and
+    ``id`` take a list or the CLI's comma-separated (``id``: also repeated) form. ``executor`` is
+    ``"local"`` (asyncio lanes in this process) or ``"ray"`` (one actor per backend lane;
+    ``ray_address`` as for ``ray.init``, e.g. ``"auto"``).
     """
 
     pool: str | Path | Mapping[str, Any] | None = None
@@ -54,9 +65,9 @@ class RunSpec:
     models: str | Sequence[str] | None = None
     all: bool = False
     limit: int | None = None
-    track: str | None = None
-    task: str | None = None
-    domain: str | None = None
+    track: str | Sequence[str] | None = None
+    task: str | Sequence[str] | None = None
+    domain: str | Sequence[str] | None = None
     id: Sequence[str] | None = None
     sample: int | None = None
     subset: str | None = None
@@ -65,6 +76,7 @@ class RunSpec:
     hallu: bool = False
     rejudge_sample: int | None = None
     anchor_sample: int | None = None
+    answer_unlabelled: bool = False  # also send unlabelled cases (CHIP test set) as answer-only units
     no_routing: bool = False
     no_cache: bool = False
     cache_dir: str | Path | None = None
@@ -111,6 +123,14 @@ class RunSpec:
             value = getattr(self, name)
             if isinstance(value, (str, Path)):
                 raise DataError(f"{name}: expected a list, got the single value {str(value)!r}; pass [{str(value)!r}]")
+        for name in LIST_OPTIONS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str) and (
+                    not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value)):
+                raise DataError(f"{name}: expected a name, a comma list or a list of names, got {value!r}")
+            if value is not None and not split_values(value):
+                raise DataError(f"--{name} {value!r} names nothing (an unset shell variable?); name at least one "
+                                f"{name}, or drop --{name}")
 
     def explicit(self) -> dict[str, Any]:
         """The result-shaping options given (values that differ from the defaults), in stored form."""
@@ -131,9 +151,12 @@ class RunSpec:
 
 
 def _stored_form(name: str, value: Any) -> Any:
-    """Lists as lists, ``models`` as the CLI's comma-separated string, paths as strings."""
+    """Lists as lists; ``models``, ``track``, ``task`` and ``domain`` as the CLI's comma-separated
+    string (a run stored with one plain name reads the same); paths as strings."""
     if name == "models" and value is not None and not isinstance(value, str):
         return ",".join(value)
+    if name in LIST_OPTIONS and value is not None:
+        return ",".join(split_values(value)) or None
     if name in ("data", "id") and value is not None:
         return [str(v) for v in value]
     if isinstance(value, Path):
@@ -173,7 +196,7 @@ def check_resume(spec: RunSpec, stored: Mapping[str, Any]) -> None:
         if name in ("pool", "data"):
             raise DataError(f"{flag} with --resume: the run's own {name} is used (stored with its plan); "
                             "start a new run with --out to use another")
-        if stored.get(name) != value:
+        if _stored_form(name, stored.get(name)) != value:
             raise DataError(f"{flag} {value!r} with --resume: this run was started with {stored.get(name)!r}, and a "
                             "resume keeps the run's own options so its results stay comparable; "
                             "drop the flag, or start a new run with --out")
@@ -186,8 +209,9 @@ def rescore_options(spec: RunSpec, stored: Mapping[str, Any]) -> dict[str, Any]:
     if fixed or spec.out:
         flag = "--" + (fixed[0].replace("_", "-") if fixed else "out")
         raise DataError(f"{flag} with --rescore: a rescore scores the run's stored answers as they are "
-                        "(its items, models and folder); only --pool, --hallu, --no-judge and --no-routing "
-                        "may change. Start a new run with --out for other items or models")
+                        f"(its items, models and folder); only {option_flags(RESCORE_OPTIONS)} may change (and "
+                        "--with-judge judges a run started with --no-judge). Start a new run with --out for other "
+                        "items or models")
     options = dict(stored)
     if spec.pool is not None:
         if isinstance(spec.pool, Mapping):

@@ -10,13 +10,14 @@ The folder (plain numpy, no other dependency; ``np.fromfile`` reads any column):
 
 - ``meta.json`` — ``format``, ``version``, ``rows``, ``source`` (size and mtime of the
   ``scores.jsonl`` it was built from: a changed file makes the copy stale, and readers go back to the
-  JSONL), ``vocab`` (item, suite, task, domain, gold_type, family: the strings the code columns
-  index), ``identities`` (model identity objects), ``judges`` (judge objects, ``null`` first),
+  JSONL), ``vocab`` (item, suite, task, domain, broad_area, gold_type, family: the strings the code
+  columns index; a row without ``broad_area`` has the empty string, derived when a table is built),
+  ``identities`` (model identity objects), ``judges`` (judge objects, ``null`` first),
   ``columns`` (name → numpy dtype), ``metrics`` (sub-metric names) and ``nan_columns`` (float
   columns without a single value: readers take them as NaN without reading them). Written last: a
   folder without it is incomplete and ignored.
 - ``<column>.bin`` — raw little-endian values, one per row, in ``scores.jsonl`` order:
-  ``ident``/``judge`` (indexes into identities/judges), the six code columns, ``status`` (int8,
+  ``ident``/``judge`` (indexes into identities/judges), the seven code columns, ``status`` (int8,
   :data:`routing.table.STATUSES`), ``value``/``passed``/``latency_s``/``completion_tokens``/``cost``
   (float64, NaN for null), ``answered`` (uint8), ``line`` (int32: the row's line in scores.jsonl),
   ``metric.<name>`` and ``flag.<name>`` (float64, NaN where absent).
@@ -59,17 +60,17 @@ from routing.load_rows import (
     iter_checked_rows,
     label_of,
 )
-from routing.table import ModelIdentity
+from routing.table import NOT_RECORDED, ModelIdentity
 
 COLUMNS_DIRNAME = "scores.columns"
-FORMAT, VERSION = "medpool-score-columns", 1
-CODE_COLUMNS = ("item", "suite", "task", "domain", "gold_type", "family")
+FORMAT, VERSION = "medpool-score-columns", 2  # a copy of another version is ignored: readers go back to scores.jsonl
+CODE_COLUMNS = ("item", "suite", "task", "domain", "broad_area", "gold_type", "family")
 FLOAT_COLUMNS = ("value", "passed", "latency_s", "completion_tokens", "cost")
 FIXED_DTYPES = {"ident": "<i4", "judge": "<i4", **dict.fromkeys(CODE_COLUMNS, "<i4"), "status": "i1",
                 **dict.fromkeys(FLOAT_COLUMNS, "<f8"), "answered": "u1", "line": "<i4"}  # fmt: skip
 # The details judge reliability audits (routing.reliability, routing.panel_agreement).
-JUDGED_DETAILS = ("parse_stage", "reasked", "judge_error", "primary", "rejudge", "panel", "context_awareness", "error",
-                  "reason")  # fmt: skip
+JUDGED_DETAILS = ("parse_stage", "reasked", "judge_error", "primary", "rejudge", "panel", "context_awareness", "behavior",
+                  "error", "reason", "flags", "judge_flag_dropped")  # fmt: skip
 LAZY_COLUMNS = ("line",)
 CHUNK_ROWS = 65_536  # rows built before a written copy appends them to its files
 
@@ -153,6 +154,7 @@ class _Builder:
         f["suite"].append(self._code("suite", str(row.get("suite") or "")))
         f["task"].append(self._code("task", row["task"]))
         f["domain"].append(self._code("domain", row.get("domain") or NO_DOMAIN))
+        f["broad_area"].append(self._code("broad_area", row.get("broad_area") or NOT_RECORDED))
         f["gold_type"].append(self._code("gold_type", row["gold_type"]))
         f["family"].append(self._code("family", row["family"]))
         f["status"].append(STATUS_CODE[row["status"]])
@@ -356,7 +358,8 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         identities=identities, judges=judges, vocab=vocab,
         columns={name: columns[name].astype(dtype.replace("<", "="), copy=False) for name, dtype in FIXED_DTYPES.items()},
         metrics={name: columns[f"metric.{name}"] for name in meta["metrics"]},
-        flags={name: columns[f"flag.{name}"] for name in FLAG_COLUMNS}, judge_records=list(meta["judges"]),
+        flags={name: columns.get(f"flag.{name}", np.broadcast_to(np.nan, n)) for name in FLAG_COLUMNS},
+        judge_records=list(meta["judges"]),
     )  # fmt: skip
     if only is None:
         _read_extras(folder / "rows.jsonl", out)

@@ -13,7 +13,7 @@ the same model identity and the same judge identity:
   "any significant regression" holds its family-wise error at ``alpha``;
 - fewer than ``min_n`` paired items: not tested (listed in ``untested``); a bucket holding exactly
   the paired items of a more specific one (a specialty system with one domain, a family with one
-  task) is not tested again.
+  task) is not tested again, nor is a broad area holding exactly a system's or its family's items.
 
 A family scored by a judge is *not comparable* when the set of judge identities that scored it
 differs between the runs, or when a common judge's calibration (``judge_reliability`` in
@@ -277,9 +277,10 @@ def _label(name: str, key: str, judge: str, base: _Side, new: _Side, family_judg
 
 
 def _specificity(bucket: str) -> int:
-    """0 for a leaf bucket (task, domain, skill), 1 for a rollup (specialty system), 2 for ``family/all``."""
+    """0 for a leaf bucket (task, domain, skill), 1 for a specialty system, 2 for ``family/all``, 3 for a
+    broad area: a broad area holding exactly a system's or the whole family's items is reported under that name."""
     parts = bucket.split("/")
-    return 2 if len(parts) == 2 else 1 if parts[1] in ROLLUP_KINDS else 0
+    return 2 if len(parts) == 2 else 3 if parts[1] == "broad_area" else 1 if parts[1] in ROLLUP_KINDS else 0
 
 
 def distinct_groups(groups: Mapping[tuple[str, str, str], Any]) -> dict[tuple[str, str, str], Any]:

@@ -8,8 +8,8 @@ family         buckets (kind: from column)   statistics per cell (every one: val
 =============  ============================  ==========================================================
 capability     task                          score = mean value (judge total / 40), pass_rate,
                                              judge sub-metric means (coverage, accuracy, safety, ...)
-specialty      domain, system (rollup)       score, pass_rate, sub-metrics, safety_floor_rate,
-                                             unsupported_rate (when the judge recorded them)
+specialty      domain; rollups: system and   score, pass_rate, sub-metrics, safety_floor_rate,
+               broad_area (clinical area)    unsupported_rate (when the judge recorded them)
 orchestration  skill (gold type: routing,    score = accuracy
                tool_decision)
 robustness     task (probes)                 score = success rate, pass_rate
@@ -26,7 +26,9 @@ accuracy, and the bucket's ``check`` names it. The judge's view of the same answ
 scored by the judge and counted in ``check.judge_fallback_items``.
 
 A cell is one entrant (model identity + judge identity) in one bucket: ``n`` scored items,
-``infra_errors`` and ``unscorable`` counted but left out of every statistic. Every statistic has a
+``infra_errors`` and ``unscorable`` counted but left out of every statistic, and ``truncated``: how
+many of the ``n`` answers were cut at their token budget (``details.answer_flaw``), shown beside
+the score so that a low score from a too-small ``max_tokens`` is not read as a weak model. Every statistic has a
 95% interval and the rule that made it (``ci_method``: Wilson for proportions, t for continuous
 means, see :mod:`routing.stats`); the cell also keeps its per-item primary values and median
 latency, which the manifest's paired tests and tie rule use. The classification
@@ -66,7 +68,7 @@ from routing.table import (
 
 BUCKET_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "capability": (("task", "task"),),
-    "specialty": (("domain", "domain"), ("system", "system")),
+    "specialty": (("domain", "domain"), ("system", "system"), ("broad_area", "broad_area")),
     "orchestration": (("skill", "gold_type"),),
     "robustness": (("task", "task"),),
     "exam": (("task", "task"),),
@@ -88,11 +90,12 @@ class Cell:
     median_latency_s: float = float("nan")  # over the scored rows with a latency; NaN when none
     mean_completion_tokens: float = float("nan")
     mean_cost: float = float("nan")  # per scored item at the pool's prices; NaN when unpriced
+    truncated: int = 0  # scored answers cut at their token budget
 
     def to_json(self, primary: str) -> dict[str, Any]:
         return {
             "model": self.entrant.label, "model_key": self.entrant.model.key, "judge": self.entrant.judge_key,
-            "n": self.n, "infra_errors": self.infra_errors, "unscorable": self.unscorable,
+            "n": self.n, "infra_errors": self.infra_errors, "unscorable": self.unscorable, "truncated": self.truncated,
             "primary": self.stats[primary].to_json() if primary in self.stats else None,
             "metrics": {name: est.to_json() for name, est in self.stats.items()},
             "median_latency_s": _json_or_none(self.median_latency_s, 4),
@@ -306,10 +309,11 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
 
 
 def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int = 1000, seed: int = 0,
-                  draws_of: Sequence[str] = DRAWS_KEPT) -> list[Bucket]:  # fmt: skip
+                  draws_of: Sequence[str] = DRAWS_KEPT, skip_kinds: Sequence[str] = ()) -> list[Bucket]:  # fmt: skip
     """Every bucket of every family. ``keep`` marks the rows allowed into statistics (``--common``);
     infra errors and unscorable rows are counted from the whole table either way. ``draws_of``: the
-    statistics whose bootstrap draws the caller reads (see :data:`DRAWS_KEPT`)."""
+    statistics whose bootstrap draws the caller reads (see :data:`DRAWS_KEPT`); ``skip_kinds``: bucket
+    kinds the caller never reads (the routing validation's rebuilds skip the broad areas)."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
     buckets = []
     for family in FAMILIES:
@@ -317,6 +321,8 @@ def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int
             continue
         in_family = np.flatnonzero(table.family == table.code("family", family))
         for kind, column in BUCKET_KINDS[family]:
+            if kind in skip_kinds:
+                continue
             codes = getattr(table, column)[in_family]
             groups: dict[int, list[tuple[int, np.ndarray]]] = {}
             for (code, entrant), local in group_rows([codes, table.entrant[in_family]], order_by=table.item[in_family]):
@@ -364,6 +370,7 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
     scored = [rows[(table.status[rows] == SCORED) & keep[rows]] for _, rows in members]
     stats = bucket_stats(table, scored, family, rounds, seed, labels if classification else None, draws_of)
     latencies = medians([table.latency_s[rows] for rows in scored])
+    cut = table.flags.get("truncated")  # absent from tables built without flags (benchmarks)
     cells = [
         Cell(entrant=table.entrants[entrant], n=len(rows_scored),
              infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
@@ -371,7 +378,8 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
              items=table.item[rows_scored], stats=cell_stats, values=table.value[rows_scored],
              median_latency_s=latency,
              mean_completion_tokens=_mean(table.completion_tokens[rows_scored]),
-             mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"))
+             mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"),
+             truncated=int((cut[rows_scored] == 1).sum()) if cut is not None else 0)
         for (entrant, rows), rows_scored, cell_stats, latency in zip(members, scored, stats, latencies)
     ]  # fmt: skip
     bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",

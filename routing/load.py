@@ -52,7 +52,16 @@ from routing.load_rows import (
     check_row,
     iter_checked_rows,
 )
-from routing.table import SCORED, STATUSES, Entrant, ModelIdentity, ScoreTable, codes_in_use, make_entrants
+from routing.table import (
+    SCORED,
+    STATUSES,
+    Entrant,
+    ModelIdentity,
+    ScoreTable,
+    broad_area_column,
+    codes_in_use,
+    make_entrants,
+)
 
 __all__ = ["FLAG_COLUMNS", "SCORES_FILENAME", "SUMMARY_FILENAME", "LoadError", "Loaded", "RunInfo", "ScoreDigest",
            "check_row", "digest_scores", "kept_apart", "load_runs", "parse_time", "read_summary"]  # fmt: skip
@@ -337,11 +346,14 @@ def _ordered_entrants(pairs: np.ndarray, identities: Sequence[ModelIdentity], ju
 
 
 def _with_system(codes: dict[str, np.ndarray], vocab: dict[str, tuple[str, ...]]) -> None:
-    """Add the ``system`` column: the part of each domain before ``:``."""
+    """Add the ``system`` column (the part of each domain before ``:``) and complete ``broad_area``:
+    rows written without one get the area their task, suite and system give (:func:`broad_area_column`)."""
     systems = [d.split(":", 1)[0] for d in vocab["domain"]]
     vocab["system"] = tuple(sorted(set(systems)))
     lookup = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)
     codes["system"] = lookup[codes["domain"]] if len(systems) else codes["domain"]
+    codes["broad_area"], vocab["broad_area"] = broad_area_column(vocab, codes["task"], codes["suite"], codes["system"],
+                                                                 recorded=(codes["broad_area"], vocab["broad_area"]))  # fmt: skip
 
 
 def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:

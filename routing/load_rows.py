@@ -4,6 +4,9 @@ A row that breaks a rule raises :class:`LoadError` naming ``path:line: field: pr
 readers of a run — :mod:`routing.columns` (a run's columns) and the nightly index's one-pass
 digest — take rows from :func:`iter_checked_rows`, so they accept and refuse the same files.
 
+``broad_area`` (内科, 精神科, ...; :mod:`eval.broad_areas`) is optional: a row without it gets the area
+its task, suite and domain give when the table is built (:func:`routing.table.broad_area_column`).
+
 ``answered`` per row: the answer was obtained (``answer_status`` is not ``infra_error``). Rows
 without ``answer_status`` count as unanswered when they are an ``infra_error`` with no judge (the
 only way a judge-free row fails), answered otherwise.
@@ -16,6 +19,8 @@ Audit columns read from ``details`` for the specialty leaderboard (absent keys l
   "not_sure"}`` counts from the claim-level check; unsupported rate = Σunsupported / Σclaims.
 - ``grounding_unsupported``: ``details["grounding"]`` (or ``"grounding_source"``) equal to
   ``"unsupported"``; used for the unsupported rate when no claim counts are present.
+- ``truncated``: ``details["answer_flaw"] == "truncated"`` (the answer was cut at its token budget);
+  every leaderboard cell counts them beside its score.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.broad_areas import name_problem as broad_area_problem
 from eval.gold_types import primary_metric_of
 from eval.scores import FAMILIES, JUDGE_NAMED_FIELDS, JudgeIdentity, frozen_json
 from routing.table import NO_DOMAIN, STATUSES, ModelIdentity
@@ -33,7 +39,7 @@ from routing.table import NO_DOMAIN, STATUSES, ModelIdentity
 __all__ = ["NO_DOMAIN"]
 
 SCORES_FILENAME = "scores.jsonl"
-FLAG_COLUMNS = ("safety_floor", "claims_unsupported", "claims_total", "grounding_unsupported")
+FLAG_COLUMNS = ("safety_floor", "claims_unsupported", "claims_total", "grounding_unsupported", "truncated")
 REQUIRED_STR = ("model", "item_id", "task", "gold_type")
 STATUS_CODE = {name: code for code, name in enumerate(STATUSES)}
 INFRA_CODE = STATUS_CODE["infra_error"]
@@ -71,6 +77,8 @@ def check_row(row: Any) -> str | None:
         return f"passed: must be true, false or null, got {row.get('passed')!r}"
     if row.get("domain") is not None and not isinstance(row["domain"], str):
         return "domain: must be a string or null"
+    if row.get("broad_area") is not None and (problem := broad_area_problem(row["broad_area"])):
+        return f"broad_area: {problem}, or null (then derived from the task, suite and domain)"
     identity = row.get("model_identity")
     if not isinstance(identity, dict) or not isinstance(identity.get("name"), str):
         return "model_identity: must be an object with at least 'name' (name, backend, model, temperature, ...)"
@@ -126,7 +134,7 @@ def answered(row: Mapping[str, Any]) -> bool:
     return not (row["status"] == "infra_error" and row.get("judge") is None)
 
 
-def flags_of(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
+def flags_of(details: Mapping[str, Any]) -> tuple[float, float, float, float, float]:
     """The FLAG_COLUMNS of one row (NaN where the detail is absent)."""
     floor = unsupported = total = grounded = math.nan
     if details.get("safety_floor") is not None:
@@ -138,7 +146,7 @@ def flags_of(details: Mapping[str, Any]) -> tuple[float, float, float, float]:
     grounding = details.get("grounding", details.get("grounding_source"))
     if isinstance(grounding, str):
         grounded = float(grounding == "unsupported")
-    return floor, unsupported, total, grounded
+    return floor, unsupported, total, grounded, float(details.get("answer_flaw") == "truncated")
 
 
 def label_of(row: Mapping[str, Any]) -> tuple[Any, Any, tuple[Any, ...]] | None:

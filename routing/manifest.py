@@ -52,13 +52,16 @@ identity — quality first, never the name); its first entry, the leader, is ``m
 bucket: n ≥ min_n and, with ``--floor F``, score ≥ F.
 
 ``default`` and ``families``: every scored item of the leaf buckets counted once (specialty
-domains, not their system rollups; a model's cell with the most items when several judges scored
-it); a model needs ≥ min_n items; its score is its mean over its items. It is a winner only on
-significant evidence, otherwise ``method: tie_rule`` says no model is shown better (the pick is
-then the leader, the tied model with the highest lower bound).
+domains, not their system or broad-area rollups; a model's cell with the most items when several
+judges scored it); a model needs ≥ min_n items; its score is its mean over its items. It is a
+winner only on significant evidence, otherwise ``method: tie_rule`` says no model is shown better
+(the pick is then the leader, the tied model with the highest lower bound).
 
 Unroutable buckets fall back domain → system → family → default: ``served_by`` names the first
-of those with a model.
+of those with a model. A broad-area bucket (``specialty/broad_area/内科``, ``…/精神科``,
+:mod:`eval.broad_areas`) is routed like any bucket — for a caller who knows a question's area but
+not its domain — and falls back to its family; it is not in a domain's chain, since one system can
+belong to several areas (substance use is asked by internists and psychiatrists alike).
 
 ``orchestrator``: composite = unweighted mean of routing accuracy (orchestration/skill/routing),
 tool-decision accuracy (orchestration/skill/tool_decision) and, when present, the mean score over
@@ -90,7 +93,8 @@ ALPHA = 0.05
 COMPONENT_FLOOR = 0.5
 ORCHESTRATION_TASKS = ("MedCallAPI", "MedRetAPI", "MedDBOps", "MedDecomp", "MedPathPlan", "MedCollab")
 ROUTING_BUCKET, TOOL_BUCKET = "orchestration/skill/routing", "orchestration/skill/tool_decision"
-ROLLUP_KINDS = ("system",)  # bucket kinds that re-count items of other buckets (specialty/system)
+# Bucket kinds that re-count items of other buckets (specialty system and broad area), narrowest first.
+ROLLUP_KINDS = ("system", "broad_area")
 
 
 def split_eligible(bucket: Bucket, min_n: int, floor: float | None) -> tuple[list[Cell], list[tuple[Cell, str]]]:
@@ -233,7 +237,7 @@ def pooled_decision(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[st
         "model": pick.label if pick else None, "score": json_number(pick.score) if pick else None,
         "method": decision.chosen_by, "test": decision.test, **_decision_fields(decision),
         "buckets": len(leaves), "items": int(len(np.unique(np.concatenate([c.items for b in leaves for c in b.cells] or [np.zeros(0)])))),
-        "description": ("every scored item of the leaf buckets once (specialty domains, not system rollups); "
+        "description": ("every scored item of the leaf buckets once (specialty domains, not system or broad-area rollups); "
                         f"leader: {LEADER_RULE}; paired tests vs the leader, Holm; ties: {TIE_RULE}"),
         "candidates": [{"model": v.contestant.label, "n": v.contestant.n, "score": json_number(v.contestant.score),
                         "ci": [json_number(v.contestant.ci[0]), json_number(v.contestant.ci[1])],

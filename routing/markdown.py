@@ -48,12 +48,18 @@ def route_status(route: dict[str, Any]) -> str:
             + f"; tie rule picks {route['model']}")
 
 
+def truncated_note(cell: dict[str, Any]) -> str:
+    """" (7 truncated)" beside a cell's score when some of its answers were cut at their token budget."""
+    cut = cell.get("truncated") or 0
+    return f" ({cut} truncated)" if cut else ""
+
+
 def bucket_table(bucket: dict[str, Any]) -> list[str]:
     extra = _extra_metrics(bucket)
     head = ["model", "n", f"{bucket['primary']} [95% CI]", *extra, "infra errors"]
     lines = ["| " + " | ".join(md_text(h) for h in head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for cell in bucket["cells"]:
-        row = [md_text(cell["model"]), str(cell["n"]), fmt_ci(cell["primary"])]
+        row = [md_text(cell["model"]), str(cell["n"]), fmt_ci(cell["primary"]) + truncated_note(cell)]
         row += [fmt_ci(cell["metrics"].get(name)) for name in extra]
         row.append(str(cell["infra_errors"]))
         lines.append("| " + " | ".join(row) + " |")
@@ -73,6 +79,35 @@ def check_note(bucket: dict[str, Any]) -> list[str]:
     return ["", (f"score = {CHECK_NAMES.get(check['kind'], check['kind'])} ({check['metric']})"
                  + (", the judge's pass rate beside it" if judged else "; no judge verdicts on these answers")
                  + (f"; {fallback} item(s) scored by the judge because their reference does not run" if fallback else "") + ".")]
+
+
+REFERENCE_POINTS = 95  # the MedBench score of the reference answers the capability judge compares against
+
+
+def reference_gap_section(buckets: list[dict[str, Any]]) -> list[str]:
+    """Each capability task's judged score beside its gap to the reference answers (the
+    med-agent-verifier README's gap-to-95): the judge scores a candidate against a reference answer
+    that scored 95 on MedBench, so 1.0 means "as good as the reference", ``gap = 1 − score`` and
+    ``95 × score`` reads the score on that scale. A reading relative to the reference, not a MedBench
+    score. Tasks ranked by an objective check use the judge's view of the same answers."""
+    rows = []
+    for bucket in buckets:
+        for cell in bucket["cells"]:
+            stat = cell["metrics"].get("judge_score") if bucket.get("check") else cell["primary"]
+            if stat and stat.get("value") is not None:
+                lo, hi = stat["ci"]
+                rows.append(f"| {md_text(bucket['name'])} | {md_text(cell['model'])} | {cell['n']} | {fmt_ci(stat)} "
+                            f"| {fmt(1 - stat['value'])} [{fmt(1 - hi)}, {fmt(1 - lo)}] "
+                            f"| {REFERENCE_POINTS * stat['value']:.1f} |")  # fmt: skip
+    if not rows:
+        return []
+    return ["### Gap to the reference answers", "",
+            ("The judge scores each answer against the item's reference answer: score 1.0 = as good as the "
+             f"reference; gap = 1 − score. For the MedBench agent suite, whose reference answers scored "
+             f"{REFERENCE_POINTS}, {REFERENCE_POINTS} × score reads it on that scale (relative to the reference, "
+             "not a MedBench score; other suites: read the gap only)."), "",
+            f"| task | model | n | score [95% CI] | gap [95% CI] | ≈ of {REFERENCE_POINTS} |",
+            "|---|---|---:|---:|---:|---:|", *rows, ""]
 
 
 def objective_sections(leaderboard: dict[str, Any]) -> list[str]:
@@ -125,6 +160,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
             status = route_status(manifest["buckets"].get(bucket["id"], {}))
             out += [f"### {md_text(bucket['kind'])}: {md_text(bucket['name'])}", "",
                     f"{bucket['items']} items; {md_text(status)}", *check_note(bucket), "", *bucket_table(bucket), ""]  # fmt: skip
+        if family == "capability":
+            out += reference_gap_section([b for b in buckets if b["kind"] == "task"])
     out += objective_sections(leaderboard)
     method = hard["method"]
     cap = f", at most {method['cap']}" if method.get("cap") is not None else ""

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from eval.scores import FAMILIES
-from routing.leaderboard import Bucket
+from routing.leaderboard import BUCKET_KINDS, Bucket
 from routing.ratings import (
     LOSS,
     NONE,
@@ -194,8 +194,8 @@ def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarra
         scopes.append(_scope(table, family_rows(family), family, family, "family", options, pending))
     in_family: tuple[str, np.ndarray] | None = None  # the rows of the family the last bucket was in
     for bucket in buckets:
-        column = {"task": table.task, "domain": table.domain, "system": table.system, "skill": table.gold_type}[bucket.kind]
-        category = {"task": "task", "domain": "domain", "system": "system", "skill": "gold_type"}[bucket.kind]
+        category = dict(BUCKET_KINDS[bucket.family])[bucket.kind]
+        column = getattr(table, category)
         if in_family is None or in_family[0] != bucket.family:
             in_family = (bucket.family, family_rows(bucket.family))
         rows = in_family[1][column[in_family[1]] == table.code(category, bucket.name)]

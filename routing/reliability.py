@@ -14,10 +14,16 @@ Per model (rubric-judged answers: reference and criteria items with a score):
 - **contamination-resistant coverage** — as the seed: does the model have scored items in the
   families public leaderboards cannot have memorised (orchestration: derived routing and tool
   decisions; robustness: probes), and their share of its scored items;
-- **context-appropriateness rate** — as the seed: share of ``appropriate`` among the judge's
-  HealthBench context-awareness labels (appropriate / overconfident / overhedged) in
-  ``details.context_awareness``; the rubric contracts do not ask for that label, so the block
-  says "not available" with that reason unless rows carry it.
+- **context-appropriateness rate** (``ctx_appropriate``) — as the med-agent-verifier README's
+  ``ctx_appropriate_rate``: share of ``appropriate`` among the judge's HealthBench context-awareness
+  labels (appropriate / overconfident / overhedged, ``judge.rubric.CONTEXT_LABELS``) in
+  ``details.context_awareness`` of the model's judged criteria answers; ``n`` labelled answers,
+  ``counts`` per label and ``unlabelled`` (the criteria contract asked, the judge gave no valid
+  label: never counted either way). "not available", with the reason, when no row carries a label
+  (runs judged before the criteria contract asked for it);
+- **probe behaviour** (``probe_behavior``) — per model, how many judged probe answers the judge
+  labelled abstained / refuted / complied / fabricated (``details.behavior``), with ``unlabelled``
+  likewise: what a probe failure was (went along, or invented specifics), beside the accuracy.
 
 Per judge (identity without the contract's prompt version):
 
@@ -29,7 +35,14 @@ Per judge (identity without the contract's prompt version):
   totals; a warning when κ < 0.6;
 - **calibration** — the judge's calibrations (``pool.calibrate``) found in the calibration store
   by the stages this judge's verdicts have in the runs' ``results.jsonl`` (so only an identical
-  judge: endpoint, model, settings and prompts); a warning when the latest one drifted.
+  judge: endpoint, model, settings and prompts); a warning when the latest one drifted;
+- **flag rates** (``flags``) — per flag the judge raised (``details.flags`` of its verdicts), the
+  share of its verdicts carrying it; ``flagged_rate``, the share carrying any flag about the
+  answer (parser and consistency notes such as ``parsed_from_text`` are not the judge's claims
+  and are left out), warned when above one half (on at least 5 verdicts): a judge that flags most
+  answers is flagging by habit; ``dropped``, the claims a deterministic check of the answer did
+  not confirm (``details.judge_flag_dropped``, ``judge.injection``). Answers scored without a
+  judge call (``empty_answer`` / ``short_answer``) are not verdicts and are not counted.
 """
 
 from __future__ import annotations
@@ -45,6 +58,8 @@ from scipy import stats
 
 from eval.scores import JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
 from judge.calibration_store import calibrations, for_stages
+from judge.rubric import CONTEXT_LABELS
+from judge.verdicts import PROBE_BEHAVIOR_LABELS
 from routing.load import Loaded
 from routing.panel_agreement import build_panel_agreement
 from routing.table import SCORED
@@ -54,8 +69,15 @@ KAPPA_MIN = 0.6
 MIN_N = 5  # correlations and κ on fewer pairs are reported as None
 RUBRIC_FAMILIES = ("capability", "specialty")
 RESISTANT_FAMILIES = ("orchestration", "robustness")
-CONTEXT_LABELS = ("appropriate", "overconfident", "overhedged")
 LADDER = ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
+FLAGGED_RATE_MAX = 0.5  # a judge flagging more than this share of its verdicts is warned about
+# Flags the parser or the scorer adds, not claims of the judge about the answer (and "<label>_invalid:…").
+NOTE_FLAGS = ("parsed_from_text", "grounding_source_missing", "behavior_contradicts_verdict")
+
+
+def is_note_flag(flag: str) -> bool:
+    """A parser or consistency note (:data:`NOTE_FLAGS`, an invalid side label), not a judge's claim."""
+    return flag in NOTE_FLAGS or "_invalid:" in flag
 FAMILY_WORDS = ("deepseek", "qwen", "glm", "llama", "baichuan", "gpt", "minicpm", "gemma", "mistral", "mixtral",
                 "phi", "smollm", "internlm", "yi", "claude", "gemini", "huatuo")  # fmt: skip
 EXACT_WORDS = ("yi", "phi")  # too short to find inside other words
@@ -136,6 +158,23 @@ def judge_verdict(row: Mapping[str, Any]) -> tuple[float | None, bool | None]:
     return row.get("value"), row.get("passed")
 
 
+def label_shares(values: Sequence[Any], labels: Sequence[str], rate_of: str | None, contract: str, what: str) -> dict[str, Any]:
+    """Counts of a side label's values (``labels``; anything else, None included, is ``unlabelled``)
+    and, with ``rate_of``, that label's share of the labelled ones; "not available" without any."""
+    counts = {label: sum(1 for v in values if v == label) for label in labels}
+    n = sum(counts.values())
+    unlabelled = len(values) - n
+    if not n:
+        reason = (f"the judge gave no valid {what} label on any of {unlabelled} {contract} verdict(s)" if unlabelled else
+                  f"no judged {contract} answer carries a {what} label (judged before the {contract} contract asked for it, "
+                  f"or no {contract} items)")  # fmt: skip
+        return {"available": False, "reason": reason, "unlabelled": unlabelled}
+    out: dict[str, Any] = {"available": True, "n": n, "counts": counts, "unlabelled": unlabelled}
+    if rate_of is not None:
+        out["rate"] = counts[rate_of] / n
+    return out
+
+
 # --- reading the runs -----------------------------------------------------------------------------
 
 
@@ -169,7 +208,9 @@ def answer_lengths(run_dirs: Sequence[str], wanted: set[tuple[str, str]]) -> tup
                 if not line.strip():
                     continue
                 r = json.loads(line)
-                if r.get("stage") == "answer" and isinstance(r.get("text"), str):
+                # a re-asked answer (pool.score.guards) is the one scored: its row comes after the first's
+                reask = r.get("stage") == "answer:reask" and r.get("status") != "infra_error"
+                if (r.get("stage") == "answer" or reask) and isinstance(r.get("text"), str):
                     any_lengths = True
                     if (r["model"], r["item_id"]) in wanted:
                         chars[(r["model"], r["item_id"])] = len(r["text"])
@@ -201,6 +242,25 @@ def _ladder(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             counts[stage] += 1
     total = sum(counts.values())
     return {"n": total, "counts": counts, "rates": {k: (v / total if total else None) for k, v in counts.items()}}
+
+
+def flag_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The judge's flags over its verdicts (the rows :func:`parse_stage_of` reads as one): per flag
+    count and share, the share flagged at all (:data:`NOTE_FLAGS` aside) and the dropped claims."""
+    verdicts = [row.get("details") or {} for row in rows if parse_stage_of(row) in ("strict", "repaired", "patterns", "reasked")]
+    counts: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    flagged = 0
+    for details in verdicts:
+        flags = [f for f in dict.fromkeys(details.get("flags") or ()) if isinstance(f, str)]
+        for flag in flags:
+            counts[flag] = counts.get(flag, 0) + 1
+        for flag in dict.fromkeys(details.get("judge_flag_dropped") or ()):
+            dropped[str(flag)] = dropped.get(str(flag), 0) + 1
+        flagged += any(not is_note_flag(f) for f in flags)
+    n = len(verdicts)
+    return {"n": n, "counts": dict(sorted(counts.items())), "rates": {f: c / n for f, c in sorted(counts.items())},
+            "flagged": flagged, "flagged_rate": flagged / n if n else None, "dropped": dict(sorted(dropped.items()))}  # fmt: skip
 
 
 def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -248,7 +308,7 @@ def _judges_within(label: str, identity: Mapping[str, Any]) -> list[tuple[str, M
 
 def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
     """Per model label: its identity, scored rows and scored rows in contamination-resistant families
-    (every row of the table, judged or not); judges and context labels are filled in from the verdicts."""
+    (every row of the table, judged or not); judges and side labels are filled in from the verdicts."""
     table = loaded.table
     scored = table.status == SCORED
     resistant_codes = [table.code("family", f) for f in RESISTANT_FAMILIES if f in table.vocab["family"]]
@@ -258,7 +318,7 @@ def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
     models: dict[str, dict[str, Any]] = {}
     for index, entrant in enumerate(table.entrants):
         entry = models.setdefault(entrant.model_label, {"identity": entrant.model.as_dict(), "judges": set(), "scored": 0,
-                                                        "resistant": 0, "context": []})  # fmt: skip
+                                                        "resistant": 0, "context": [], "behavior": []})  # fmt: skip
         entry["scored"] += int(per_scored[index])
         entry["resistant"] += int(per_resistant[index])
     return models
@@ -291,9 +351,10 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         entry = models[label_of[id(r)]]
         if id(r) in group_of:
             entry["judges"].add(group_of[id(r)])
-        label = (r.get("details") or {}).get("context_awareness")
-        if label in CONTEXT_LABELS:
-            entry["context"].append(label)
+        details = r.get("details") or {}
+        for field, key in (("context_awareness", "context"), ("behavior", "behavior")):
+            if field in details:  # asked by the row's contract; None = the judge gave no valid label
+                entry[key].append(details[field])
 
     judges: dict[str, dict[str, Any]] = {}
     for gid, identity in groups.items():
@@ -307,7 +368,12 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         agreement = _agreement(jrows)
         stages = judge_stages.get(str(identity.get("name")), set())
         store = for_stages(calibrations(calibration_dir), stages) if calibration_dir is not None else []
-        judges[name] = {"identity": identity, "judged": len(jrows), "parse_ladder": _ladder(jrows),
+        flags = flag_rates(jrows)
+        if flags["flagged_rate"] is not None and flags["n"] >= MIN_N and flags["flagged_rate"] > FLAGGED_RATE_MAX:
+            top = ", ".join(f for f in flags["counts"] if not is_note_flag(f))
+            warnings.append({"kind": "flag_rate", "subject": name, "message": f"{name}: flags {flags['flagged']} of its {flags['n']} "
+                             f"verdicts ({flags['flagged_rate']:.0%} > {FLAGGED_RATE_MAX:.0%}; {top}): flags raised by habit say little"})  # fmt: skip
+        judges[name] = {"identity": identity, "judged": len(jrows), "parse_ladder": _ladder(jrows), "flags": flags,
                         "length": {**pooled, "slope_per_log_char": length["slope"]}, "agreement": agreement,
                         "calibration": [_calibration_view(c) for c in store]}  # fmt: skip
         if pooled["rho"] is not None and abs(pooled["rho"]) >= LENGTH_BIAS_RHO:
@@ -344,19 +410,18 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                     conflicts[label] = {"families": shared, "self_judged": self_judged}
                     why = "is judged by itself" if self_judged else f"and its judge {label} are both {'/'.join(shared)} models"
                     warnings.append({"kind": "family_conflict", "subject": model, "message": f"{model} {why} (self-preference risk)"})
-        context = entry["context"]
         out_models[model] = {
             "judges": sorted(judge_label[g] for g in entry["judges"]), "length": entry.get("length", {}),
             "family_conflict": {"conflict": bool(conflicts), "judges": conflicts},
             "contamination_resistant": {"has": entry["resistant"] > 0, "n": entry["resistant"], "scored": entry["scored"],
                                         "share": entry["resistant"] / entry["scored"] if entry["scored"] else None},
-            "ctx_appropriate": ({"available": True, "rate": context.count("appropriate") / len(context), "n": len(context)} if context else
-                                {"available": False, "reason": "the judge contracts ask for no context-awareness label (appropriate / "
-                                 "overconfident / overhedged), so no score carries details.context_awareness"}),
+            "ctx_appropriate": label_shares(entry["context"], CONTEXT_LABELS, "appropriate", "criteria", "context-awareness"),
+            "probe_behavior": label_shares(entry["behavior"], PROBE_BEHAVIOR_LABELS, None, "probe", "behaviour"),
         }  # fmt: skip
     panels = build_panel_agreement(rows, run_dirs, {e.model.name for e in loaded.table.entrants})
     warnings += panels.pop("warnings")
-    return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N},
+    return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N,
+                                                  "flagged_rate_max": FLAGGED_RATE_MAX},
             "judge_panel": panels,
             "calibration_store": None if calibration_dir is None else str(calibration_dir),
             "models": out_models, "judges": judges, "warnings": warnings, "notes": notes}  # fmt: skip

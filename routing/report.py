@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.broad_areas import area_order
 from eval.files import atomic_write_text
 from eval.scores import FAMILIES
 from routing.markdown import check_note, fmt
@@ -218,15 +219,22 @@ def frontier_section(frontier: Mapping[str, Sequence[Mapping[str, Any]]] | None)
     return "\n".join(out)
 
 
+HEATMAP_KINDS = {"broad_area": "broad area", "system": "system", "domain": "domain"}  # the specialty levels, widest first
+
+
 def heatmap_section(buckets: Sequence[dict[str, Any]], min_n: int) -> str:
-    domains = [b for b in buckets if b["family"] == "specialty" and b["kind"] in ("domain", "system")]
-    if not domains:
+    """Specialty × model: the broad areas first (内科, 精神科, ...: the rollups the med-agent-verifier
+    README's leaderboard leads with), then the domains and their systems as the leaderboard lists them."""
+    specialty = [b for b in buckets if b["family"] == "specialty" and b["kind"] in HEATMAP_KINDS]
+    areas = sorted((b for b in specialty if b["kind"] == "broad_area"), key=lambda b: area_order(b["name"]))
+    shown = areas + [b for b in specialty if b["kind"] != "broad_area"]
+    if not shown:
         return ""
-    models = sorted({c["model"] for b in domains for c in b["cells"]})
+    models = sorted({c["model"] for b in shown for c in b["cells"]})
     rows = []
-    for bucket in domains:
+    for bucket in shown:
         by_model = {c["model"]: c for c in bucket["cells"]}
-        cells = [td(f"{bucket['kind']}: {bucket['name']}")]
+        cells = [td(f"{HEATMAP_KINDS[bucket['kind']]}: {bucket['name']}")]
         for model in models:
             cell = by_model.get(model)
             value = cell["primary"]["value"] if cell and cell["primary"] else None
@@ -297,6 +305,15 @@ def _cnt(counts: dict[str, Any], rates: dict[str, Any], key: str) -> str:
     return td(f"{counts.get(key, 0)} ({rate:.0%})" if rate is not None else "–", True)
 
 
+def _behaviours(block: Mapping[str, Any] | None) -> str:
+    """The judge's probe-behaviour labels of one model, most frequent first (``routing.reliability``)."""
+    if not block or not block.get("available"):
+        return "not available"
+    counts = sorted(((k, v) for k, v in block["counts"].items() if v), key=lambda kv: -kv[1])
+    missing = f", {block['unlabelled']} unlabelled" if block.get("unlabelled") else ""
+    return " · ".join(f"{k} {v}" for k, v in counts) + f" (n={block['n']}{missing})"
+
+
 def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
     """The leaderboard's ``judge_reliability`` block (see :mod:`routing.reliability`): warnings first."""
     if not reliability:
@@ -308,7 +325,10 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
             "residual on ln(1 + length), fitted over all of the judge's answers, added back to its mean. Family conflict: "
             "candidate and judge share a model family (self-preference risk). Contamination-resistant: scored items in "
             "orchestration and robustness, which public leaderboards cannot have memorised. Agreement: the same answers judged "
-            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ &lt; {esc(th['kappa_min'])}.</p>")]  # fmt: skip
+            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ &lt; {esc(th['kappa_min'])}. "
+            "Context-appropriate: share of the judge's context-awareness labels on criteria answers that are "
+            "“appropriate” (vs overconfident / overhedged). Probe behaviour: the judge's label of what each probe answer "
+            "did (abstained, refuted, complied, fabricated).</p>")]  # fmt: skip
     warnings = reliability["warnings"]
     out.append("<ul>" + "".join(f'<li><span class="tag none">{esc(w["kind"])}</span> {esc(w["message"])}</li>' for w in warnings) + "</ul>"
                if warnings else '<p><span class="tag ok">no threshold crossed</span></p>')  # fmt: skip
@@ -317,13 +337,13 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
         conflict = "; ".join(f"{j}: {'self' if c['self_judged'] else '/'.join(c['families'])}" for j, c in m["family_conflict"]["judges"].items())
         res, ctx = m["contamination_resistant"], m["ctx_appropriate"]
         common = [td(conflict or "none"), td(f"{res['n']}/{res['scored']}" + (f" ({res['share']:.0%})" if res["share"] is not None else ""), True),
-                  td(f"{fmt(ctx['rate'], 2)} (n={ctx['n']})" if ctx["available"] else "not available")]  # fmt: skip
+                  td(f"{fmt(ctx['rate'], 2)} (n={ctx['n']})" if ctx["available"] else "not available"), td(_behaviours(m.get("probe_behavior")))]  # fmt: skip
         for judge, v in (m["length"] or {"–": None}).items():
             rho = "–" if v is None or v["rho"] is None else f"{v['rho']:+.2f}"
             rows.append([td(model), td(judge), td(v["n"] if v else 0, True), td(rho, True),
                          td(fmt(v["raw_mean"]) if v else "–", True), td(fmt(v["controlled_mean"]) if v else "–", True), *common])  # fmt: skip
     out.append(table(["model", "judge", "judged (length known)", "length ρ", "raw mean", "length-controlled", "family conflict",
-                      "contamination-resistant", "context-appropriate"], rows, "reliability-models"))  # fmt: skip
+                      "contamination-resistant", "context-appropriate", "probe behaviour"], rows, "reliability-models"))  # fmt: skip
     ladder = [[td(j), td(v["parse_ladder"]["n"], True), *(_cnt(v["parse_ladder"]["counts"], v["parse_ladder"]["rates"], k)
                for k in ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")),
                td("–" if v["length"]["rho"] is None else f"{v['length']['rho']:+.2f} (n={v['length']['n']})", True)]
@@ -331,6 +351,16 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
     out.append("<h3>Parse ladder per judge</h3>")
     out.append(table(["judge", "verdicts", "strict", "repaired", "patterns", "re-asked", "failed", "call failed", "length ρ (all models)"],
                      ladder, "reliability-judges"))  # fmt: skip
+    flag_rows = [[td(j), td(f["n"], True), td(f"{f['flagged']} ({f['flagged_rate']:.0%})" if f["flagged_rate"] is not None else "–", True),
+                  td(", ".join(f"{k} {c} ({f['rates'][k]:.0%})" for k, c in f["counts"].items()) or "none"),
+                  td(", ".join(f"{k} {c}" for k, c in f["dropped"].items()) or "none")]
+                 for j, v in reliability["judges"].items() if (f := v.get("flags"))]  # fmt: skip
+    if flag_rows:
+        out.append("<h3>Flags per judge</h3>")
+        out.append(f'<p class="small muted">Share of each judge\'s verdicts carrying a flag; "flagged" leaves out parser notes, '
+                   f"warned above {esc(th.get('flagged_rate_max', 0.5))}. Dropped: claims about the answer (injection_attempt) that a "
+                   "deterministic check of the answer did not confirm.</p>")  # fmt: skip
+        out.append(table(["judge", "verdicts", "flagged", "flags", "dropped (not confirmed)"], flag_rows, "reliability-flags"))
     agree = [[td(j), td(", ".join(a["perturbation"])), td(f"{a['n']}/{a['sampled']}", True), td(fmt(a["kappa_pass"], 2), True),
               td(fmt(a["pass_agreement"], 2), True), td(fmt(a["spearman_total"]["rho"], 2), True), td(fmt(a["mean_abs_total_diff"], 1), True)]
              for j, v in reliability["judges"].items() if (a := v["agreement"])]  # fmt: skip

@@ -9,8 +9,11 @@ different model, and the same answers graded by another judge (or another prompt
 different scores. When a name is ambiguous the label says how (``name [backend=ollama]``,
 ``name | judge j@b#v``); otherwise the label is the pool name.
 
-Categorical columns (family, task, domain, system, gold_type, suite) are integer codes into a
-vocabulary, so grouping is one ``argsort`` rather than a dict walk per row.
+Categorical columns (family, task, domain, system, broad_area, gold_type, suite) are integer codes
+into a vocabulary, so grouping is one ``argsort`` rather than a dict walk per row. ``system`` is the
+part of each domain before ``:``; ``broad_area`` (内科 / 精神科 / ..., :mod:`eval.broad_areas`) is the
+area the row recorded, else the one its task, suite and system give — both found per vocabulary
+entry and gathered, never per row in Python.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from eval.broad_areas import OTHER, area_of_source, area_of_system
 from eval.scores import JudgeIdentity
 
 STATUSES = ("scored", "infra_error", "unscorable")
 SCORED, INFRA_ERROR, UNSCORABLE = 0, 1, 2
 NO_DOMAIN = "(none)"
-CATEGORIES = ("family", "task", "domain", "system", "gold_type", "suite")
+CATEGORIES = ("family", "task", "domain", "system", "broad_area", "gold_type", "suite")
+NOT_RECORDED = ""  # the broad_area code of a row written without one: derived when the table is built
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,15 @@ class ScoreTable:
     answered: np.ndarray | None = None  # bool: the answer was obtained; None = every non-infra_error row
     sources: Mapping[str, str] = field(default_factory=dict)  # derived item id -> the item it was built from
     cost: np.ndarray | None = None  # float64: the answer's cost at the pool's prices; NaN when unpriced
+    # int32 codes of vocab["broad_area"]; None (a table built in memory without it): derived from
+    # task, suite and system as for rows that recorded none (see broad_area_column)
+    broad_area: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.broad_area is None:
+            codes, names = broad_area_column(self.vocab, self.task, self.suite, self.system)
+            object.__setattr__(self, "broad_area", codes)
+            object.__setattr__(self, "vocab", {**self.vocab, "broad_area": names})
 
     def __len__(self) -> int:
         return int(self.entrant.shape[0])
@@ -154,6 +168,45 @@ def intern(values: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     vocab = tuple(sorted(set(values)))
     index = {name: i for i, name in enumerate(vocab)}
     return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values)), vocab
+
+
+def broad_area_column(vocab: Mapping[str, Sequence[str]], task: np.ndarray, suite: np.ndarray, system: np.ndarray,
+                      recorded: tuple[np.ndarray, Sequence[str]] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(int32 codes, sorted vocabulary) of every row's broad area: the ``recorded`` one (codes into
+    names, :data:`NOT_RECORDED` where a row has none), else the area of its task, then of its suite,
+    then of its system (:mod:`eval.broad_areas`), else ``other``. Each rule is looked up once per
+    vocabulary entry and gathered with numpy, so a million rows cost a few array passes — none when
+    every row recorded its area in a sorted vocabulary (what ``pool.run`` writes and the loader keeps)."""
+    if recorded is not None and NOT_RECORDED not in recorded[1]:
+        codes, recorded_names = recorded
+        if list(recorded_names) == sorted(recorded_names):
+            return codes.astype(np.int32, copy=False), tuple(recorded_names)
+    names: dict[str, int] = {}
+
+    def lookup(values: Sequence[str], area_of: Any, fallback: str | None = None) -> np.ndarray:
+        areas = [area_of(value) or fallback for value in values]
+        return np.array([names.setdefault(a, len(names)) if a else -1 for a in areas], dtype=np.int32)
+
+    def derived() -> np.ndarray:
+        out = lookup(vocab["system"], area_of_system, OTHER)[system] if len(system) else np.zeros(0, dtype=np.int32)
+        for by_source, column in ((lookup(vocab["suite"], area_of_source), suite), (lookup(vocab["task"], area_of_source), task)):
+            if (by_source >= 0).any():  # the task outranks the suite, which outranks the system: applied last
+                found = by_source[column]
+                out = np.where(found >= 0, found, out)
+        return out
+
+    if recorded is None:
+        area = derived()
+    else:
+        codes, recorded_names = recorded
+        mapped = np.array([-1 if name == NOT_RECORDED else names.setdefault(name, len(names)) for name in recorded_names],
+                          dtype=np.int32)  # fmt: skip
+        area = mapped[codes] if (mapped >= 0).all() else np.where(mapped[codes] >= 0, mapped[codes], derived())
+    name_of = dict(zip(names.values(), names))
+    vocabulary = sorted(name_of[code] for code in codes_in_use(area, len(names)).tolist())  # the names some row has
+    remap = np.zeros(max(len(names), 1), dtype=np.int32)
+    remap[[names[name] for name in vocabulary]] = np.arange(len(vocabulary), dtype=np.int32)
+    return remap[area], tuple(vocabulary)
 
 
 def codes_in_use(codes: np.ndarray, size: int) -> np.ndarray:

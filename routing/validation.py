@@ -35,10 +35,11 @@ ratio (resamples where O − B < GAP_EPSILON are left out of the ratio's interva
 Every routing decision is made on (k − 1)/k of the data, so the estimate is slightly pessimistic
 for the manifest built on all of it (more buckets fall below min_n). Rebuilding costs k builds of
 the leaderboards and bucket decisions, so those builds compute only what decides a route: judge
-sub-metrics and audit rates, the orchestrator, and family / default decisions no bucket falls back
-to are left out (a test checks every route is the one ``build_manifest`` gives), and the bucket
-bootstrap — which feeds only the macro-F1 intervals and the paired bootstrap tests; the other
-intervals and tests are closed-form — draws min(bootstrap, FOLD_ROUNDS) resamples.
+sub-metrics and audit rates, the orchestrator, family / default decisions no bucket falls back
+to, and the broad-area rollups (no held-out item is routed by one) are left out (a test checks
+every other route is the one ``build_manifest`` gives), and the bucket bootstrap — which feeds
+only the macro-F1 intervals and the paired bootstrap tests; the other intervals and tests are
+closed-form — draws min(bootstrap, FOLD_ROUNDS) resamples.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ from routing.table import SCORED, ScoreTable
 DEFAULT_K = 5
 FOLD_ROUNDS = 200  # bootstrap resamples of each rebuilt leaderboard (at most the build's own)
 FOLD_DRAWS = ("macro_f1",)  # the draws a route reads: classification buckets' paired bootstrap (no orchestrator here)
+# Bucket kinds no held-out item is routed by: a broad area is no item's finest bucket and no domain's parent.
+FOLD_SKIPPED_KINDS = ("broad_area",)
 GAP_EPSILON = 1e-3  # O − B below this (a tenth of a point on the 0–1 scale): nothing to recover
 ROUTE_SOURCES = ("bucket", "parent", "family", "default", "none")  # what served a held-out item's bucket
 METHOD = ("k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
@@ -280,9 +283,10 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     were in the runs: ``buckets`` (each with its ``model`` and ``served_by``), ``families`` and
     ``default``, composed as :func:`routing.manifest.build_manifest` composes them, minus what no
     route reads (the orchestrator; the decisions of families, and ``default``, when no bucket falls
-    back to them). Model profiles (median latency, the tie rule's input) come from every row, as in
-    the build. Buckets are resampled min(rounds, FOLD_ROUNDS) times. ``every_decision``: every family
-    decision and ``default`` are made (a served question can climb to any of them)."""
+    back to them; the broad-area buckets, :data:`FOLD_SKIPPED_KINDS`). Model profiles (median
+    latency, the tie rule's input) come from every row, as in the build. Buckets are resampled
+    min(rounds, FOLD_ROUNDS) times. ``every_decision``: every family decision and ``default`` are
+    made (a served question can climb to any of them)."""
     slim = routing_table(table)
     rounds = min(rounds, FOLD_ROUNDS)
     min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
@@ -290,7 +294,7 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     profiles = model_profiles(table)
 
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
-        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed, draws_of=FOLD_DRAWS)
+        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed, draws_of=FOLD_DRAWS, skip_kinds=FOLD_SKIPPED_KINDS)
         routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
         unserved = {entry["family"] for entry in routes.values() if every_decision or not entry["routable"] or undecided(entry)}
         families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)

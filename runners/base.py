@@ -43,9 +43,13 @@ class GenerationParams:
     stop: tuple[str, ...] = ()
     top_p: float | None = None
     seed: int | None = None
-    # Ollama reasoning models only: True/False, or a level ("low"/"medium"/"high") for models that
-    # take one; None means the field is not sent and the model's default applies.
+    # Reasoning models: True/False, or a level ("low"/"medium"/"high") for Ollama models that take one;
+    # None means the field is not sent and the model's default applies. Ollama takes it natively, an
+    # OpenAI-compatible backend in the field its ``think_param`` setting names.
     think: bool | str | None = None
+    # Ollama only: the context window (``options.num_ctx``) the server loads the model with; None
+    # sends nothing and the server's default applies (Ollama cuts a longer prompt silently).
+    num_ctx: int | None = None
 
 
 @dataclass(frozen=True)

@@ -15,5 +15,5 @@ SERVER_CMDLINE_MARKER = "llama_cpp.server"  # in every server's argv: ``python -
 ENGINE_MODULES: dict[str, str] = {"llama_cpp": SERVER_CMDLINE_MARKER, "batched": "runners.llamacpp_batched_server"}
 
 # Sequences the batched engine decodes per step, per model, when a pool does not say: 4 reached
-# 1.45-1.57x one sequence on 2 cores, 8 no more (bench/README.md, "Batched llama.cpp engine").
+# 1.45-1.57x one sequence on 2 cores, 8 no more (bench/README.md, "local_throughput").
 DEFAULT_SLOTS = 4

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import pkgutil
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from runners.base import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RESPONSE_BYTES, Runner
 
@@ -83,12 +83,14 @@ def make_runner(
     sleep: Sleep = asyncio.sleep,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    options: Mapping[str, Any] | None = None,
 ) -> Runner:
     """A runner for one endpoint; raises ValueError for an unknown backend type.
 
     ``max_response_bytes`` caps the body after decompression and ``max_answer_chars`` the answer
     text; past either the call is an ``"oversize"`` infra error, never retried. ``timeout_s``
-    None is the runner's own ``default_timeout_s``.
+    None is the runner's own ``default_timeout_s``. ``options`` are the settings only this type's
+    runner takes (its settings block's ``runner_options()``, e.g. ``think_param``).
     """
     from runners.retry import RetryPolicy
 
@@ -98,5 +100,6 @@ def make_runner(
     policy = RetryPolicy(max_retries=max_retries, backoff_base_s=backoff_base_s,
                          backoff_max_s=backoff_max_s, retry_after_cap_s=retry_after_cap_s)
     runner: Runner = runner_class(base_url, api_key_env=api_key_env, timeout_s=timeout_s, policy=policy, sleep=sleep,
-                                  max_response_bytes=max_response_bytes, max_answer_chars=max_answer_chars)
+                                  max_response_bytes=max_response_bytes, max_answer_chars=max_answer_chars,
+                                  **dict(options or {}))
     return runner

@@ -172,6 +172,17 @@ class BackendSettings(SettingsBlock):
             filled = {"max_concurrency": runner.default_max_concurrency, **filled}
         return filled
 
+    def generation_keys(self) -> frozenset[str]:
+        """The protocol-specific generation keys (``think``, ``num_ctx``) a model on this backend may
+        set: the pool file refuses them elsewhere, since a server that ignores a setting answers as if
+        it were unset, and a silently ignored setting is worse than an error. None by default."""
+        return frozenset()
+
+    def runner_options(self) -> dict[str, Any]:
+        """Settings the runner itself takes as keyword arguments (``runners.registry.make_runner``'s
+        ``options``), beyond the ones every runner takes. None by default."""
+        return {}
+
 
 class RemoteSettings(BackendSettings):
     """A server someone else runs: its URL, the variable holding its key, requests in flight."""

@@ -17,6 +17,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 JUDGE = "judgey"
+# Neutral text a fake candidate adds to a free-text answer so that it passes the guard before the
+# judge (eval.scorers.judged: 200 characters for reference and criteria answers); it names no topic,
+# warning or forbidden phrase of any test gold.
+PADDING = "以上内容为一般性健康科普说明，个体情况差异较大，具体方案请以医生面诊评估结果为准。" * 6
 
 
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pool import RunSpec, run_pool
-from tests.fake_pool import score_rows, write_fake_pool, write_jsonl
+from tests.fake_pool import PADDING, score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -30,7 +30,7 @@ class Judge:
 
 def behave(index: int, payload: dict[str, Any]) -> Any:
     if payload.get("model") != "judgey":
-        return ok("回答")
+        return ok("回答。" + PADDING)
     scores = (5, 5, 5, 5) if Judge.strict else (9, 9, 9, 9)
     return ok(json.dumps(dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
                          | {"rationale": "r", "grounding_source": "book"}))

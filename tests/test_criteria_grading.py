@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import pool_run_cli, scores_by_item, write_jsonl
+from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -20,7 +20,7 @@ SUITE = [
 ]
 HOLISTIC = {"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", "grounding_source": "guideline",
             "warnings_present": ["及时就医"]}
-ANSWER = "请先测量血压，如持续升高请及时就医。"  # covers T1 and W1, not T2; says nothing forbidden
+ANSWER = "请先测量血压，如持续升高请及时就医。" + PADDING  # covers T1 and W1, not T2; says nothing forbidden
 CRITERION = re.compile(r"(?m)^\s*([TWN]\d+)[.、:：)\s]+(.+?)\s*$")
 
 

@@ -152,7 +152,7 @@ def judge_replies(says: dict[str, str | None]) -> Callable[[int, dict[str, Any]]
     def behave(index: int, payload: dict[str, Any]) -> Any:
         messages = payload.get("messages") or []
         if payload.get("model") != "judge-model-v1":
-            return ok("回答")  # a candidate
+            return ok("回答：诊室血压≥140/90 mmHg 可诊断高血压。")  # a candidate, as long as the reference (the guard before the judge)
         if "rubric" in messages[0]["content"]:  # a run's rubric verdict
             return ok(RUBRIC_VERDICT)
         claim_id = next(cid for text, cid in claims.items() if text in messages[1]["content"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import pool_run_cli, score_rows, write_jsonl
+from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -27,7 +27,7 @@ def behave(index, payload):
     (29/40), ``glm-judge`` passes, ``dead-judge`` never gives a verdict."""
     model = payload.get("model")
     if model == "qwen-a":
-        return ok("答案")
+        return ok("答案。" + PADDING)
     return ok({"qwen-judge": verdict(0), "llama-judge": verdict(-3), "glm-judge": verdict(1)}.get(model, "无法评分"))
 
 

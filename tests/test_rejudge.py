@@ -13,7 +13,7 @@ import pytest
 
 from judge.perturb import reversed_dimensions
 from judge.prompts import reference_judge_prompt
-from tests.fake_pool import pool_run_cli, score_rows, write_fake_pool, write_jsonl
+from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -31,7 +31,7 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
     """Candidates echo; the judge passes q1–q3 and fails q4–q6, whatever the order of the rubric."""
     messages = payload.get("messages") or []
     if payload.get("model") != "judgey":
-        return ok("回答")
+        return ok("回答。" + PADDING)
     user = messages[1]["content"]
     return ok(verdict(any(f"问题{i}" in user for i in (1, 2, 3))))
 

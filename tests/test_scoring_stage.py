@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
+from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -28,7 +28,7 @@ def judge_behaviour(mode: str):
         messages = payload.get("messages") or []
         text = json.dumps(messages, ensure_ascii=False)
         if payload.get("model") != "judgey":
-            return ok("长" * 30_000 if mode == "huge" else "答案：B")
+            return ok("长" * 30_000 if mode == "huge" else "答案：B。" + PADDING)
         if mode == "huge":
             return ok(GOOD if len(text) < 30_000 else "prompt too long")
         if mode == "good":

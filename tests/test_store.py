@@ -24,6 +24,7 @@ import store_crash_writer as writer
 
 import pool.store.run_store as store_module
 from pool.execute.cache_key import (
+    SENT_WHEN_SET,
     cache_key,
     canonical_json,
     normalize_endpoint,
@@ -65,6 +66,7 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "top_p": st.none() | st.floats(0, 1, allow_nan=False),
     "seed": st.none() | st.integers(0, 2**31),
     "think": st.none() | st.booleans(),
+    "num_ctx": st.none() | st.integers(256, 131072),
 }
 PARAM_NAMES = {f.name for f in dataclasses.fields(GenerationParams)}
 
@@ -82,6 +84,9 @@ def _valid(v: dict[str, Any]) -> bool:
 def test_every_generation_param_is_in_the_key_tests_and_payload() -> None:
     assert PARAM_NAMES <= set(FIELDS)
     payload = request_payload(GenerationRequest("m", messages=({"role": "user", "content": "x"},)))
+    assert set(payload["params"]) == PARAM_NAMES - SENT_WHEN_SET  # added params: in the key only when set
+    payload = request_payload(GenerationRequest("m", messages=({"role": "user", "content": "x"},),
+                                                params=GenerationParams(num_ctx=8192)))
     assert set(payload["params"]) == PARAM_NAMES
 
 

@@ -31,7 +31,9 @@ sub-questions in the task's order and the one-line answer format the scorer pars
 
 A case with none of the four labelled fields (a test-set case) is loaded unscorable, with a skip
 reason and a placeholder gold (``UNLABELLED``; the Item model checks a gold's shape even when the
-item is not scored). A case with only some of them is an error, as is any missing or malformed field:
+item is not scored), and marked answer-only (``meta["unlabelled"]``, :data:`ANSWER_ONLY_META`): a run
+with ``--answer-unlabelled`` still sends it, so that ``python -m pool.chip_submission`` can write
+the task's submission file from the answers. A case with only some of them is an error, as is any missing or malformed field:
 ``path:line: field '…'``, where line is the case's line (JSON lines) or the line its object starts on
 (JSON list).
 """
@@ -49,6 +51,7 @@ from eval.loaders.base import ItemFormatError, Loader, Record, read_json_records
 
 TASK = "chip_tcm"
 UNLABELLED = "<unlabelled>"
+ANSWER_ONLY_META = "unlabelled"  # meta key (True) of a case that can be answered but not scored
 
 CASE_ID = "案例编号"
 CASE_TEXT = "临床资料"
@@ -230,7 +233,7 @@ def case_item(record: Record, suite: str) -> Item:
     else:
         gold = {"clinical_info": [UNLABELLED], "mechanisms": [UNLABELLED], "syndromes": [UNLABELLED], "summary": UNLABELLED}
         scorable, skip_reason = False, "unlabelled CHIP case (test set): no answers to score against"
-        meta["unlabelled"] = True
+        meta[ANSWER_ONLY_META] = True
     local_id = str(raw_id).strip()
     if not local_id:
         raise case.fail(CASE_ID, "must not be empty")

@@ -8,7 +8,7 @@ loader can point at its line like any other validation error.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -34,8 +34,8 @@ def reference_issues(config: PoolConfig) -> list[InitErrorDetails]:
                 )
             )
         first_index.setdefault(model.name, index)
-        explicit_think = "think" in model.model_fields_set and model.think is not None
-        issues += _backend_issues(config, ("models", index), model, model.backend, explicit_think)
+        explicit = {key: getattr(model, key) for key in _SPECIFIC_KEYS if key in model.model_fields_set}
+        issues += _backend_issues(config, ("models", index), model, model.backend, explicit)
     if config.judge is not None:
         issues += _judge_issues(config, config.judge, sorted(first_index), ("judge",), "judge")
     issues += _panel_issues(config, sorted(first_index))
@@ -78,7 +78,7 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 
 def _backend_issues(
-    config: PoolConfig, where: Loc, entry: Model | Judge, backend_name: str, explicit_think: bool
+    config: PoolConfig, where: Loc, entry: Model | Judge, backend_name: str, explicit: dict[str, Any]
 ) -> list[InitErrorDetails]:
     if backend_name not in config.backends:
         declared = ", ".join(config.backends)
@@ -113,14 +113,37 @@ def _backend_issues(
                         f"backend '{backend_name}' is type {kind}; remove it",
                     )
                 )
-    if explicit_think and kind != "ollama":
-        issues.append(
-            _issue(
-                (*where, "think"),
-                f"think is only sent to ollama backends; "
-                f"backend '{backend_name}' is type {kind}; remove it",
-            )
-        )
+    return issues + _specific_key_issues(config, where, explicit, backend_name, f"backend '{backend_name}' is type {kind}")
+
+
+# Generation keys only some backend types take (``BackendSettings.generation_keys()``).
+_SPECIFIC_KEYS = ("think", "num_ctx")
+_THINK_PARAM_HINT = ("add think_param: chat_template_kwargs (vLLM or SGLang serving Qwen3) or think_param: "
+                     "enable_thinking (SiliconFlow) to the backend, or remove think")
+
+
+def _specific_key_issues(config: PoolConfig, where: Loc, values: dict[str, Any], backend_name: str,
+                         whose: str) -> list[InitErrorDetails]:
+    """``think`` / ``num_ctx`` set where the backend does not take them, or ``think`` as a level where
+    the backend takes only true/false. ``whose`` names the backend in the message."""
+    backend = config.backends[backend_name]
+    takes = backend.generation_keys()
+    issues = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key == "num_ctx" and key not in takes:
+            issues.append(_issue((*where, key), f"num_ctx is only sent to ollama backends (its context window); "
+                                                f"{whose}; remove it (other servers set their context themselves: "
+                                                "n_ctx on a llamacpp backend, --max-model-len for vLLM)"))
+        elif key == "think" and key not in takes:
+            hint = _THINK_PARAM_HINT if "think_param" in type(backend).model_fields else "remove it"
+            issues.append(_issue((*where, key), f"think is only sent to ollama backends and to OpenAI-compatible "
+                                                f"backends with a think_param; {whose}; {hint}"))
+        elif key == "think" and backend.type != "ollama" and not isinstance(value, bool):
+            param = getattr(backend, "think_param", "")
+            issues.append(_issue((*where, key), f"think {value!r}: levels are Ollama's; backend '{backend_name}' sends "
+                                                f"think as {param}, which takes true or false; write think: true"))
     return issues
 
 
@@ -131,7 +154,8 @@ def _judge_issues(
     config: PoolConfig, judge: Judge, pool_names: list[str], where: Loc, default_name: str
 ) -> list[InitErrorDetails]:
     if judge.backend is not None:
-        issues = _backend_issues(config, where, judge, judge.backend, judge.think is not None)
+        issues = _backend_issues(config, where, judge, judge.backend,
+                                 {key: getattr(judge, key) for key in _SPECIFIC_KEYS})
         if judge.mode == "completion":
             issues.append(_issue((*where, "mode"), _COMPLETION_JUDGE))
         name = judge.name or default_name
@@ -174,12 +198,6 @@ def _judge_issues(
         issues.append(_issue((*where, "mode" if judge.mode else "model"),
                              f"'{judge.model}' is a completion (base) model; " + _COMPLETION_JUDGE))
     kind = config.backends[referenced.backend].type
-    if judge.think is not None and kind != "ollama":
-        issues.append(
-            _issue(
-                (*where, "think"),
-                f"think is only sent to ollama backends; "
-                f"'{judge.model}' is on a {kind} backend; remove it",
-            )
-        )
+    issues += _specific_key_issues(config, where, {key: getattr(judge, key) for key in _SPECIFIC_KEYS},
+                                   referenced.backend, f"'{judge.model}' is on a {kind} backend")
     return issues

@@ -9,10 +9,13 @@ Booleans (``enabled``, ``think``) accept YAML ``true``/``false`` and also the wo
 ``yes``/``no``/``on``/``off`` in any case. The loader (:mod:`pool.config.yaml_lines`) keeps those words
 as strings, so ``think: off`` means ``False`` here while ``name: no`` stays the text ``"no"``.
 
-``think`` (Ollama's reasoning switch: a bool, or ``low``/``medium``/``high``) is rejected on a
-model or inline judge whose backend is not ``ollama``: other servers would ignore or refuse it,
-and a silently ignored setting is worse than an error. ``defaults.think`` applies to
-ollama-backed models only.
+``think`` (a reasoning switch: a bool, or ``low``/``medium``/``high`` on Ollama) and ``num_ctx``
+(Ollama's context window) are rejected on a model or inline judge whose backend does not take them
+(its settings' ``generation_keys()``: ``ollama`` takes both, an OpenAI-compatible backend takes
+``think`` once its ``think_param`` says where): other servers would ignore or refuse them, and a
+silently ignored setting is worse than an error. ``defaults.think`` and ``defaults.num_ctx`` apply
+only to models whose backend takes them. Both are left out of fingerprints and identities while
+unset, so pools written before ``num_ctx`` existed keep theirs.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ PanelRule = Literal["majority", "mean", "reliability"]
 CriteriaGrading = Literal["holistic", "both", "items"]
 BackendName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 StopSequence = Annotated[str, StringConstraints(min_length=1)]
+NUM_CTX_RANGE = (256, 1_048_576)  # tokens; below a few hundred no prompt fits, above 1M no model reads
 
 
 class _Block(SettingsBlock):
@@ -73,6 +77,8 @@ class Price(_Block):
 
 # Fields that shape no answer, left out of fingerprints and identities.
 NOT_RESULT_SHAPING = frozenset({"price", "node"})
+# Generation keys only some backend types take (their settings' ``generation_keys()``).
+BACKEND_SPECIFIC_KEYS = frozenset({"think", "num_ctx"})
 
 
 class _PoolBackendFields(_Block):
@@ -111,6 +117,8 @@ class GenerationFields(_Block):
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     think: Think = None
+    num_ctx: int | None = Field(default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1],
+                                exclude_if=lambda value: value is None)
 
 
 class Defaults(GenerationFields):
@@ -148,6 +156,7 @@ class Model(GenerationFields):
             top_p=self.top_p,
             seed=self.seed,
             think=self.think,  # levels pass through to Ollama
+            num_ctx=self.num_ctx,
         )
 
 
@@ -173,6 +182,8 @@ class Judge(_Block):
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     think: Think = None
+    num_ctx: int | None = Field(default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1],
+                                exclude_if=lambda value: value is None)
 
     def generation_overrides(self) -> dict[str, Any]:
         return {
@@ -206,6 +217,9 @@ class PoolConfig(_Block):
     judges: tuple[Judge, ...] | None = Field(default=None, strict=False)
     panel_rule: PanelRule = "majority"
     criteria_grading: CriteriaGrading = "holistic"
+    # Ask a candidate once more when its answer to a reference or criteria item is empty or shorter
+    # than its gold type's minimum (pool.score.guards), as the med-agent-verifier README does.
+    reask_short_answers: YamlBool = False
     execution: Execution = Execution()
 
     @field_validator("defaults", mode="before")
@@ -230,11 +244,11 @@ class PoolConfig(_Block):
         )
 
     def _with_defaults(self, model: Model) -> Model:
-        backend_type = self.backends[model.backend].type
+        takes = self.backends[model.backend].generation_keys()
         inherited = {
             key: getattr(self.defaults, key)
             for key in self.defaults.model_fields_set - model.model_fields_set
-            if key in Model.model_fields and (key != "think" or backend_type == "ollama")
+            if key in Model.model_fields and (key not in BACKEND_SPECIFIC_KEYS or key in takes)
         }
         return model.model_copy(update=inherited)
 
@@ -309,6 +323,7 @@ class PoolConfig(_Block):
             "judge": judges[0] if len(judges) == 1 and not self.judges else None,
             **({"judges": judges, "panel_rule": self.panel_rule} if self.judges else {}),
             **({"criteria_grading": self.criteria_grading} if self.criteria_grading != "holistic" else {}),
+            **({"reask_short_answers": True} if self.reask_short_answers else {}),
         }
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()

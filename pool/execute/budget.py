@@ -8,6 +8,11 @@ tokens and is counted in ``calls_without_usage``, so a budget over such a backen
 When a cap is reached the driver stops issuing requests, lets the calls in flight finish and
 record, and leaves every other unit unrecorded — pending, so ``--resume`` completes the plan
 (with a fresh budget: the cap is per invocation, like a night's allowance).
+
+A model without a ``price:`` adds nothing to ``--max-cost``'s tally (its cost is unknown, not 0), so
+a cost cap over a partly priced pool can be overrun by the unpriced models' calls: the run says so
+once, at its start (:meth:`Budget.unpriced_warning`), naming them; ``--max-tokens-total`` counts
+every model.
 """
 
 from __future__ import annotations
@@ -52,6 +57,19 @@ class Budget:
             self.calls_without_usage += 1
         self.tokens += (response.prompt_tokens or 0) + (response.completion_tokens or 0)
         self.cost += call_cost(self.prices.get(model), response.prompt_tokens, response.completion_tokens) or 0.0
+
+    def unpriced(self) -> list[str]:
+        """The models (candidates and judges) without a price, sorted: invisible to ``--max-cost``."""
+        return sorted(model for model, price in self.prices.items() if price is None)
+
+    def unpriced_warning(self) -> str | None:
+        """The start-of-run warning when ``--max-cost`` is set and some models have no price; else None."""
+        unpriced = self.unpriced()
+        if self.max_cost is None or not unpriced:
+            return None
+        return (f"--max-cost {self.max_cost:g} counts only priced models; {len(unpriced)} model(s) without a price "
+                f"are not counted, whatever they spend: {', '.join(unpriced)}. Add `price: {{input_per_million: X, "
+                "output_per_million: Y}` to their backend or model, or cap them with --max-tokens-total")
 
     @property
     def exhausted(self) -> bool:

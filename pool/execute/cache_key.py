@@ -8,6 +8,11 @@ would hand model A's answers to model B, so both are always in.
 
 Canonical JSON = sorted keys, no whitespace, ``ensure_ascii=False``, encoded as UTF-8; tuples
 become lists; float-typed params are coerced to float so ``temperature=0`` and ``0.0`` agree.
+
+``think`` is in the key whatever its value (on, off, a level, or unset). Params added after the
+first key layout (:data:`SENT_WHEN_SET`, e.g. Ollama's ``num_ctx``) are in only when set: unset,
+nothing is sent, so the request and its key are what they were before the param existed and the
+answers already cached stay valid; set, the key differs (a larger context can change the answer).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from runners.base import GenerationRequest
 
 # Bump when the payload layout changes, so old cache entries simply stop matching.
 CACHE_KEY_VERSION = 1
+# GenerationParams fields added after version 1: in the request record only when not None.
+SENT_WHEN_SET = frozenset({"num_ctx"})
 
 
 def canonical_json(obj: Any) -> str:
@@ -69,6 +76,8 @@ def _params_record(params: Any) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for f in dataclasses.fields(params):
         value = getattr(params, f.name)
+        if value is None and f.name in SENT_WHEN_SET:
+            continue
         if isinstance(value, int) and not isinstance(value, bool) and "float" in str(f.type):
             value = float(value)
         elif isinstance(value, tuple):

@@ -1,7 +1,8 @@
 """Who answers a unit, and what it is sent: the one place that turns a stage into a request.
 
-A unit's stage decides its answerer: ``answer`` goes to the unit's own model, every ``judge:…``
-stage (verdict, re-ask, hallucination check) to the run's judge. Fresh runs, ``--resume`` and
+A unit's stage decides its answerer: ``answer`` (and ``answer:reask``, the one re-ask of a short
+answer, ``pool.score.guards``) goes to the unit's own model with the item's prompt, every
+``judge:…`` stage (verdict, re-ask, hallucination check) to the run's judge. Fresh runs, ``--resume`` and
 ``--rescore`` all build their jobs here, and the answerer is also what the run store expects
 (``plan.answerer``), so a candidate can never be sent — or stored as — its own judge.
 """
@@ -19,6 +20,8 @@ from pool.store.outcome import Unit
 from runners.base import GenerationRequest
 
 JUDGE_STAGE_PREFIX = "judge:"
+REASK_STAGE = ANSWER_STAGE + ":reask"  # a candidate asked its item again (pool.score.guards)
+ANSWER_STAGES = (ANSWER_STAGE, REASK_STAGE)
 Messages = tuple[dict[str, str], ...]
 
 
@@ -28,7 +31,7 @@ def is_judge_stage(stage: str) -> bool:
 
 def answerer_of(unit: Unit, judge: str | None) -> str:
     """The pool model that must answer ``unit``; raises for a stage nobody may answer."""
-    if unit.stage == ANSWER_STAGE:
+    if unit.stage in ANSWER_STAGES:
         return unit.model
     if is_judge_stage(unit.stage):
         if judge is None:
@@ -48,7 +51,7 @@ class Dispatcher:
 
     def answerer(self, unit: Unit) -> Model:
         name = answerer_of(unit, self.judge.name if self.judge is not None else None)
-        if unit.stage == ANSWER_STAGE:
+        if unit.stage in ANSWER_STAGES:
             return self.models[name]
         assert self.judge is not None  # answerer_of raised otherwise
         return self.judge
@@ -56,7 +59,7 @@ class Dispatcher:
     def job(self, unit: Unit, messages: Messages | None = None) -> Job:
         """The request for ``unit``: the item's prompt for answers, ``messages`` for judge stages."""
         model = self.answerer(unit)
-        if unit.stage == ANSWER_STAGE:
+        if unit.stage in ANSWER_STAGES:
             if messages is not None:
                 raise ValueError(f"{unit}: an answer unit sends its item's prompt, not given messages")
             request = answer_request(model, self.items[unit.item_id])
@@ -86,6 +89,6 @@ class Dispatcher:
 
         def stream(lane_units: Sequence[Unit]) -> Iterator[Job]:
             for unit in lane_units:
-                yield self.job(unit, messages[unit] if messages is not None and unit.stage != ANSWER_STAGE else None)
+                yield self.job(unit, messages[unit] if messages is not None and unit.stage not in ANSWER_STAGES else None)
 
         return {lane: stream(lane_units) for lane, lane_units in by_lane.items()}

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pool.config import LlamaCppBackend, Model, PoolConfig
 from pool.execute.executor import Executor, LocalExecutor
@@ -20,6 +21,9 @@ from pool.execute.scheduler import Lane
 from runners.base import Runner
 from runners.gguf_models import MODELS, verified_sha256
 from runners.registry import make_runner
+
+if TYPE_CHECKING:  # the llama.cpp modules load only when a managed backend is started
+    from runners.llamacpp_replicas import ManagedLlamaReplicas
 
 
 @dataclass
@@ -49,7 +53,28 @@ def _runner(config: PoolConfig, backend_name: str, base_url: str) -> Runner:
         api_key_env=getattr(backend, "api_key_env", None),
         timeout_s=backend.timeout_s, max_retries=backend.max_retries,
         max_response_bytes=backend.max_response_bytes, max_answer_chars=backend.max_answer_chars,
+        options=backend.runner_options(),
     )
+
+
+def managed_replicas(config: PoolConfig, name: str, models: Iterable[Model], log_path: Path) -> ManagedLlamaReplicas:
+    """The llama.cpp replicas of backend ``name`` serving ``models``, sized as the pool file says (not started).
+
+    pool.run and the router (:mod:`pool.serve`) both start managed servers through this, so a model
+    is served the same way wherever its answers are measured or used.
+    """
+    from runners.llamacpp_replicas import ManagedLlamaReplicas
+    from runners.llamacpp_server import ServedModel
+
+    backend = config.backends[name]
+    assert isinstance(backend, LlamaCppBackend)
+    served = list({
+        m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
+        for m in models
+    }.values())
+    return ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
+                                engine=backend.engine, slots=backend.slots, n_ctx=backend.n_ctx,
+                                log_path=log_path, label=f"backend '{name}'")
 
 
 async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, models: list[Model],
@@ -59,19 +84,9 @@ async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, 
     One replica logs to ``llamacpp-<backend>.log``, several to ``llamacpp-<backend>-r<i>.log``.
     """
     from runners.balanced import BalancedRunner
-    from runners.llamacpp_replicas import ManagedLlamaReplicas
-    from runners.llamacpp_server import ServedModel
     from runners.llamacpp_watch import ServerWatchRunner
 
-    backend = config.backends[name]
-    assert isinstance(backend, LlamaCppBackend)
-    served = list({
-        m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
-        for m in models
-    }.values())
-    replicas = ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
-                                    engine=backend.engine, slots=backend.slots, n_ctx=backend.n_ctx,
-                                    log_path=run_dir / f"llamacpp-{name}.log", label=f"backend '{name}'")
+    replicas = managed_replicas(config, name, models, run_dir / f"llamacpp-{name}.log")
     await stack.enter_async_context(replicas)
     # A dead server stops the run with its cause instead of failing its models' units one by one.
     runner = ServerWatchRunner(BalancedRunner([_runner(config, name, url) for url in replicas.base_urls]), replicas)

@@ -6,8 +6,9 @@ so it resumes, caches and re-asks on its own); this module turns the members' sc
 judge identity is ``panel:<member names>`` whose setup holds the rule and every member's identity
 key, so verdicts of a changed panel are never paired with tonight's. ``details["panel"]`` keeps
 each member's verdict (total, dimensions, pass) or why it has none, the votes, the tie flag and,
-under ``reliability``, each member's estimated accuracy. The other details (rationale, warnings,
-parse stage) are those of the first member with a verdict. No member verdict at all: an
+under ``reliability``, each member's estimated accuracy. The side labels (context awareness,
+seeks clarification, probe behaviour) are the members' majority (``judge.panel.panel_side_labels``);
+the other details (rationale, warnings, parse stage) are those of the first member with a verdict. No member verdict at all: an
 ``infra_error`` score, as for a single judge.
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 from eval.items import Item
 from eval.scores import JudgeIdentity, Score
 from judge import DIMENSIONS, contract_for, prompt_version, unparseable_score
-from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability
+from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability, panel_side_labels
 from pool.store.outcome import Result
 
 if TYPE_CHECKING:
@@ -97,11 +98,12 @@ def panel_scores(members: Sequence[JudgeSetup], rule: str, items: Mapping[str, I
                                details={"error": "judge_no_verdict", "reason": "no panel member gave a verdict",
                                         "panel": block})  # fmt: skip
             continue
-        lead = next(s for s in member_scores if s is not None and s.status == "scored" and s.passed is not None)
+        voted = [s for s in member_scores if s is not None and s.status == "scored" and s.passed is not None]
+        lead = voted[0]
         metrics: dict[str, float] = dict(lead.metrics) if verdict.dims is None else {
             **{d: round(v, 4) for d, v in verdict.dims.items()}, "total": round(sum(verdict.dims.values()), 4)}
         if verdict.dims is None and "success" in metrics:
             metrics["success"] = 1.0 if verdict.passed else 0.0
         out[key] = Score(status="scored", value=verdict.value, passed=verdict.passed, metrics=metrics, judge=identity,
-                         details={**lead.details, "panel": block})  # fmt: skip
+                         details={**lead.details, **panel_side_labels([s.details for s in voted]), "panel": block})  # fmt: skip
     return out

@@ -5,6 +5,8 @@ re-ask an unparseable verdict gets) sent through the same scheduler, lanes, retr
 answers, and stored in the same run store, so a killed run resumes scoring without paying twice
 and ``--rescore`` with another judge adds new stages instead of overwriting old verdicts.
 Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see ``eval.scores``.
+An answer not worth a judge call (empty, or shorter than its gold type's minimum) is scored 0
+without one, and re-asked once first when the pool file says so (``pool.score.guards``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from eval.broad_areas import broad_area_of
 from eval.files import atomic_write_lines
 from eval.gold_types import RUBRIC_GOLD_TYPES
 from eval.items import Item
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
+from eval.scorers.judged import AnswerGuard
 from eval.scores import JudgeIdentity, Score, family_of
 from judge import (
     ParseFailure,
@@ -48,7 +52,8 @@ from pool.execute.session import Session
 from pool.plan import ANSWER_STAGE
 from pool.score.anchors import anchor_sample, judge_anchors
 from pool.score.criteria_items import grade_criteria_items
-from pool.score.panel import panel_scores
+from pool.score.guards import answer_guard, guarded_score, reask_guarded
+from pool.score.panel import panel_identity, panel_scores
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 from routing.columns import COLUMNS_DIRNAME, write_columns
@@ -145,6 +150,8 @@ class ScoringStage:
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.arrivals: ScoredAhead | None = None  # rows scored while answering (pool.score.arrival), taken by run()
+        self.reasked: dict[tuple[str, str], Result] = {}  # first answers replaced by their re-ask (pool.score.guards)
+        self.reask_records: dict[tuple[str, str], dict[str, Any]] = {}  # details.answer_reasked of those rows
         self.dispatchers = {setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
                             for setup in self.panel} if session is not None else {}  # fmt: skip
 
@@ -220,6 +227,7 @@ class ScoringStage:
         self._rows = _RowSpool(self.store.run_dir)
         scores: dict[tuple[str, str], Score] = {}
         to_judge: list[Result] = []
+        guarded: list[tuple[Result, AnswerGuard]] = []  # not worth a judge call (pool.score.guards)
         checked: dict[tuple[str, str], NeedsJudge] = {}  # judged answers of items with an objective check
         arrivals, self.arrivals = self.arrivals, None
         for answer in self._answers(arrivals):  # the rows scored when they arrived are copied on the way
@@ -229,13 +237,24 @@ class ScoringStage:
                 if self.judge is None:
                     self._rows.spool(self._row(answer, without_judge(outcome, "the pool has no judge: block")))
                 else:
-                    to_judge.append(answer)
+                    guard = answer_guard(item, answer)
+                    if guard is None:
+                        to_judge.append(answer)
+                    else:
+                        guarded.append((answer, guard))
                     if outcome.objective is not None or outcome.check_failed is not None:
                         checked[(answer.model, answer.item_id)] = outcome
             else:
                 self._rows.spool(self._row(answer, outcome))
         if arrivals is not None:
             arrivals.close()
+        still: list[tuple[Result, AnswerGuard, dict[str, Any] | None]] = [(a, g, None) for a, g in guarded]
+        if guarded and self.config.reask_short_answers:
+            again, still = await reask_guarded(self, guarded)
+            to_judge += again
+        for answer, guard, record in still:
+            item = self.items[answer.item_id]
+            scores[(answer.model, answer.item_id)] = guarded_score(item, answer.text, guard, self.verdict_identity(item), record)
         if to_judge:
             await self._judge(to_judge, scores)
             if self.config.criteria_grading != "holistic":
@@ -256,7 +275,16 @@ class ScoringStage:
                 scores[key] = beside_judge(outcome.objective, scores[key])
             elif outcome.check_failed is not None:
                 scores[key] = judge_fallback(scores[key], outcome.check_failed)
-        self._rows.judged = [self._row(answer, scores[(answer.model, answer.item_id)]) for answer in to_judge]
+        for key, record in self.reask_records.items():
+            if key in scores and "answer_reasked" not in scores[key].details:
+                scores[key] = replace(scores[key], details={**scores[key].details, "answer_reasked": record})
+        self._rows.judged = [self._row(answer, scores[(answer.model, answer.item_id)])
+                             for answer in [*to_judge, *(a for a, _, _ in still)]]
+
+    def verdict_identity(self, item: Item) -> JudgeIdentity:
+        """Who judges ``item`` in this run: the judge, or the panel (``pool.score.panel``)."""
+        assert self.judge is not None
+        return panel_identity(self.panel, self.panel_rule, item) if len(self.panel) > 1 else self.judge.identity(item)
 
     async def _judge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """One verdict per answer: the judge's, or the panel's aggregate of every member's (``pool.score.panel``)."""
@@ -386,6 +414,15 @@ class ScoringStage:
     def _row(self, answer: Result, score: Score) -> dict[str, Any]:
         item = self.items[answer.item_id]
         model = self.config.model(answer.model)
+        record = score.to_record()
+        if answer.status == "error" and answer.error_class:  # truncated / empty / oversize, counted in the leaderboard
+            record["details"] = {**record["details"], "answer_flaw": answer.error_class}
+        price = self.config.price_of(model)
+        cost = call_cost(price, answer.prompt_tokens, answer.completion_tokens)
+        first = self.reasked.get((answer.model, answer.item_id))
+        if first is not None:  # a re-asked answer: both calls were paid
+            first_cost = call_cost(price, first.prompt_tokens, first.completion_tokens)
+            cost = None if cost is None or first_cost is None else cost + first_cost
         return {
             "model": answer.model,
             "item_id": item.id,
@@ -393,16 +430,17 @@ class ScoringStage:
             "track": item.track,
             "task": item.task,
             "domain": item.domain,
+            "broad_area": broad_area_of(item),
             "gold_type": item.gold_type,
             "family": family_of(item.gold_type),
-            **score.to_record(),
+            **record,
             **({"source_item_id": item.meta["source_item_id"]} if "source_item_id" in item.meta else {}),
             "answer_status": answer.status,
             "latency_s": answering_latency(answer),
             "completion_tokens": answer.completion_tokens,
             "prompt_tokens": answer.prompt_tokens,
             # what this answer costs at the pool's prices, cached or not (null: the model has no price)
-            "cost": call_cost(self.config.price_of(model), answer.prompt_tokens, answer.completion_tokens),
+            "cost": cost,
             "model_identity": self._model_identity(model, answer.endpoint),
         }
 

@@ -1,8 +1,12 @@
 """``python -m routing.serve`` (also ``python -m pool.serve``): serve a run's routing manifest as an
 OpenAI-compatible endpoint. See docs/router.md.
 
-Exit codes: 0 after a clean stop (SIGINT/SIGTERM); 1 the port cannot be bound; 2 bad input (a run
-folder, manifest or pool file that cannot be used, named with the file and what to do).
+The manifest's models on a managed ``llamacpp`` backend (the shipped pool's) are served by llama.cpp
+servers the router starts as pool.run does and stops on exit (:mod:`pool.serve.managed`).
+
+Exit codes: 0 after a clean stop (SIGINT/SIGTERM); 1 the port cannot be bound, or a managed llama.cpp
+server did not start; 2 bad input (a run folder, manifest or pool file that cannot be used, or a
+missing model file, named with the file and what to do).
 """
 
 from __future__ import annotations
@@ -13,15 +17,19 @@ import gc
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from aiohttp import web
 
-from pool.config import PoolConfigError
+from pool.config import PoolConfigError, load_pool
+from pool.config.preflight import PreflightError
 from pool.items_source import DataError
 from pool.serve.app import DEFAULT_MAX_BODY, TOKEN_ENV, Serving, make_app
-from pool.serve.state import MANIFEST_FILENAME, StateError, learn_run, pool_of_run, serve_state
+from pool.serve.managed import start_managed
+from pool.serve.state import MANIFEST_FILENAME, StateError, learn_run, pool_file_of_run, read_manifest, serve_state
 from routing.load import LoadError
+from runners.llamacpp_server import LlamaServerError
 
 EXIT_OK, EXIT_BIND, EXIT_INPUT = 0, 1, 2
 
@@ -31,9 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m routing.serve",
         description="Serve a run's routing manifest as an OpenAI-compatible endpoint (POST /v1/chat/completions, "
         "GET /v1/models, /health, /metrics): each question goes to the model the manifest picks for its bucket "
-        "(a hint, or the classifier fitted on the run's items, with fallbacks).",
+        "(a hint, or the classifier fitted on the run's items, with fallbacks). Models on a managed llamacpp "
+        "backend are served by llama.cpp servers started here, as pool.run starts them, and stopped on exit.",
         epilog=f"Client auth: when ${TOKEN_ENV} is set, requests need 'Authorization: Bearer <it>'. Upstream keys come "
-        "from the variables the pool file names. Exit codes: 0 clean stop; 1 cannot bind; 2 bad input.",
+        "from the variables the pool file names. Exit codes: 0 clean stop; 1 cannot bind, or a managed llama.cpp "
+        "server did not start; 2 bad input.",
     )
     add = parser.add_argument
     add("--run", required=True, type=Path, metavar="RUN_DIR", help="the run folder (scores.jsonl, run.sqlite) to learn buckets from")
@@ -50,13 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    async with AsyncExitStack() as stack:  # the managed llama.cpp servers stop with it, whatever ends the router
+        return await _serve(args, stack)
+
+
+async def _serve(args: argparse.Namespace, stack: AsyncExitStack) -> int:
     run_dir = args.run
     manifest = args.manifest or run_dir / MANIFEST_FILENAME
-    pool = pool_of_run(run_dir, args.pool)
+    pool_file = pool_file_of_run(run_dir, args.pool)
+    pool = load_pool(pool_file)
     knowledge = await asyncio.to_thread(learn_run, run_dir, args.neighbours)
     own = [f"http://{host}:{args.port}" for host in {args.host, "127.0.0.1", "localhost"}] if args.port else []
-    state = serve_state(knowledge, manifest, pool, own)
-    serving = Serving(state, lambda: serve_state(knowledge, manifest, pool, own))
+    managed = await start_managed(stack, pool, pool_file, read_manifest(manifest)[0], run_dir)
+    state = serve_state(knowledge, manifest, pool, own, managed)
+    serving = Serving(state, lambda: serve_state(knowledge, manifest, pool, own, managed))
     app = make_app(serving, model_name=args.model_name, max_body=args.max_body_bytes,
                    reload_interval=args.reload_interval or None)
     gc.collect()
@@ -93,9 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return asyncio.run(serve(args))
-    except (StateError, LoadError, DataError, PoolConfigError) as exc:
+    except (StateError, LoadError, DataError, PoolConfigError, PreflightError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except LlamaServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BIND
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from pool.config import PoolConfig, load_pool
+from pool.config import Model, PoolConfig
 from pool.run_spec import stored_options
 from routing.load import load_runs
 from routing.serve.classifier import BucketClassifier, BucketPath, out_of_fold_guesses
@@ -66,6 +66,7 @@ class Upstream:
     timeout_s: float
     max_response_bytes: int
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    replica_urls: tuple[str, ...] = ()  # a managed backend's replicas (``url`` is the first): taken in turn
 
 
 @dataclass(frozen=True)
@@ -112,38 +113,62 @@ def learn_run(run_dir: Path, neighbours: int = 10) -> RunKnowledge:
     return RunKnowledge(run_dir, item_text, item_path, models, scores, classifier, tuple(labels), confidence, tuple(notes))
 
 
-def pool_of_run(run_dir: Path, pool_file: Path | None) -> PoolConfig:
+def pool_file_of_run(run_dir: Path, pool_file: Path | None) -> Path:
     """The pool file given, else the one the run was started with (its stored options)."""
     if pool_file is None:
         stored = stored_options(run_dir).get("pool")
         pool_file = Path(stored) if stored else run_dir / INLINE_POOL_FILENAME
-    return load_pool(pool_file)
+    return pool_file
 
 
-def upstreams_of(pool: PoolConfig, manifest: Mapping[str, Any], wanted: set[str]) -> tuple[dict[str, Upstream], list[str]]:
-    """The upstream of every manifest model in ``wanted`` the router can forward chat to, and notes on the rest."""
-    labels = manifest.get("models") or {}
+def pool_model(pool: PoolConfig, manifest: Mapping[str, Any], label: str) -> Model | None:
+    """The pool model a manifest label stands for (same name, the same backend when the pool has it), or None."""
+    info = (manifest.get("models") or {}).get(label) or {}
+    name = str(info.get("name") or label)
+    backend_name = (info.get("identity") or {}).get("backend")
+    named = [m for m in pool.models if m.name == name]
+    found = [m for m in named if m.backend == backend_name] or named  # another pool file may name backends otherwise
+    return found[0] if found else None
+
+
+def upstreams_of(pool: PoolConfig, manifest: Mapping[str, Any], wanted: set[str],
+                 managed: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, Upstream], list[str]]:  # fmt: skip
+    """The upstream of every manifest model in ``wanted`` the router can forward chat to, and notes on the rest.
+
+    ``managed``: the base URLs of each managed ``llamacpp`` backend the router started (one per
+    replica); a managed model is served there, a managed backend not started is noted."""
+    managed = managed or {}
     out: dict[str, Upstream] = {}
     notes: list[str] = []
     for label in sorted(wanted):
-        info = labels.get(label) or {}
-        name = str(info.get("name") or label)
-        backend_name = (info.get("identity") or {}).get("backend")
-        named = [m for m in pool.models if m.name == name]
-        found = [m for m in named if m.backend == backend_name] or named  # another pool file may name backends otherwise
-        if not found:
+        model = pool_model(pool, manifest, label)
+        if model is None:
             notes.append(f"model {label!r}: not in the pool file; requests routed there go to the next tied model or the default")
             continue
-        model = found[0]
         backend = pool.backend_of(model)
-        if backend.type not in CHAT_PATHS or model.mode != "chat":
-            notes.append(f"model {label!r}: a {backend.type} {model.mode} backend the router cannot forward chat "
-                         "requests to (serve it as an OpenAI-compatible server and name it type: openai)")
+        if model.mode != "chat":
+            notes.append(f"model {label!r}: a completion-mode model (it takes a raw prompt, not chat messages); "
+                         "the router cannot forward chat requests to it")
+            continue
+        if backend.type not in CHAT_PATHS and backend.type != "llamacpp":
+            notes.append(f"model {label!r}: a {backend.type} backend the router cannot forward chat requests to "
+                         "(serve it as an OpenAI-compatible server and name it type: openai)")
             continue
         defaults = {p: getattr(model, p) for p in FILLED_PARAMS if getattr(model, p) not in (None, ())}
+        filled = {k: list(v) if isinstance(v, tuple) else v for k, v in defaults.items()}
+        if backend.type == "llamacpp":
+            bases = tuple(managed.get(model.backend) or ())
+            if not bases:
+                notes.append(f"model {label!r}: its managed llamacpp backend {model.backend!r} was not started with "
+                             "the router (the manifest named it only after start); restart the router to serve it")
+                continue
+            urls = tuple(base.rstrip("/") + "/chat/completions" for base in bases)
+            out[label] = Upstream(label, urls[0], model.model, None, float(backend.timeout_s),
+                                  int(backend.max_response_bytes), filled, urls if len(urls) > 1 else ())  # fmt: skip
+            continue
         out[label] = Upstream(label, backend.base_url.rstrip("/") + CHAT_PATHS[backend.type], model.model,
                               backend.api_key_env, float(backend.timeout_s), int(backend.max_response_bytes),
-                              {k: list(v) if isinstance(v, tuple) else v for k, v in defaults.items()})  # fmt: skip
+                              filled)  # fmt: skip
     return out, notes
 
 
@@ -170,11 +195,12 @@ def read_manifest(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def serve_state(knowledge: RunKnowledge, manifest_path: Path, pool: PoolConfig,
-                self_urls: Sequence[str] = ()) -> RouterState:  # fmt: skip
-    """The state serving the manifest at ``manifest_path``; ``self_urls``: the router's own URLs (never an upstream)."""
+                self_urls: Sequence[str] = (), managed: Mapping[str, Sequence[str]] | None = None) -> RouterState:  # fmt: skip
+    """The state serving the manifest at ``manifest_path``; ``self_urls``: the router's own URLs (never an
+    upstream); ``managed``: the base URLs of the managed llama.cpp backends the router started."""
     manifest, sha = read_manifest(manifest_path)
     routes = route_table(manifest)
-    upstreams, notes = upstreams_of(pool, manifest, routes.models())
+    upstreams, notes = upstreams_of(pool, manifest, routes.models(), managed)
     for label, upstream in list(upstreams.items()):
         if any(upstream.url.startswith(own) for own in self_urls):
             del upstreams[label]

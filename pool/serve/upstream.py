@@ -18,7 +18,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -61,11 +61,20 @@ class Forwarder:
 
     session: aiohttp.ClientSession
     dead_until: dict[str, float]
+    turns: dict[str, int] = field(default_factory=dict)  # per model: requests sent, to take its replicas in turn
 
     @classmethod
     def open(cls) -> Forwarder:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
         return cls(aiohttp.ClientSession(connector=connector, auto_decompress=True), {})
+
+    def url_of(self, upstream: Upstream) -> str:
+        """The URL for this request: the upstream's, or its next replica's (a managed backend with several)."""
+        if not upstream.replica_urls:
+            return upstream.url
+        turn = self.turns.get(upstream.model, 0)
+        self.turns[upstream.model] = turn + 1
+        return upstream.replica_urls[turn % len(upstream.replica_urls)]
 
     async def close(self) -> None:
         await self.session.close()
@@ -95,7 +104,7 @@ class Forwarder:
                                         sock_read=upstream.timeout_s)  # fmt: skip
         started = time.perf_counter()
         try:
-            response = await self.session.post(upstream.url, json=payload, headers=headers, timeout=timeout,
+            response = await self.session.post(self.url_of(upstream), json=payload, headers=headers, timeout=timeout,
                                                allow_redirects=False)
         except TimeoutError:
             self.dead_until[upstream.model] = time.monotonic() + DEAD_COOLDOWN_S

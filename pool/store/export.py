@@ -24,7 +24,12 @@
 - ``text`` — the raw answer (kept even when truncated; empty for infra errors).
 - ``extra`` — object filled by later stages (scores, verdicts); ``{}`` until then.
 
-``RUN_DIR/summary.json`` — see :func:`summarize`.
+``RUN_DIR/summary.json`` — see :func:`summarize`; it also names the shape of the run's files:
+``schema_version`` (its own) and ``schemas`` (``{file: version}`` for ``results.jsonl``,
+``scores.jsonl`` and ``summary.json``), with ``medpool_version``, the version that wrote it. A version
+rises when a field changes meaning or goes away, never for a new field; files written before
+versions existed have none and are version 1. The JSONL files carry no version of their own: rows
+stay one object each, so every reader of them keeps working, and summary.json sits beside them.
 
 Both are written atomically (temp file in the same directory, fsync, ``os.replace``), so a
 reader never sees half a file and a crash leaves the previous version.
@@ -39,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.files import atomic_write_lines, atomic_write_text
+from pool import __version__
 from pool.config import PoolConfig
 from pool.store.costs import CostTally
 from pool.store.outcome import ANSWER_FLAWS, STATUSES, Result
@@ -47,6 +53,10 @@ from pool.store.tallies import Tally
 
 RESULTS_FILENAME = "results.jsonl"
 SUMMARY_FILENAME = "summary.json"
+SUMMARY_SCHEMA_VERSION = 1
+# The shape of each file a run writes for people and later tools (the manifest, hard.yaml and the
+# columnar copy carry their own ``schema_version`` / ``version``).
+SCHEMA_VERSIONS = {RESULTS_FILENAME: 1, "scores.jsonl": 1, SUMMARY_FILENAME: SUMMARY_SCHEMA_VERSION}
 EXPORT_FIELDS = (
     "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "answered_by", "endpoint",
     "attempts", "retries", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text",
@@ -226,6 +236,9 @@ def write_summary(
         else:
             body = {**counted, "wall_time_s": wall_time_s, "extra": dict(extra or {})}
     summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "schemas": dict(SCHEMA_VERSIONS),
+        "medpool_version": __version__,
         "run_id": rid,
         "run_status": run.status,
         "created_at": run.created_at,

@@ -9,10 +9,20 @@ scorer sees only the answer.
 ``think`` is sent only when set (True/False, or a level such as "high" for models that take one).
 Completion mode sends ``raw: true`` (the prompt is used verbatim, no chat template), and so never
 sends ``think``: switching thinking is the template's job, which raw mode skips.
+
+``num_ctx`` (the model's pool-file setting) goes in ``options``: it is the context window Ollama loads
+the model with. Ollama cuts a prompt that does not fit without an error, so a request whose prompt
+may not fit is warned about, once per model: its length is estimated at one token per character
+(Chinese text takes at most about that with the tokenizers of the models served; other text
+takes fewer, so the estimate errs towards warning), plus a few tokens of chat template per message,
+plus ``max_tokens``, against ``num_ctx`` or, unset, Ollama's default of 4096 tokens (its
+context-length documentation: 4k below 24 GiB of VRAM, more on larger GPUs, and whatever
+``OLLAMA_CONTEXT_LENGTH`` says when the server sets it).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
@@ -21,12 +31,49 @@ from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
 
+log = logging.getLogger(__name__)
+
 NS_PER_S = 1_000_000_000
+DEFAULT_NUM_CTX = 4096  # Ollama's context when a request sends no num_ctx (below 24 GiB of VRAM)
+TOKENS_PER_CHAR = 1  # the prompt-length bound: one token per character (see the module doc)
+TEMPLATE_TOKENS_PER_MESSAGE = 8  # role markers and separators a chat template adds to each message
 
 
 def options(params: GenerationParams) -> dict[str, Any]:
-    """Ollama ``options``: the common sampling fields, ``num_predict`` being its name for max_tokens."""
-    return sampling_fields(params, max_tokens_key="num_predict")
+    """Ollama ``options``: the common sampling fields, ``num_predict`` being its name for max_tokens,
+    and ``num_ctx`` when the model sets it."""
+    fields = sampling_fields(params, max_tokens_key="num_predict")
+    if params.num_ctx is not None:
+        fields["num_ctx"] = params.num_ctx
+    return fields
+
+
+def estimated_tokens(request: GenerationRequest) -> int:
+    """An upper estimate of the request's prompt plus answer in tokens (see the module doc)."""
+    if request.mode == "chat":
+        chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+        overhead = TEMPLATE_TOKENS_PER_MESSAGE * (len(request.messages) + 1)  # + the answer's opening
+    else:
+        chars, overhead = len(request.prompt or ""), 0
+    return chars * TOKENS_PER_CHAR + overhead + request.params.max_tokens
+
+
+def context_warning(request: GenerationRequest) -> str | None:
+    """Why the request may not fit the model's context on Ollama, or None when it fits."""
+    needed = estimated_tokens(request)
+    window = request.params.num_ctx or DEFAULT_NUM_CTX
+    if needed <= window:
+        return None
+    limit = (f"its num_ctx {window}" if request.params.num_ctx is not None
+             else f"Ollama's default context ({DEFAULT_NUM_CTX} tokens unless the server sets another)")
+    return (f"Ollama model {request.model!r}: a request needs up to ~{needed} tokens (prompt counted at one token per "
+            f"character, plus max_tokens {request.params.max_tokens}), more than {limit}; Ollama cuts such a prompt "
+            f"silently. Set num_ctx: {_round_up(needed)} (or more) on the model in the pool file. Warned once per model")
+
+
+def _round_up(tokens: int) -> int:
+    """The next multiple of 1024 at or above ``tokens``: a tidy num_ctx to suggest."""
+    return -(-tokens // 1024) * 1024
 
 
 def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
@@ -70,10 +117,13 @@ def parse_body(obj: Any) -> GenerationResponse:
 
 
 class OllamaSettings(RemoteSettings):
-    """An Ollama server, through its native API (``think`` reaches reasoning models only here)."""
+    """An Ollama server, through its native API: its models may set ``think`` and ``num_ctx``."""
 
     summary = "Ollama's native API"
     type: Literal["ollama"]
+
+    def generation_keys(self) -> frozenset[str]:
+        return frozenset({"think", "num_ctx"})
 
 
 @backend("ollama", settings=OllamaSettings)
@@ -86,3 +136,15 @@ class OllamaRunner(JsonProtocolRunner):
     default_max_concurrency = 1
     build_payload = staticmethod(build_payload)
     parse_body = staticmethod(parse_body)
+
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        self._context_warned: set[str] = set()  # models already warned about (once each, not per request)
+
+    async def generate(self, request: GenerationRequest) -> GenerationResponse:
+        if request.model not in self._context_warned:
+            warning = context_warning(request)
+            if warning is not None:
+                self._context_warned.add(request.model)
+                log.warning("%s", warning)
+        return await super().generate(request)

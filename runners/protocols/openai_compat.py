@@ -4,11 +4,22 @@
 ``{base_url}/chat/completions`` with ``messages``, completion mode posts ``{base_url}/completions``
 with ``prompt``. A 2xx with empty content is an answer (``text=""``): whether it is a bad one is
 the scorer's call, not the transport's.
+
+``think`` has no field in the OpenAI API, so each server takes it in its own: the backend's
+``think_param`` setting says which, and a model's ``think`` is sent there, in chat mode only (a
+completion request has no chat template to switch):
+
+- ``chat_template_kwargs``: ``"chat_template_kwargs": {"enable_thinking": true|false}``, the
+  variable Qwen3's chat template reads, passed to it by vLLM (and SGLang);
+- ``enable_thinking``: a top-level ``"enable_thinking": true|false`` (SiliconFlow's API);
+- ``none`` (the default): the backend takes no ``think``, and the pool file refuses one.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
+
+from pydantic import Field
 
 from runners.base import GenerationRequest, GenerationResponse
 from runners.llamacpp_settings import LlamaCppSettings
@@ -16,6 +27,10 @@ from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
+
+# Where a backend takes ``think`` (see the module doc); "none": it takes none.
+ThinkParam = Literal["none", "chat_template_kwargs", "enable_thinking"]
+THINK_PARAMS: tuple[str, ...] = ThinkParam.__args__  # type: ignore[attr-defined]
 
 
 def _content_text(content: Any) -> str:
@@ -29,11 +44,19 @@ def _content_text(content: Any) -> str:
     raise BadResponse(f"message.content is {type(content).__name__}, expected a string")
 
 
-def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) for one request."""
+def build_payload(request: GenerationRequest, think_param: ThinkParam = "none") -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) for one request; ``think`` goes where ``think_param`` says (chat mode only)."""
     payload: dict[str, Any] = {"model": request.model, "stream": False, **sampling_fields(request.params)}
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
+        think = request.params.think
+        if think is not None and think_param != "none":
+            if not isinstance(think, bool):  # the pool file refuses levels here; a caller may not
+                raise ValueError(f"think {think!r}: {think_param} takes true or false, not a level")
+            if think_param == "chat_template_kwargs":
+                payload["chat_template_kwargs"] = {"enable_thinking": think}
+            else:
+                payload["enable_thinking"] = think
         return "/chat/completions", payload
     payload["prompt"] = request.prompt
     return "/completions", payload
@@ -74,7 +97,23 @@ def parse_body(obj: Any) -> GenerationResponse:
     )
 
 
-class OpenAISettings(RemoteSettings):
+class OpenAICompatSettings(RemoteSettings):
+    """What every OpenAI-compatible server type shares: where it takes ``think`` (``think_param``).
+
+    ``think_param: none`` is left out of the pool fingerprint, so runs planned before the setting
+    existed resume unchanged.
+    """
+
+    think_param: ThinkParam = Field(default="none", exclude_if=lambda value: value == "none")
+
+    def generation_keys(self) -> frozenset[str]:
+        return frozenset() if self.think_param == "none" else frozenset({"think"})
+
+    def runner_options(self) -> dict[str, Any]:
+        return {"think_param": self.think_param}
+
+
+class OpenAISettings(OpenAICompatSettings):
     """Any OpenAI-compatible server or API (DeepSeek, vLLM, llama.cpp you run yourself...)."""
 
     summary = "any OpenAI-compatible server or API"
@@ -85,7 +124,18 @@ class OpenAISettings(RemoteSettings):
 @backend("openai", settings=OpenAISettings)
 class OpenAICompatRunner(JsonProtocolRunner):
     """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint. ``llamacpp`` is served
-    too: the managed llama.cpp server speaks this protocol (starting it is not the runner's job)."""
+    too: the managed llama.cpp server speaks this protocol (starting it is not the runner's job).
+    ``think_param`` is the backend's setting (see the module doc)."""
 
     build_payload = staticmethod(build_payload)
     parse_body = staticmethod(parse_body)
+
+    def __init__(self, base_url: str, *, think_param: ThinkParam = "none", **kwargs: Any) -> None:
+        if think_param not in THINK_PARAMS:
+            raise ValueError(f"think_param {think_param!r}: expected one of {', '.join(THINK_PARAMS)}")
+        super().__init__(base_url, **kwargs)
+        self.think_param = think_param
+
+    async def generate(self, request: GenerationRequest) -> GenerationResponse:
+        path, payload = build_payload(request, self.think_param)
+        return await self._endpoint.post(path, payload, self.parse_body)

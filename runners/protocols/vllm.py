@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from runners.protocols.openai_compat import OpenAICompatRunner
+from runners.protocols.openai_compat import OpenAICompatRunner, OpenAICompatSettings
 from runners.registry import backend
-from runners.settings import RemoteSettings
 
 
-class VllmSettings(RemoteSettings):
-    """A vLLM server (``vllm serve MODEL``; ``base_url`` with its ``/v1`` prefix)."""
+class VllmSettings(OpenAICompatSettings):
+    """A vLLM server (``vllm serve MODEL``; ``base_url`` with its ``/v1`` prefix). For Qwen3's
+    thinking switch, set ``think_param: chat_template_kwargs``."""
 
     summary = "a vLLM server, OpenAI-compatible"
     type: Literal["vllm"]
