@@ -16,7 +16,6 @@ answers are stored and scored ``unscorable``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,7 +93,7 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str
                 said.append(f"warning: --subset {options['subset']} with --sample {options['sample']}: both apply, "
                             f"the subset first, then the first {options['sample']} per (task, domain) of the subset")
             before = len(items)
-            items = _apply_subset(items, options["subset"])
+            items = _apply_subset(items, options["subset"], said)
             if len(items) < before:
                 said.append(kept_note(f"--subset {options['subset']}", len(items), before, " outside the subset"))
         for name, keep, why in _filters(options, loaded):
@@ -218,16 +217,16 @@ def read_id_list(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def _apply_subset(items: list[Item], subset: str) -> list[Item]:
+def _apply_subset(items: list[Item], subset: str, said: list[str]) -> list[Item]:
     """A tier (``mini``/``medium``/``large``: ``./subsets/<name>.yaml`` as frozen by ``python -m
-    eval.subsets``, else computed now — see ``eval.subsets.select``) or a file of item ids."""
+    eval.subsets``, else computed now — see ``eval.subsets.select``) or a file of item ids. The
+    tier's warnings (no frozen file, a changed gold, ids gone) join the selection's notes."""
     if subset in SUBSET_SIZES:
         try:
             selection = select_tier(items, subset)
         except TierError as exc:
             raise DataError(str(exc)) from None
-        for note in selection.notes:
-            logging.getLogger(__name__).warning(note)
+        said.extend(f"warning: {note}" for note in selection.notes)
         return selection.items
     path = Path(subset)
     if not path.is_file():
