@@ -3,27 +3,17 @@ loaders with the expected counts and validity, scorable as built, and made of in
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-import pytest
 
 from eval.generate.__main__ import main as generate_main
 from eval.generate.tool_decision import APIS
 from eval.generate.vocabulary import FAKE_DISEASES, FAKE_DRUGS, FAKE_ENTITIES, FAKE_GUIDELINES
 from eval.loaders import load_items
 from eval.scorers.orchestration import score_tool_decision
+from tests.shared_data import SHARED_DATA, need_shared
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+SHARED = SHARED_DATA
 INTERNISTS = SHARED / "book-gold" / "internists.yaml"
-
-
-def need_shared(path: Path) -> None:
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: ../shared/data is required in CI")
-        pytest.skip(f"{path} absent (../shared/data is not beside this clone)")
 
 
 def by_task(folder: Path) -> dict[str, list]:

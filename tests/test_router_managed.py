@@ -21,6 +21,7 @@ from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.fakes.specialists import specialist_behaviour, write_suite
 from tests.local_models import requires_llama
+from tests.processes import alive
 from tests.router_harness import first_run, running_router
 
 
@@ -53,15 +54,6 @@ models:
   - {{name: gen, backend: fake, model: gen, max_tokens: 8}}
 """, encoding="utf-8")
     return path
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def chat(url: str, bucket: str) -> tuple[dict, str]:

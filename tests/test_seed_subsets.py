@@ -5,7 +5,6 @@ reading them (absent file, changed gold, vanished ids), and the heuristic-vs-obs
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -17,18 +16,11 @@ from eval.subsets import data_fingerprint, difficulties, named_subset, read_tier
 from eval.subsets.__main__ import main as subsets_main
 from eval.subsets.agreement import agreement, observed_difficulty
 from pool.items_source import DataError, select_items
+from tests.shared_data import SHARED_DATA, need_shared
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
+SHARED = SHARED_DATA
 MEDBENCH = SHARED / "medbench-agent-95"
 INTERNISTS = SHARED / "book-gold" / "internists.yaml"
-
-
-def need_shared(path: Path) -> None:
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: ../shared/data is required in CI")
-        pytest.skip(f"{path} absent (../shared/data is not beside this clone)")
 
 
 def ref(local: str, task: str, reference: str, question: str, domain: str | None = None) -> Item:
