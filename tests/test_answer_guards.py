@@ -4,7 +4,6 @@ injection check of judge flags, truncated counts in leaderboard cells and judge 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write
 from tests.fakes import ThreadedFakes
 from tests.fakes.counting_judge import CountingJudge
 from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.shared_data import need_shared
 
 INTERNISTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "book-gold" / "internists.yaml"
 JUDGE = JudgeIdentity(model="judgey", backend="fake", prompt_version="abc123def456")
@@ -63,10 +63,7 @@ def test_a_patient_must_not_phrase_caps_and_flags_but_a_must_not_description_doe
 
 
 def test_held_out_dementia_item_floor_on_its_phrases_not_on_its_must_not():
-    if not INTERNISTS.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{INTERNISTS} is missing: ../shared/data is required in CI")
-        pytest.skip(f"{INTERNISTS} absent (../shared/data is not beside this clone)")
+    need_shared(INTERNISTS)
     items = {item.id.split("/")[-1]: item for item in load_items([INTERNISTS]).items}
     item = items["NEURO_DEMENTIA_01"]
     assert "八段锦" in item.gold["patient_must_not_phrases"]  # kept in the gold by the loader and the gold check

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from routing.load import LoadError, load_runs
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.shared_data import need_shared
 from tests.test_routing_fixtures import JUDGE, row, write_run
 from tests.test_scoring_stage import judge_behaviour
 
@@ -243,10 +243,7 @@ def test_inventory_escapes_names_and_fails_without_specialty_items(tmp_path: Pat
 
 
 def test_inventory_of_the_internists_gold(capsys: pytest.CaptureFixture[str]) -> None:
-    if not INTERNISTS.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{INTERNISTS} is missing: ../shared/data is required in CI")
-        pytest.skip(f"{INTERNISTS} absent (../shared/data is not beside this clone)")
+    need_shared(INTERNISTS)
     inventory = take_inventory(load_items([INTERNISTS.parent]).items, min_n=5)
     assert inventory.items == 183 and [node.name for node in inventory.tree] == ["内科"]
     assert (inventory.count("broad_area"), inventory.count("system"), inventory.count("domain")) == (1, 17, 92)

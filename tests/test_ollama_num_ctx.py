@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import textwrap
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from runners.base import GenerationParams, GenerationRequest
 from runners.protocols.ollama import DEFAULT_NUM_CTX, OllamaRunner, context_warning, estimated_tokens
 from runners.retry import RetryPolicy
 from tests.fakes.ollama_fake import FakeOllamaServer
+from tests.shared_data import need_shared
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MED_LONG_QA = DATA / "medbench-agent-95" / "MedLongQA.jsonl"
@@ -114,10 +114,7 @@ def test_the_warning_comes_once_per_model_not_per_request(caplog):
 
 @pytest.fixture(scope="module")
 def med_long_qa() -> Path:
-    if not MED_LONG_QA.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{MED_LONG_QA} is missing: the reference suites are required in CI")
-        pytest.skip(f"reference suite not found at {MED_LONG_QA} (../shared/data beside the repo)")
+    need_shared(MED_LONG_QA)
     return MED_LONG_QA
 
 

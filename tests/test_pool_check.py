@@ -8,7 +8,6 @@ real managed llama.cpp server with one small model of the shipped pool.
 
 from __future__ import annotations
 
-import os
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from tests.fake_pool import write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.local_models import requires_llama
+from tests.shared_data import need_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -183,10 +183,7 @@ def test_bad_input_is_exit_2(fake_pool: Path, args: list[str], said: str, capsys
 
 
 def test_the_reference_suites_load_and_round_trip(fake_pool: Path, capsys) -> None:
-    if not SHARED_DATA.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{SHARED_DATA} is missing: the reference suites are required in CI")
-        pytest.skip(f"reference suites not found at {SHARED_DATA} (../shared/data beside the repo)")
+    need_shared(SHARED_DATA)
     assert check("--pool", str(fake_pool), "--data", str(SHARED_DATA), "--no-smoke") == 0
     out = capsys.readouterr().out
     suites = lines_of(out, "suites")

@@ -15,6 +15,7 @@ from pool.run import main
 from pool.run_spec import RunSpec, check_resume, stored_options
 from pool.selection import TRACK_ALIASES, split_values
 from pool.store.run_store import RunStore
+from tests.shared_data import need_shared
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 UNSET_KEY = "MEDPOOL_TEST_KEY_NEVER_SET"
@@ -55,10 +56,7 @@ judge:
 
 
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{SHARED_DATA} is missing: the reference suites are required in CI")
-        pytest.skip(f"{SHARED_DATA} absent (../shared/data is not beside this clone)")
+    need_shared(SHARED_DATA)
     return SHARED_DATA
 
 
