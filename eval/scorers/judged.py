@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from eval.gold_types import spec_of
@@ -106,8 +106,7 @@ class AnswerGuard:
     echo_removed: bool = False
 
     def to_record(self) -> dict[str, Any]:
-        return {"flag": self.flag, "content_chars": self.content_chars, "min_chars": self.min_chars,
-                "echo_removed": self.echo_removed}  # fmt: skip
+        return asdict(self)
 
 
 def guard_answer(item: Item, answer: str, *, truncated: bool = False) -> AnswerGuard | None:
