@@ -117,7 +117,9 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
         write_scores(synthetic_table(MODELS, items, seed=seed), Path(paths[0]))
         summary = Path(paths[0]) / "summary.json"
         doc = json.loads(summary.read_text())
-        summary.write_text(json.dumps({**doc, "run_id": f"bench-{seed}", "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z"}))
+        summary.write_text(
+            json.dumps({**doc, "run_id": f"bench-{seed}", "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z"})
+        )
     elif workload == "columns":
         from routing.columns import write_columns
 
@@ -159,13 +161,22 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     own = _peak_mb()
-    return {"seconds": seconds, "peak_mb": own + child_mb, "own_peak_mb": own, "child_peak_mb": child_mb,
-            "tree_pss_mb": tree.stop()}
+    return {
+        "seconds": seconds,
+        "peak_mb": own + child_mb,
+        "own_peak_mb": own,
+        "child_peak_mb": child_mb,
+        "tree_pss_mb": tree.stop(),
+    }
 
 
 def run_child(workload: str, *paths: Path | str | int) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "bench.aggregation_bench", "--child", workload, *map(str, paths)],
-                          check=True, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.aggregation_bench", "--child", workload, *map(str, paths)],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -185,10 +196,16 @@ def prepare(data: Path, rows: int, nights: int) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.aggregation_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="score rows per night, 50 models × rows/50 items (default 10^6)")
-    parser.add_argument("--data", type=Path, help="folder for the generated runs, kept and reused (default: a temporary one)")
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="score rows per night, 50 models × rows/50 items (default 10^6)"
+    )
+    parser.add_argument(
+        "--data", type=Path, help="folder for the generated runs, kept and reused (default: a temporary one)"
+    )
     parser.add_argument("--skip", default="", help=f"comma-separated workloads to leave out ({', '.join(WORKLOADS)})")
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds of every workload; the best time counts (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="interleaved rounds of every workload; the best time counts (default 3)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -203,7 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
         if "columns" not in skip:  # skipped: the runs keep the copy an earlier round wrote
             columns = run_child("columns", runs[0])
-            rows.append({"workload": "columns", "what": "write scores.columns/ from scores.jsonl (once, by pool.run)", **columns})
+            rows.append(
+                {
+                    "workload": "columns",
+                    "what": "write scores.columns/ from scores.jsonl (once, by pool.run)",
+                    **columns,
+                }
+            )
             if "compare" not in skip:
                 run_child("columns", runs[1])
         plain = data / "jsonl-only"
@@ -214,11 +237,16 @@ def main(argv: list[str] | None = None) -> int:
                     (plain / name).symlink_to(runs[0] / name)
         out = data / "out"
         out.mkdir(exist_ok=True)
-        plan = {"json_read": ("json.loads of every scores.jsonl line (the floor)", (runs[0],)),
-                "build": ("routing.build, reading the columnar copy", (runs[0], out)),
-                "build_jsonl": ("routing.build on scores.jsonl alone (an old run folder)", (plain, data / "out-jsonl")),
-                "compare": ("routing.compare of two such nights", (runs[0], runs[1] if len(runs) > 1 else runs[0], data / "out-compare")),
-                "digest": ("the nightly index's digest of the run", (runs[0],))}  # fmt: skip
+        plan = {
+            "json_read": ("json.loads of every scores.jsonl line (the floor)", (runs[0],)),
+            "build": ("routing.build, reading the columnar copy", (runs[0], out)),
+            "build_jsonl": ("routing.build on scores.jsonl alone (an old run folder)", (plain, data / "out-jsonl")),
+            "compare": (
+                "routing.compare of two such nights",
+                (runs[0], runs[1] if len(runs) > 1 else runs[0], data / "out-compare"),
+            ),
+            "digest": ("the nightly index's digest of the run", (runs[0],)),
+        }
         measured: dict[str, list[dict[str, Any]]] = {name: [] for name in plan if name not in skip}
         for _ in range(args.repeat):  # rounds interleave the workloads, so a busy minute hits all of them
             for name, runs_of in measured.items():
@@ -227,30 +255,48 @@ def main(argv: list[str] | None = None) -> int:
                         path.mkdir(exist_ok=True)
                 runs_of.append(run_child(name, *plan[name][1]))
         for name, runs_of in measured.items():
-            rows.append({"workload": name, "what": plan[name][0], "seconds": min(r["seconds"] for r in runs_of),
-                         "peak_mb": max(r["peak_mb"] for r in runs_of), "rounds": [r["seconds"] for r in runs_of],
-                         "own_peak_mb": max(r["own_peak_mb"] for r in runs_of),
-                         "child_peak_mb": max(r["child_peak_mb"] for r in runs_of),
-                         "tree_pss_mb": max(r["tree_pss_mb"] for r in runs_of)})
+            rows.append(
+                {
+                    "workload": name,
+                    "what": plan[name][0],
+                    "seconds": min(r["seconds"] for r in runs_of),
+                    "peak_mb": max(r["peak_mb"] for r in runs_of),
+                    "rounds": [r["seconds"] for r in runs_of],
+                    "own_peak_mb": max(r["own_peak_mb"] for r in runs_of),
+                    "child_peak_mb": max(r["child_peak_mb"] for r in runs_of),
+                    "tree_pss_mb": max(r["tree_pss_mb"] for r in runs_of),
+                }
+            )
     finally:
         if temporary is not None:
             temporary.cleanup()
     size = f"{args.rows:,} rows ({MODELS} models × {args.rows // MODELS:,} items)"
     print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; {size}")
     ratio_goal, peak_goal = GOALS.get(args.rows, (None, None))
-    print(f"goals for the build: time ≤ {ratio_goal or '–'}× json_read, peak ≤ {peak_goal or '–'} MB; "
-          f"best of {args.repeat} interleaved round(s), each round's ratio beside")
-    print("| workload | what | time (s), best | × json_read, best | × json_read by round "
-          "| peak RSS (MB): process + forked child | tree PSS peak (MB, sampled) |")
+    print(
+        f"goals for the build: time ≤ {ratio_goal or '–'}× json_read, peak ≤ {peak_goal or '–'} MB; "
+        f"best of {args.repeat} interleaved round(s), each round's ratio beside"
+    )
+    print(
+        "| workload | what | time (s), best | × json_read, best | × json_read by round "
+        "| peak RSS (MB): process + forked child | tree PSS peak (MB, sampled) |"
+    )
     print("|---|---|---:|---:|---|---:|---:|")
     floor = next((r for r in rows if r["workload"] == "json_read"), None)
     for r in rows:
         r["ratio"] = r["seconds"] / floor["seconds"] if floor else float("nan")
-        by_round = (" / ".join(f"{t / base:.2f}" for t, base in zip(r["rounds"], floor["rounds"]))
-                    if floor and "rounds" in r else "–")  # fmt: skip
-        peak = f"{r['peak_mb']:.0f}" + (f" ({r['own_peak_mb']:.0f} + {r['child_peak_mb']:.0f})" if r.get("child_peak_mb") else "")
-        print(f"| {r['workload']} | {r['what']} | {r['seconds']:.1f} | {r['ratio']:.2f} | {by_round} | {peak} "
-              f"| {r['tree_pss_mb']:.0f} |")
+        by_round = (
+            " / ".join(f"{t / base:.2f}" for t, base in zip(r["rounds"], floor["rounds"]))
+            if floor and "rounds" in r
+            else "–"
+        )
+        peak = f"{r['peak_mb']:.0f}" + (
+            f" ({r['own_peak_mb']:.0f} + {r['child_peak_mb']:.0f})" if r.get("child_peak_mb") else ""
+        )
+        print(
+            f"| {r['workload']} | {r['what']} | {r['seconds']:.1f} | {r['ratio']:.2f} | {by_round} | {peak} "
+            f"| {r['tree_pss_mb']:.0f} |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": args.rows, "results": rows}, indent=1))
     return 0

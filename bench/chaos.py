@@ -34,8 +34,9 @@ def kill_scenario(work: Path, kills: int, items: int, fault_rate: float, seed: i
         args = ["--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"]
         clean, killed = work / "clean" / "run", work / "killed" / "run"
         chaos.run_clean([*args, "--out", str(clean)], work / "cache-clean")
-        report = chaos.run_with_kills([*args, "--out", str(killed)], killed, work / "cache-killed",
-                                      kills_per_phase=kills, seed=seed, sigterms=2)
+        report = chaos.run_with_kills(
+            [*args, "--out", str(killed)], killed, work / "cache-killed", kills_per_phase=kills, seed=seed, sigterms=2
+        )
         outcome = chaos.compare(clean, killed)
         return {"kills": report.kills, "missed": report.missed, **outcome}
     finally:
@@ -47,7 +48,9 @@ def dead_judge_scenario(work: Path, items: int, fault_rate: float) -> dict[str, 
     fake, base_url = chaos.start_fake(work, fault_rate)
     try:
         pool = chaos.write_pool(work / "pool.yaml", base_url, chaos.free_port())
-        text = pool.read_text(encoding="utf-8").replace("  - name: judge\n    backend: fake", "  - name: judge\n    backend: dead")
+        text = pool.read_text(encoding="utf-8").replace(
+            "  - name: judge\n    backend: fake", "  - name: judge\n    backend: dead"
+        )
         pool.write_text(text, encoding="utf-8")
         data = chaos.write_suite(work / "suite" / "items.jsonl", items)
         run_dir = work / "run"
@@ -74,8 +77,9 @@ def malformed_table(work: Path) -> dict[str, Any] | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.chaos", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kills", type=int, default=10, help="SIGKILLs per phase (default 10)")
     parser.add_argument("--items", type=int, default=24, help="items in the synthetic suite (default 24)")
     parser.add_argument("--fault-rate", type=float, default=0.2)
@@ -101,13 +105,28 @@ def main() -> int:
     total = time.perf_counter() - t0
     print(f"total {total:.0f} s")
     if args.json:
-        write_json_report(args.json, "bench.chaos", started, quick=False,
-                          machine={"python": platform.python_version(), "machine": platform.machine()},
-                          total_s=total, sizes={"items": args.items, "kills_per_phase": args.kills},
-                          rows=[{"scenario": "kills", **kills}, {"scenario": "dead_judge", **dead},
-                                {"scenario": "malformed", "table": table}])
-    ok = (kills["units_lost"] == 0 and kills["units_duplicated"] == 0 and kills["judge_rows_by_non_judge"] == 0
-          and kills["results_identical"] and kills["scores_identical"] and kills["manifest_identical"])
+        write_json_report(
+            args.json,
+            "bench.chaos",
+            started,
+            quick=False,
+            machine={"python": platform.python_version(), "machine": platform.machine()},
+            total_s=total,
+            sizes={"items": args.items, "kills_per_phase": args.kills},
+            rows=[
+                {"scenario": "kills", **kills},
+                {"scenario": "dead_judge", **dead},
+                {"scenario": "malformed", "table": table},
+            ],
+        )
+    ok = (
+        kills["units_lost"] == 0
+        and kills["units_duplicated"] == 0
+        and kills["judge_rows_by_non_judge"] == 0
+        and kills["results_identical"]
+        and kills["scores_identical"]
+        and kills["manifest_identical"]
+    )
     return 0 if ok else 1
 
 

@@ -68,19 +68,30 @@ def manifest_view(run_dir: Path) -> dict[str, Any]:
     buckets = manifest.get("buckets", {})
     own = [b for b in buckets.values() if b.get("routable")]
     return {
-        "buckets": len(buckets), "decided_in_bucket": len(own),
+        "buckets": len(buckets),
+        "decided_in_bucket": len(own),
         "decisive": sum(bool(b.get("decisive")) for b in own),
         "served_by_parent": sum(not b.get("routable") for b in buckets.values()),
         "orchestrator": (manifest.get("orchestrator") or {}).get("model"),
         "default": (manifest.get("default") or {}).get("model"),
-    }  # fmt: skip
+    }
 
 
 def measure(label: str, tree: Path, work: Path, extra: Sequence[str]) -> dict[str, Any]:
     """One default run of ``tree`` in a child process, with a fresh cache and run folder under ``work``."""
     run_dir, cache = work / label / "run", work / label / "cache"
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
-    command = [sys.executable, "-m", "pool.run", "--orchestration", "--out", str(run_dir), "--log-interval", "60", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "pool.run",
+        "--orchestration",
+        "--out",
+        str(run_dir),
+        "--log-interval",
+        "60",
+        *extra,
+    ]
     print(f"{label}: {' '.join(command[1:])} (in {tree})", flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
@@ -88,15 +99,23 @@ def measure(label: str, tree: Path, work: Path, extra: Sequence[str]) -> dict[st
     if done.returncode not in (0, 1):
         sys.stderr.write(done.stderr[-4000:])
         raise SystemExit(f"{label}: pool.run exited {done.returncode}")
-    row = {"label": label, "tree": str(tree), "exit_code": done.returncode, "wall_s": round(wall, 1),
-           "phases": phases(run_dir), "manifest": manifest_view(run_dir)}  # fmt: skip
+    row = {
+        "label": label,
+        "tree": str(tree),
+        "exit_code": done.returncode,
+        "wall_s": round(wall, 1),
+        "phases": phases(run_dir),
+        "manifest": manifest_view(run_dir),
+    }
     print(f"  {label}: {wall / 60:.1f} min, exit {done.returncode}", flush=True)
     return row
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["| tree | wall | goal | answering | judging | answer tokens (cut) | verdict tokens | buckets: own / decisive / by parent | orchestrator |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| tree | wall | goal | answering | judging | answer tokens (cut) | verdict tokens | buckets: own / decisive / by parent | orchestrator |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for row in rows:
         answer, judge, manifest = row["phases"].get("answer", {}), row["phases"].get("judge", {}), row["manifest"]
         lines.append(
@@ -104,23 +123,37 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             f"| {judge.get('seconds', 0) / 60:.1f} min | {answer.get('tokens', 0):,} ({answer.get('truncated', 0)}) "
             f"| {judge.get('tokens', 0):,} | {manifest.get('decided_in_bucket', '-')} / {manifest.get('decisive', '-')} / "
             f"{manifest.get('served_by_parent', '-')} of {manifest.get('buckets', '-')} | {manifest.get('orchestrator') or 'none'} |"
-        )  # fmt: skip
+        )
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.default_run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", action="append", default=[], metavar="LABEL=DIR",
-                        help="also time another copy of the project (run first); repeatable")  # fmt: skip
-    parser.add_argument("--limit", type=int, help="pass --limit N to pool.run (a smoke run of this bench, not the measurement)")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also time another copy of the project (run first); repeatable",
+    )
+    parser.add_argument(
+        "--limit", type=int, help="pass --limit N to pool.run (a smoke run of this bench, not the measurement)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details as JSON")
     args = parser.parse_args(argv)
     extra = ["--limit", str(args.limit)] if args.limit else []
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-               "load_average": os.getloadavg()}  # fmt: skip
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average": os.getloadavg(),
+    }
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"default-run bench {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, load average "
-          f"{machine['load_average'][0]:.2f} at start", flush=True)  # fmt: skip
+    print(
+        f"default-run bench {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, load average "
+        f"{machine['load_average'][0]:.2f} at start",
+        flush=True,
+    )
     trees = [*(baseline_tree(b, "pool/run.py") for b in args.baseline), ("this", REPO_ROOT)]
     with tempfile.TemporaryDirectory(prefix="medpool-default-run-") as tmp:
         rows = [measure(label, tree, Path(tmp), extra) for label, tree in trees]
@@ -129,8 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     total_s = time.perf_counter() - start
     print(f"\ntotal {total_s:.1f} s; load average at the end {os.getloadavg()[0]:.2f}")
     if args.json:
-        write_json_report(args.json, "bench.default_run", started, quick=bool(args.limit), machine=machine,
-                          total_s=total_s, sizes={"limit": args.limit}, rows=rows)  # fmt: skip
+        write_json_report(
+            args.json,
+            "bench.default_run",
+            started,
+            quick=bool(args.limit),
+            machine=machine,
+            total_s=total_s,
+            sizes={"limit": args.limit},
+            rows=rows,
+        )
     return 0
 
 

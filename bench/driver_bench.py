@@ -115,18 +115,27 @@ def write_suite(path: Path, n_items: int) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for i in range(n_items):
             topic = TOPICS[i % len(TOPICS)]
-            item = {"id": f"q{i:06d}", "task": "single_choice", "track": "exam", "gold_type": "single_choice",
-                    "question": f"Which is the first-line treatment of {topic}? (case {i})",
-                    "options": [["A", f"drug {i} a"], ["B", f"drug {i} b"], ["C", f"drug {i} c"], ["D", f"drug {i} d"]],
-                    "gold": "ABCD"[i % 4], "domain": DOMAINS[i % len(DOMAINS)]}
+            item = {
+                "id": f"q{i:06d}",
+                "task": "single_choice",
+                "track": "exam",
+                "gold_type": "single_choice",
+                "question": f"Which is the first-line treatment of {topic}? (case {i})",
+                "options": [["A", f"drug {i} a"], ["B", f"drug {i} b"], ["C", f"drug {i} c"], ["D", f"drug {i} d"]],
+                "gold": "ABCD"[i % 4],
+                "domain": DOMAINS[i % len(DOMAINS)],
+            }
             handle.write(json.dumps(item) + "\n")
     return path
 
 
 def write_pool(path: Path, base_url: str, concurrency: int, n_models: int) -> Path:
     models = "".join(f"  - name: m{k:03d}\n    backend: fake\n    model: fake-{k:03d}\n" for k in range(n_models))
-    path.write_text(f"backends:\n  fake:\n    type: openai\n    base_url: {base_url}\n    max_concurrency: {concurrency}\n"
-                    f"defaults:\n  max_tokens: 256\nmodels:\n{models}", encoding="utf-8")
+    path.write_text(
+        f"backends:\n  fake:\n    type: openai\n    base_url: {base_url}\n    max_concurrency: {concurrency}\n"
+        f"defaults:\n  max_tokens: 256\nmodels:\n{models}",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -145,8 +154,14 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
     """The whole run through the Python API, as a user's script would call it."""
     from pool import RunSpec, run_pool
 
-    spec = RunSpec(pool=args.pool, data=[args.suite], out=args.out, no_routing=not args.routing,
-                   cache_dir=args.cache_dir, log_interval=3600.0)
+    spec = RunSpec(
+        pool=args.pool,
+        data=[args.suite],
+        out=args.out,
+        no_routing=not args.routing,
+        cache_dir=args.cache_dir,
+        log_interval=3600.0,
+    )
     start_rss = _status_mb("VmRSS")
     profile = None
     if args.profile:
@@ -163,9 +178,18 @@ def child_pool(args: argparse.Namespace) -> dict[str, Any]:
         profile.dump_stats(args.profile)
     # The arrival-scoring worker (pool.score.arrival) is a child: its CPU is reported beside the driver's.
     worker = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
-            "detail": {"exit_code": result.exit_code, "counts": result.counts,
-                       "worker_cpu_s": _cpu_s(worker) - children, "worker_peak_rss_mb": worker.ru_maxrss / 1024}}
+    return {
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "peak_rss_mb": _status_mb("VmHWM"),
+        "start_rss_mb": start_rss,
+        "detail": {
+            "exit_code": result.exit_code,
+            "counts": result.counts,
+            "worker_cpu_s": _cpu_s(worker) - children,
+            "worker_peak_rss_mb": worker.ru_maxrss / 1024,
+        },
+    }
 
 
 def _cpu_s(usage: resource.struct_rusage) -> float:
@@ -177,10 +201,14 @@ async def _send_through_a_session(out: Path, store: Any, cache: Any, progress: A
     from pool.config import parse_pool
     from pool.execute.session import Session
 
-    config = parse_pool("backends:\n  fake:\n    type: openai\n    base_url: http://127.0.0.1:8000/v1\n"
-                        "models:\n  - {name: m, backend: fake}\n", "<driver bench>")
-    async with Session.open(config, (), out, run_id="run", store=store, cache=cache, executor=executor,
-                            progress=progress) as session:
+    config = parse_pool(
+        "backends:\n  fake:\n    type: openai\n    base_url: http://127.0.0.1:8000/v1\n"
+        "models:\n  - {name: m, backend: fake}\n",
+        "<driver bench>",
+    )
+    async with Session.open(
+        config, (), out, run_id="run", store=store, cache=cache, executor=executor, progress=progress
+    ) as session:
         return await session.send({"fake": jobs})
 
 
@@ -210,8 +238,11 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
                 for job in jobs:
                     if not settle_locally(job):
                         text = "echo: " + job.request.messages[-1]["content"]
-                        wave.append(on_result(job, GenerationResponse(text, "stop", 40, 30, 0.01,
-                                                                      (Attempt(1, 200, None, 0.01),))))
+                        wave.append(
+                            on_result(
+                                job, GenerationResponse(text, "stop", 40, 30, 0.01, (Attempt(1, 200, None, 0.01),))
+                            )
+                        )
                     if len(wave) >= DRIVER_WAVE:
                         await asyncio.gather(*(c for c in wave if c is not None))
                         wave = []
@@ -223,7 +254,9 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     def jobs() -> Any:
         for i, (model, item) in enumerate(units):
             question = f"Which is the first-line treatment of {TOPICS[i % len(TOPICS)]}? ({item})"
-            request = GenerationRequest(f"fake-{model}", messages=({"role": "user", "content": question},), params=params)
+            request = GenerationRequest(
+                f"fake-{model}", messages=({"role": "user", "content": question},), params=params
+            )
             yield Job(Unit(model, item), request, "openai", "http://127.0.0.1:8000/v1")
 
     out = Path(args.out)
@@ -235,8 +268,13 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
         wall, cpu = time.perf_counter(), time.process_time()
         counters = asyncio.run(_send_through_a_session(out, store, cache, progress, InstantExecutor(), jobs()))
         wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
-    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
-            "detail": {"exit_code": 0 if counters.recorded == len(units) else 1, "recorded": counters.recorded}}
+    return {
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "peak_rss_mb": _status_mb("VmHWM"),
+        "start_rss_mb": start_rss,
+        "detail": {"exit_code": 0 if counters.recorded == len(units) else 1, "recorded": counters.recorded},
+    }
 
 
 def child_bare(args: argparse.Namespace) -> dict[str, Any]:
@@ -260,6 +298,7 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     async def bare() -> int:
         done = 0
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
             async def worker() -> None:
                 nonlocal done
                 for request in requests:
@@ -294,21 +333,34 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     done = asyncio.run(through_runner() if args.runner else bare())
     wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
-    return {"wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mb": _status_mb("VmHWM"), "start_rss_mb": start_rss,
-            "detail": {"requests": done}}
+    return {
+        "wall_s": wall_s,
+        "cpu_s": cpu_s,
+        "peak_rss_mb": _status_mb("VmHWM"),
+        "start_rss_mb": start_rss,
+        "detail": {"requests": done},
+    }
 
 
 def run_child(path: str, units: int, argv: list[str], tree: Path = REPO_ROOT) -> Measured:
     """``python -m bench.driver_bench --child …`` in a fresh process, in ``tree`` (this checkout, or a
     baseline copy of the project); the child's last stdout line is its report."""
-    proc = subprocess.run([sys.executable, "-m", "bench.driver_bench", "--child", *argv], cwd=tree,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.driver_bench", "--child", *argv],
+        cwd=tree,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise RuntimeError(f"{path} child failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     measured = Measured(path, units, **report)
     if path not in ("bare", "runner") and measured.detail["exit_code"] != 0:
-        raise RuntimeError(f"{path}: pool.run exit {measured.detail['exit_code']}: {measured.detail}\n{proc.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{path}: pool.run exit {measured.detail['exit_code']}: {measured.detail}\n{proc.stderr[-3000:]}"
+        )
     return measured
 
 
@@ -357,8 +409,11 @@ class Workbench:
 
 def _report(prefix: str, m: Measured) -> None:
     worker = f" (+ worker {m.worker_cpu_ms_per_unit:.3f})" if m.worker_cpu_ms_per_unit else ""
-    print(f"    {prefix} {m.path}: {m.rate:,.0f} units/s, {m.cpu_ms_per_unit:.3f} ms CPU/unit{worker}, "
-          f"peak {m.peak_rss_mb:.0f} MB", flush=True)
+    print(
+        f"    {prefix} {m.path}: {m.rate:,.0f} units/s, {m.cpu_ms_per_unit:.3f} ms CPU/unit{worker}, "
+        f"peak {m.peak_rss_mb:.0f} MB",
+        flush=True,
+    )
 
 
 def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]:
@@ -381,13 +436,24 @@ def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, A
             fake.stop()
         best = {path: max(ms, key=lambda m: m.rate) for path, ms in runs.items()}
         for path in ["runner", *bench.pool_paths()]:
-            rows.append({"config": config, "path": path, "units": units,
-                         "rate": best[path].rate, "cpu_ms": best[path].cpu_ms_per_unit,
-                         "worker_cpu_ms": best[path].worker_cpu_ms_per_unit,
-                         "bare_rate": best["bare"].rate, "bare_cpu_ms": best["bare"].cpu_ms_per_unit,
-                         "ratio": best[path].rate / best["bare"].rate, "goal": goal,
-                         "peak_rss_mb": best[path].peak_rss_mb, "bare_peak_rss_mb": best["bare"].peak_rss_mb,
-                         "runs": [m.__dict__ for m in runs[path]], "bare_runs": [m.__dict__ for m in runs["bare"]]})
+            rows.append(
+                {
+                    "config": config,
+                    "path": path,
+                    "units": units,
+                    "rate": best[path].rate,
+                    "cpu_ms": best[path].cpu_ms_per_unit,
+                    "worker_cpu_ms": best[path].worker_cpu_ms_per_unit,
+                    "bare_rate": best["bare"].rate,
+                    "bare_cpu_ms": best["bare"].cpu_ms_per_unit,
+                    "ratio": best[path].rate / best["bare"].rate,
+                    "goal": goal,
+                    "peak_rss_mb": best[path].peak_rss_mb,
+                    "bare_peak_rss_mb": best["bare"].peak_rss_mb,
+                    "runs": [m.__dict__ for m in runs[path]],
+                    "bare_runs": [m.__dict__ for m in runs["bare"]],
+                }
+            )
     return rows
 
 
@@ -401,8 +467,15 @@ def driver_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]
     rows = []
     for path, measured in runs.items():
         best = min(measured, key=lambda m: m.cpu_s)
-        rows.append({"path": path.replace("pool", "driver", 1), "units": units, "cpu_ms": best.cpu_ms_per_unit,
-                     "wall_ms": 1e3 * best.wall_s / units, "runs": [m.__dict__ for m in measured]})
+        rows.append(
+            {
+                "path": path.replace("pool", "driver", 1),
+                "units": units,
+                "cpu_ms": best.cpu_ms_per_unit,
+                "wall_ms": 1e3 * best.wall_s / units,
+                "runs": [m.__dict__ for m in measured],
+            }
+        )
     return rows
 
 
@@ -421,12 +494,21 @@ def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
             for path in bench.pool_paths(routing=False):
                 m = bench.measure(path, fake.base_url, concurrency, units)
                 _report(f"memory {units:,} units (start {m.start_rss_mb:.0f} MB)", m)
-                rows.append({"path": path, "units": units, "peak_rss_mb": m.peak_rss_mb,
-                             "start_rss_mb": m.start_rss_mb, "rate": m.rate, "cpu_ms": m.cpu_ms_per_unit,
-                             "worker_cpu_ms": m.worker_cpu_ms_per_unit,
-                             "worker_peak_rss_mb": m.detail.get("worker_peak_rss_mb", 0.0),
-                             "bare_peak_rss_mb": bare.peak_rss_mb, "bare_rate": bare.rate,
-                             "bare_cpu_ms": bare.cpu_ms_per_unit})
+                rows.append(
+                    {
+                        "path": path,
+                        "units": units,
+                        "peak_rss_mb": m.peak_rss_mb,
+                        "start_rss_mb": m.start_rss_mb,
+                        "rate": m.rate,
+                        "cpu_ms": m.cpu_ms_per_unit,
+                        "worker_cpu_ms": m.worker_cpu_ms_per_unit,
+                        "worker_peak_rss_mb": m.detail.get("worker_peak_rss_mb", 0.0),
+                        "bare_peak_rss_mb": bare.peak_rss_mb,
+                        "bare_rate": bare.rate,
+                        "bare_cpu_ms": bare.cpu_ms_per_unit,
+                    }
+                )
     finally:
         fake.stop()
     return rows
@@ -440,67 +522,109 @@ def flat_rows(memory: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         small, large = peaks.get((path, MEMORY_GOAL_UNITS)), peaks.get((path, FLAT_UNITS))
         if small and large:
             ratio = large / small
-            rows.append({"path": path, "small_units": MEMORY_GOAL_UNITS, "large_units": FLAT_UNITS,
-                         "small_peak_rss_mb": small, "large_peak_rss_mb": large, "ratio": ratio,
-                         "flat": abs(ratio - 1) <= FLAT_TOLERANCE})
+            rows.append(
+                {
+                    "path": path,
+                    "small_units": MEMORY_GOAL_UNITS,
+                    "large_units": FLAT_UNITS,
+                    "small_peak_rss_mb": small,
+                    "large_peak_rss_mb": large,
+                    "ratio": ratio,
+                    "flat": abs(ratio - 1) <= FLAT_TOLERANCE,
+                }
+            )
     return rows
 
 
-def format_tables(driver: Sequence[dict[str, Any]], throughput: Sequence[dict[str, Any]],
-                  memory: Sequence[dict[str, Any]]) -> str:
+def format_tables(
+    driver: Sequence[dict[str, Any]], throughput: Sequence[dict[str, Any]], memory: Sequence[dict[str, Any]]
+) -> str:
     lines = []
     if driver:
-        lines += ["| driver alone (no HTTP) | results | CPU ms/result (best) | wall ms/result | results/s of CPU |",
-                  "|---|---:|---:|---:|---:|"]
-        lines += [f"| {r['path']} | {r['units']:,} | {r['cpu_ms']:.3f} | {r['wall_ms']:.3f} | {1e3 / r['cpu_ms']:,.0f} |"
-                  for r in driver]
+        lines += [
+            "| driver alone (no HTTP) | results | CPU ms/result (best) | wall ms/result | results/s of CPU |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['path']} | {r['units']:,} | {r['cpu_ms']:.3f} | {r['wall_ms']:.3f} | {1e3 / r['cpu_ms']:,.0f} |"
+            for r in driver
+        ]
         lines.append("")
     if throughput:
-        lines += [("| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
-                   "| CPU ms/unit pool | + scoring worker | CPU ms/unit bare | peak RSS pool | peak RSS bare |"),
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            (
+                "| concurrency / latency | path | units | pool units/s | bare units/s | ratio | goal "
+                "| CPU ms/unit pool | + scoring worker | CPU ms/unit bare | peak RSS pool | peak RSS bare |"
+            ),
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in throughput:
-            lines.append(f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
-                         f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['worker_cpu_ms']:.3f} "
-                         f"| {r['bare_cpu_ms']:.3f} "
-                         f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |")
+            lines.append(
+                f"| {r['config']} | {r['path']} | {r['units']:,} | {r['rate']:,.0f} | {r['bare_rate']:,.0f} "
+                f"| {r['ratio']:.2f} | ≥ {r['goal']:.2f} | {r['cpu_ms']:.3f} | {r['worker_cpu_ms']:.3f} "
+                f"| {r['bare_cpu_ms']:.3f} "
+                f"| {r['peak_rss_mb']:.0f} MB | {r['bare_peak_rss_mb']:.0f} MB |"
+            )
         lines.append("")
     if memory:
-        lines += [("| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
-                   "| scoring worker peak | bare peak | units/s | bare units/s | CPU ms/unit | + scoring worker "
-                   "| CPU ms/unit bare |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            (
+                "| path (256 / 0 ms, no routing) | units | peak RSS | RSS after imports | growth | goal "
+                "| scoring worker peak | bare peak | units/s | bare units/s | CPU ms/unit | + scoring worker "
+                "| CPU ms/unit bare |"
+            ),
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in memory:
             goal = f"≤ {MEMORY_GOAL_MB:.0f} MB" if r["units"] == MEMORY_GOAL_UNITS else ""
-            lines.append(f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
-                         f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} "
-                         f"| {r.get('worker_peak_rss_mb', 0.0):.0f} MB | {r.get('bare_peak_rss_mb', 0.0):.0f} MB "
-                         f"| {r['rate']:,.0f} | {r.get('bare_rate', 0.0):,.0f} | {r['cpu_ms']:.3f} "
-                         f"| {r.get('worker_cpu_ms', 0.0):.3f} | {r.get('bare_cpu_ms', 0.0):.3f} |")
+            lines.append(
+                f"| {r['path']} | {r['units']:,} | {r['peak_rss_mb']:.0f} MB | {r['start_rss_mb']:.0f} MB "
+                f"| {r['peak_rss_mb'] - r['start_rss_mb']:.0f} MB | {goal} "
+                f"| {r.get('worker_peak_rss_mb', 0.0):.0f} MB | {r.get('bare_peak_rss_mb', 0.0):.0f} MB "
+                f"| {r['rate']:,.0f} | {r.get('bare_rate', 0.0):,.0f} | {r['cpu_ms']:.3f} "
+                f"| {r.get('worker_cpu_ms', 0.0):.3f} | {r.get('bare_cpu_ms', 0.0):.3f} |"
+            )
         flat = flat_rows(memory)
         if flat:
-            lines += ["", "| flat check | peak at 20k | peak at 100k | 100k / 20k | goal | met |",
-                      "|---|---:|---:|---:|---:|---|"]
-            lines += [f"| {r['path']} | {r['small_peak_rss_mb']:.1f} MB | {r['large_peak_rss_mb']:.1f} MB "
-                      f"| {r['ratio']:.3f} | {1 - FLAT_TOLERANCE:.2f}–{1 + FLAT_TOLERANCE:.2f} "
-                      f"| {'yes' if r['flat'] else 'NO'} |" for r in flat]
+            lines += [
+                "",
+                "| flat check | peak at 20k | peak at 100k | 100k / 20k | goal | met |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
+            lines += [
+                f"| {r['path']} | {r['small_peak_rss_mb']:.1f} MB | {r['large_peak_rss_mb']:.1f} MB "
+                f"| {r['ratio']:.3f} | {1 - FLAT_TOLERANCE:.2f}–{1 + FLAT_TOLERANCE:.2f} "
+                f"| {'yes' if r['flat'] else 'NO'} |"
+                for r in flat
+            ]
     return "\n".join(lines)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.driver_bench",
-                                     description="The whole pool.run (Python API) vs a bare aiohttp loop on the "
-                                                 "same fake server: throughput, CPU per unit, peak RSS.")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.driver_bench",
+        description="The whole pool.run (Python API) vs a bare aiohttp loop on the "
+        "same fake server: throughput, CPU per unit, peak RSS.",
+    )
     parser.add_argument("--units", type=int, default=20_000, help="units per throughput row (default 20000)")
     parser.add_argument("--items-per-model", type=int, default=1_000, help="suite size; models = units / this")
     parser.add_argument("--reps", type=int, default=1, help="interleaved repetitions per row (best counts)")
     parser.add_argument("--quick", action="store_true", help="5,000-unit throughput rows, memory at 20k and 100k")
     parser.add_argument("--only", choices=("throughput", "memory", "driver"), help="run only this table")
-    parser.add_argument("--profile", metavar="DIR", help="also cProfile one extra (untimed) pool run per "
-                                                         "configuration into DIR (in a child: the stats file)")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="also cProfile one extra (untimed) pool run per configuration into DIR (in a child: the stats file)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details as JSON")
-    parser.add_argument("--baseline", action="append", default=[], metavar="LABEL=DIR",
-                        help="also measure pool.run of another copy of the project (e.g. `git archive` of an "
-                             "earlier commit), interleaved with this checkout's runs; repeatable")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also measure pool.run of another copy of the project (e.g. `git archive` of an "
+        "earlier commit), interleaved with this checkout's runs; repeatable",
+    )
     child = parser.add_argument_group("child process (internal)")
     for flag in ("--child", "--bare", "--runner", "--routing"):
         child.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
@@ -522,8 +646,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = (MEMORY_GOAL_UNITS, FLAT_UNITS) if args.quick else (5_000, MEMORY_GOAL_UNITS, FLAT_UNITS)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"driver bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, "
-          f"Python {machine['python']}; {args.items_per_model} items per model", flush=True)
+    print(
+        f"driver bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus, "
+        f"Python {machine['python']}; {args.items_per_model} items per model",
+        flush=True,
+    )
     profile_dir = Path(args.profile).resolve() if args.profile else None
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
@@ -538,11 +665,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_tables(driver, throughput, memory))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
-        write_json_report(args.json, "bench.driver_bench", started, quick=args.quick, machine=machine,
-                          total_s=total_s, sizes={"units": units, "memory_units": list(sizes),
-                                                  "items_per_model": args.items_per_model},
-                          rows=[*({"driver": r} for r in driver), *throughput, *({"memory": r} for r in memory),
-                                *({"flat": r} for r in flat_rows(memory))])
+        write_json_report(
+            args.json,
+            "bench.driver_bench",
+            started,
+            quick=args.quick,
+            machine=machine,
+            total_s=total_s,
+            sizes={"units": units, "memory_units": list(sizes), "items_per_model": args.items_per_model},
+            rows=[
+                *({"driver": r} for r in driver),
+                *throughput,
+                *({"memory": r} for r in memory),
+                *({"flat": r} for r in flat_rows(memory)),
+            ],
+        )
     return 0
 
 

@@ -32,14 +32,46 @@ FULL = Sizes(10_000, 10, 1_000_000, 100_000, 25_624, 50, 400, 1_000_000, 50, 10_
 QUICK = Sizes(500, 10, 20_000, 2_000, 1_000, 50, 40, 20_000, 50, 200, 500, 5)
 
 
-TCM_ALPHABET = "".join(dict.fromkeys(  # ~60 characters of TCM syndrome vocabulary, duplicates dropped
-    "气血阴阳虚实寒热肝脾肾心肺胃胆郁瘀痰湿火风燥证型不足亢盛"
-    "表里营卫津液精神经络滞结闭脱逆陷上中下焦膀胱肠外感内伤毒暑饮水亏衰"
-))
+TCM_ALPHABET = "".join(
+    dict.fromkeys(  # ~60 characters of TCM syndrome vocabulary, duplicates dropped
+        "气血阴阳虚实寒热肝脾肾心肺胃胆郁瘀痰湿火风燥证型不足亢盛"
+        "表里营卫津液精神经络滞结闭脱逆陷上中下焦膀胱肠外感内伤毒暑饮水亏衰"
+    )
+)
 ORGANS = ["肝", "心", "脾", "肺", "肾", "胃", "胆", "大肠", "小肠", "膀胱", "三焦", "心包"]
 PATTERNS = ["气虚", "血虚", "阴虚", "阳虚", "气滞", "血瘀", "痰湿", "湿热", "寒凝", "火旺", "风燥", "津亏", "郁结"]
-SYLLABLES = ["ca", "ro", "di", "ne", "pa", "thy", "ma", "lo", "gi", "sis", "ar", "te", "ri", "al", "ve", "no",
-             "us", "he", "pu", "tic", "Car", "Neu", "Gas", "tro", "en", "cy", "ph", "lum", "ox", "in"]  # fmt: skip
+SYLLABLES = [
+    "ca",
+    "ro",
+    "di",
+    "ne",
+    "pa",
+    "thy",
+    "ma",
+    "lo",
+    "gi",
+    "sis",
+    "ar",
+    "te",
+    "ri",
+    "al",
+    "ve",
+    "no",
+    "us",
+    "he",
+    "pu",
+    "tic",
+    "Car",
+    "Neu",
+    "Gas",
+    "tro",
+    "en",
+    "cy",
+    "ph",
+    "lum",
+    "ox",
+    "in",
+]
 
 
 def zipf_weights(count: int, exponent: float) -> np.ndarray:

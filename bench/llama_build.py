@@ -64,14 +64,22 @@ def child(model_file: str, reps: int) -> dict[str, Any]:
         finally:
             lib.llama_batch_free(batch)
             lib.llama_free(ctx)
-    return {"prompt_ms_per_token": prompt_ms, "decode_ms_per_token": decode_ms,
-            "system_info": lib.llama_print_system_info().decode(errors="replace")}
+    return {
+        "prompt_ms_per_token": prompt_ms,
+        "decode_ms_per_token": decode_ms,
+        "system_info": lib.llama_print_system_info().decode(errors="replace"),
+    }
 
 
 def measure(python: str, model_file: str, reps: int) -> dict[str, Any]:
-    proc = subprocess.run([python, "-m", "bench.llama_build", "--child", model_file, "--reps", str(reps)],
-                          cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [python, "-m", "bench.llama_build", "--child", model_file, "--reps", str(reps)],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{python} on {model_file} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -105,8 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"| {row['model']} | {label} | {m['prompt_ms_per_token']:.2f} | {m['decode_ms_per_token']:.1f} |")
         if args.baseline:
             this, base = row["this"], row["baseline"]
-            print(f"| {row['model']} | speed-up | {base['prompt_ms_per_token'] / this['prompt_ms_per_token']:.2f}× "
-                  f"| {base['decode_ms_per_token'] / this['decode_ms_per_token']:.2f}× |")
+            print(
+                f"| {row['model']} | speed-up | {base['prompt_ms_per_token'] / this['prompt_ms_per_token']:.2f}× "
+                f"| {base['decode_ms_per_token'] / this['decode_ms_per_token']:.2f}× |"
+            )
     for label in pythons:
         print(f"{label}: {rows[0][label]['system_info']}")
     if args.json:

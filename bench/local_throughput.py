@@ -129,8 +129,9 @@ def request_for(model: Model, question: str, max_tokens: int) -> GenerationReque
     """The request the pool would send for a bare question (base models get a Question/Answer prompt)."""
     params = replace(model.generation_params(), temperature=0.0, max_tokens=max_tokens, seed=None)
     if model.mode == "completion":
-        return GenerationRequest(model=model.model, mode="completion", prompt=f"Question: {question}\nAnswer:",
-                                 params=params)
+        return GenerationRequest(
+            model=model.model, mode="completion", prompt=f"Question: {question}\nAnswer:", params=params
+        )
     return GenerationRequest(model=model.model, messages=({"role": "user", "content": question},), params=params)
 
 
@@ -150,9 +151,15 @@ class ServedLayout:
     def __init__(self, layout: Layout, models: Sequence[Model], log_dir: Path) -> None:
         served = list({m.model: ServedModel(m.model, m.gguf or "") for m in models}.values())
         self.layout = layout
-        self.group = ManagedLlamaReplicas(served, replicas=layout.replicas, n_threads=layout.n_threads,
-                                          engine=layout.engine, slots=layout.slots,
-                                          n_ctx=2048, log_path=log_dir / f"llamacpp-{layout.name}.log")
+        self.group = ManagedLlamaReplicas(
+            served,
+            replicas=layout.replicas,
+            n_threads=layout.n_threads,
+            engine=layout.engine,
+            slots=layout.slots,
+            n_ctx=2048,
+            log_path=log_dir / f"llamacpp-{layout.name}.log",
+        )
         self.runners: list[Runner] = []
         self.balancer: BalancedRunner | None = None
 
@@ -184,24 +191,37 @@ class ServedLayout:
         _check(answers, f"{self.layout.name} on {model.name}")
         timings = self.group.timings_since(offsets)
         if [len(t) for t in timings] != [b - a for a, b in zip(sent_before, self.balancer.sent, strict=True)]:
-            raise RuntimeError(f"{self.layout.name}: server logs list {[len(t) for t in timings]} generations, "
-                               f"but {self.balancer.sent} requests were sent; see {self.group.log_paths}")
-        row = Row(model.name, self.layout.name, self.layout.replicas, self.layout.n_threads, self.layout.concurrency,
-                  len(requests), sum(a.completion_tokens or 0 for a in answers), wall,
-                  sum(t.total_s for per_server in timings for t in per_server),
-                  tuple(b - a for a, b in zip(sent_before, self.balancer.sent, strict=True)))
+            raise RuntimeError(
+                f"{self.layout.name}: server logs list {[len(t) for t in timings]} generations, "
+                f"but {self.balancer.sent} requests were sent; see {self.group.log_paths}"
+            )
+        row = Row(
+            model.name,
+            self.layout.name,
+            self.layout.replicas,
+            self.layout.n_threads,
+            self.layout.concurrency,
+            len(requests),
+            sum(a.completion_tokens or 0 for a in answers),
+            wall,
+            sum(t.total_s for per_server in timings for t in per_server),
+            tuple(b - a for a, b in zip(sent_before, self.balancer.sent, strict=True)),
+        )
         return row, [a.text for a in answers]
 
 
 def _check(answers: Sequence[GenerationResponse], where: str) -> None:
     failed = [a for a in answers if not a.ok]
     if failed:
-        raise RuntimeError(f"{where}: {len(failed)} of {len(answers)} requests failed, first: "
-                           f"{failed[0].error_class}: {failed[0].error_detail}")
+        raise RuntimeError(
+            f"{where}: {len(failed)} of {len(answers)} requests failed, first: "
+            f"{failed[0].error_class}: {failed[0].error_detail}"
+        )
 
 
-async def run(models: Sequence[Model], layouts: Sequence[Layout], prompts: int, max_tokens: int,
-              log_dir: Path) -> tuple[list[Row], dict[str, int]]:
+async def run(
+    models: Sequence[Model], layouts: Sequence[Layout], prompts: int, max_tokens: int, log_dir: Path
+) -> tuple[list[Row], dict[str, int]]:
     """Every model through every layout, back to back; rows, and per model how many answers all layouts share."""
     served = [ServedLayout(layout, models, log_dir) for layout in layouts]
     rows: list[Row] = []
@@ -217,8 +237,11 @@ async def run(models: Sequence[Model], layouts: Sequence[Layout], prompts: int, 
                 row, answers = await layout.measure(model, requests)
                 rows.append(row)
                 texts.append(answers)
-                print(f"  {row.model:<20} {row.layout:<9} {row.tokens_per_s:7.1f} tok/s  "
-                      f"util {_util(row)}  ({row.completion_tokens} tokens in {row.wall_s:.1f} s)", flush=True)
+                print(
+                    f"  {row.model:<20} {row.layout:<9} {row.tokens_per_s:7.1f} tok/s  "
+                    f"util {_util(row)}  ({row.completion_tokens} tokens in {row.wall_s:.1f} s)",
+                    flush=True,
+                )
             same[model.name] = sum(len(set(group)) == 1 for group in zip(*texts, strict=True))
     finally:
         await asyncio.gather(*(s.stop() for s in served), return_exceptions=True)
@@ -233,12 +256,17 @@ def _util(row: Row) -> str:
 def summarise(rows: Sequence[Row], same: dict[str, int], prompts: int) -> str:
     """Per model and overall: tok/s of each layout, its speed-up over single and its utilisation."""
     names = list(dict.fromkeys(r.layout for r in rows))
-    lines = [f"{'model':<24} " + " ".join(f"{n + ' tok/s':>14}" for n in names) + " "
-             + " ".join(f"{n + ' ×':>11}" for n in names[1:]) + " "
-             + " ".join(f"{'util ' + n:>13}" for n in names) + f" {'same':>6}"]
+    lines = [
+        f"{'model':<24} "
+        + " ".join(f"{n + ' tok/s':>14}" for n in names)
+        + " "
+        + " ".join(f"{n + ' ×':>11}" for n in names[1:])
+        + " "
+        + " ".join(f"{'util ' + n:>13}" for n in names)
+        + f" {'same':>6}"
+    ]
     groups = [(m, [r for r in rows if r.model == m]) for m in dict.fromkeys(r.model for r in rows)]
-    total = [Row("all", r.layout, r.replicas, r.n_threads, r.concurrency, 0, 0, 0.0, 0.0, ())
-             for r in groups[0][1]]
+    total = [Row("all", r.layout, r.replicas, r.n_threads, r.concurrency, 0, 0, 0.0, 0.0, ()) for r in groups[0][1]]
     for model, measured in groups:
         lines.append(_line(model, measured) + f" {same[model]:>3}/{prompts}")
         for acc, row in zip(total, measured, strict=True):
@@ -252,9 +280,14 @@ def summarise(rows: Sequence[Row], same: dict[str, int], prompts: int) -> str:
 
 def _line(label: str, measured: Sequence[Row]) -> str:
     base = measured[0].tokens_per_s
-    return (f"{label:<24} " + " ".join(f"{r.tokens_per_s:14.1f}" for r in measured) + " "
-            + " ".join(f"{r.tokens_per_s / base:10.2f}x" for r in measured[1:]) + " "
-            + " ".join(f"{_util(r):>13}" for r in measured))
+    return (
+        f"{label:<24} "
+        + " ".join(f"{r.tokens_per_s:14.1f}" for r in measured)
+        + " "
+        + " ".join(f"{r.tokens_per_s / base:10.2f}x" for r in measured[1:])
+        + " "
+        + " ".join(f"{_util(r):>13}" for r in measured)
+    )
 
 
 def _load_average() -> str:
@@ -266,15 +299,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.local_throughput",
         description="Tokens per second of one 2-thread llama.cpp server (concurrency 1) against the default "
-                    "1-thread replicas behind one balancer (concurrency = replicas), on the pool's local models.",
+        "1-thread replicas behind one balancer (concurrency = replicas), on the pool's local models.",
     )
     parser.add_argument("--pool", default="model_pool.yaml", help="pool whose llamacpp models are measured")
     parser.add_argument("--models", help="comma-separated model names (default: every enabled llamacpp model)")
-    parser.add_argument("--prompts", type=int, default=len(QUESTIONS), choices=range(1, len(QUESTIONS) + 1),
-                        metavar=f"1..{len(QUESTIONS)}", help="how many of the fixed questions to send")
+    parser.add_argument(
+        "--prompts",
+        type=int,
+        default=len(QUESTIONS),
+        choices=range(1, len(QUESTIONS) + 1),
+        metavar=f"1..{len(QUESTIONS)}",
+        help="how many of the fixed questions to send",
+    )
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--replicas", type=int, help=f"replicas in layout (b) (default for this machine: "
-                                                     f"{REPLICAS_DEFAULT.replicas})")
+    parser.add_argument(
+        "--replicas", type=int, help=f"replicas in layout (b) (default for this machine: {REPLICAS_DEFAULT.replicas})"
+    )
     parser.add_argument("--slots", type=int, help=f"slots of layout (c) (default: {LOCAL_DEFAULT.slots})")
     parser.add_argument("--json", metavar="PATH", help="also write rows and machine details as JSON")
     return parser.parse_args(argv)
@@ -288,8 +328,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted = args.models.split(",")
         unknown = sorted(set(wanted) - {m.name for m in local})
         if unknown:
-            print(f"error: --models: {', '.join(unknown)} not among {args.pool}'s enabled llamacpp models "
-                  f"({', '.join(m.name for m in local)})", file=sys.stderr)
+            print(
+                f"error: --models: {', '.join(unknown)} not among {args.pool}'s enabled llamacpp models "
+                f"({', '.join(m.name for m in local)})",
+                file=sys.stderr,
+            )
             return 2
         local = [m for m in local if m.name in wanted]
     if not local:
@@ -298,17 +341,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     replicas = args.replicas or REPLICAS_DEFAULT.replicas
     slots = args.slots or LOCAL_DEFAULT.slots
     batched_threads = LOCAL_DEFAULT.n_threads or 2
-    layouts = [Layout("single", 1, 2, 1),
-               Layout("replicas", replicas, 1, replicas),
-               Layout("batched", 1, batched_threads, slots, engine="batched", slots=slots)]
-    machine = {"cpus": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else None, "python": platform.python_version(), "platform": platform.platform(),
-               "load_average_before": _load_average()}
+    layouts = [
+        Layout("single", 1, 2, 1),
+        Layout("replicas", replicas, 1, replicas),
+        Layout("batched", 1, batched_threads, slots, engine="batched", slots=slots),
+    ]
+    machine = {
+        "cpus": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_before": _load_average(),
+    }
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"local throughput {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus; models "
-          f"{', '.join(m.name for m in local)}; {args.prompts} prompts, max_tokens {args.max_tokens}; layouts "
-          + "; ".join(f"{lay.name}: {lay.replicas}×{lay.n_threads} thread(s), {lay.slots} slot(s), "
-                      f"concurrency {lay.concurrency}" for lay in layouts), flush=True)
+    print(
+        f"local throughput {started:%Y-%m-%d %H:%M %Z}; {machine['cpus']} cpus; models "
+        f"{', '.join(m.name for m in local)}; {args.prompts} prompts, max_tokens {args.max_tokens}; layouts "
+        + "; ".join(
+            f"{lay.name}: {lay.replicas}×{lay.n_threads} thread(s), {lay.slots} slot(s), concurrency {lay.concurrency}"
+            for lay in layouts
+        ),
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="medpool-throughput-") as tmp:
         try:
             rows, same = asyncio.run(run(local, layouts, args.prompts, args.max_tokens, Path(tmp)))
@@ -319,14 +373,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine["load_average_after"] = _load_average()
     print()
     print(summarise(rows, same, args.prompts))
-    print(f"\ngoals: speed-up ≥ 1.6x, replicas utilisation ≥ 0.95; total {total_s:.1f} s; load average "
-          f"{machine['load_average_before']} before, {machine['load_average_after']} after (other work on the machine)")
+    print(
+        f"\ngoals: speed-up ≥ 1.6x, replicas utilisation ≥ 0.95; total {total_s:.1f} s; load average "
+        f"{machine['load_average_before']} before, {machine['load_average_after']} after (other work on the machine)"
+    )
     if args.json:
-        write_json_report(args.json, "bench.local_throughput", started, quick=False, machine=machine, total_s=total_s,
-                          sizes={"prompts": args.prompts, "max_tokens": args.max_tokens,
-                                 "layouts": [asdict(lay) for lay in layouts]},
-                          rows=[{**asdict(r), "tokens_per_s": r.tokens_per_s, "utilisation": r.utilisation,
-                                 "same_answers": same[r.model]} for r in rows])
+        write_json_report(
+            args.json,
+            "bench.local_throughput",
+            started,
+            quick=False,
+            machine=machine,
+            total_s=total_s,
+            sizes={"prompts": args.prompts, "max_tokens": args.max_tokens, "layouts": [asdict(lay) for lay in layouts]},
+            rows=[
+                {
+                    **asdict(r),
+                    "tokens_per_s": r.tokens_per_s,
+                    "utilisation": r.utilisation,
+                    "same_answers": same[r.model],
+                }
+                for r in rows
+            ],
+        )
     return 0
 
 

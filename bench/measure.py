@@ -25,11 +25,27 @@ def peak_mb(run: Callable[[], Any]) -> float:
     return peak / 2**20
 
 
-def write_json_report(path: str, module: str, started: datetime.datetime, *, quick: bool, machine: dict[str, Any],
-                      total_s: float, sizes: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:
+def write_json_report(
+    path: str,
+    module: str,
+    started: datetime.datetime,
+    *,
+    quick: bool,
+    machine: dict[str, Any],
+    total_s: float,
+    sizes: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+) -> None:
     """The ``--json`` file: when, the exact command, the machine, sizes and every table row."""
-    report = {"date": started.isoformat(timespec="seconds"), "command": " ".join([f"python -m {module}", *sys.argv[1:]]),
-              "quick": quick, "machine": machine, "total_s": total_s, "sizes": sizes, "rows": list(rows)}  # fmt: skip
+    report = {
+        "date": started.isoformat(timespec="seconds"),
+        "command": " ".join([f"python -m {module}", *sys.argv[1:]]),
+        "quick": quick,
+        "machine": machine,
+        "total_s": total_s,
+        "sizes": sizes,
+        "rows": list(rows),
+    }
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(report, handle, ensure_ascii=False, indent=2)
     print(f"wrote {path}")

@@ -198,7 +198,11 @@ def bench_dtr_f1(sizes: Sizes) -> list[Row]:
     ours_s, ours_out = timed(ours)
     base_s, base_out = timed(lambda: [baseline_dtr_f1(predicted, gold, tau) for predicted, gold in instances])
     for index, (mine, theirs) in enumerate(zip(ours_out, base_out, strict=True)):
-        check((mine["tp"], mine["fp"], mine["fn"]) == theirs, "dtr_f1", f"instance {index}: ours {mine}, baseline {theirs}")
+        check(
+            (mine["tp"], mine["fp"], mine["fn"]) == theirs,
+            "dtr_f1",
+            f"instance {index}: ours {mine}, baseline {theirs}",
+        )
     size = f"{len(instances):,} inst × {sizes.dtr_labels}×{sizes.dtr_labels} labels"
     return [Row("dtr_f1", "Counter char-F1 + Kuhn matching", size, ours_s, base_s, peak_mb(ours))]
 
@@ -221,7 +225,9 @@ def bench_macro_f1(sizes: Sizes) -> list[Row]:
 
     subset_s, subset_out = timed(lambda: baseline_macro_f1_recipe(preds[:subset], golds[:subset], labels), repeat=False)
     subset_ours = macro_f1(preds[:subset], golds[:subset], labels=labels)
-    check(same_scores(subset_ours, subset_out), "macro_f1", f"first {subset:,}: ours {subset_ours}, recipe {subset_out}")
+    check(
+        same_scores(subset_ours, subset_out), "macro_f1", f"first {subset:,}: ours {subset_ours}, recipe {subset_out}"
+    )
     estimate_s, note = subset_s * total / subset, ""
     if estimate_s <= RECIPE_BUDGET_S:
         recipe_s, recipe_out = timed(lambda: baseline_macro_f1_recipe(preds, golds, labels), repeat=False)
@@ -247,7 +253,11 @@ def bench_hard_subset(sizes: Sizes) -> list[Row]:
     base_s, base_out = timed(lambda: baseline_hard_subset(item_ids, rows, top_k, lam))
     if ours_out != base_out:
         first = next(i for i, (a, b) in enumerate(zip(ours_out, base_out)) if a != b)
-        check(False, "hard_subset", f"first difference at rank {first}: ours {ours_out[first]}, baseline {base_out[first]}")
+        check(
+            False,
+            "hard_subset",
+            f"first difference at rank {first}: ours {ours_out[first]}, baseline {base_out[first]}",
+        )
     size = f"{len(item_ids):,} items × {sizes.hard_models} models, top {top_k}"
     return [Row("hard_subset", "lists + fsum mean/var + sorted()", size, ours_s, base_s, peak_mb(ours))]
 
@@ -302,13 +312,26 @@ def format_table(rows: Sequence[Row]) -> str:
     body = []
     for row in rows:
         star = "*" if row.note else ""
-        body.append([row.workload, row.baseline, row.size, f"{row.ours_s:.4f}", f"{row.baseline_s:.3f}{star}",
-                     f"{row.speedup:,.1f}×", f"{row.peak_mb:.1f}"])  # fmt: skip
+        body.append(
+            [
+                row.workload,
+                row.baseline,
+                row.size,
+                f"{row.ours_s:.4f}",
+                f"{row.baseline_s:.3f}{star}",
+                f"{row.speedup:,.1f}×",
+                f"{row.peak_mb:.1f}",
+            ]
+        )
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     numeric = range(3, len(header))
 
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+        return (
+            "| "
+            + " | ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            + " |"
+        )
 
     rule = "|" + "|".join("-" * (w + 1) + ":" if i in numeric else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
     notes = [f"* {row.workload}: {row.note}" for row in rows if row.note]
@@ -316,8 +339,13 @@ def format_table(rows: Sequence[Row]) -> str:
 
 
 def machine_summary() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "numpy": np.__version__, "scipy": scipy.__version__}  # fmt: skip
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+    }
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -328,8 +356,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="shrink every size 10-100x (a smoke run, < 30 s)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details to PATH as JSON")
-    parser.add_argument("--only", action="append", choices=sorted(WORKLOADS), metavar="WORKLOAD",
-                        help=f"run just this workload (repeatable): {', '.join(WORKLOADS)}")  # fmt: skip
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(WORKLOADS),
+        metavar="WORKLOAD",
+        help=f"run just this workload (repeatable): {', '.join(WORKLOADS)}",
+    )
     return parser.parse_args(argv)
 
 
@@ -339,8 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [name for name in WORKLOADS if not args.only or name in args.only]
     machine = machine_summary()
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"metrics bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; "
-          f"{machine['cpus']} cpus, Python {machine['python']}, numpy {machine['numpy']}, scipy {machine['scipy']}")  # fmt: skip
+    print(
+        f"metrics bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; "
+        f"{machine['cpus']} cpus, Python {machine['python']}, numpy {machine['numpy']}, scipy {machine['scipy']}"
+    )
     rows: list[Row] = []
     for name in chosen:
         workload_start = time.perf_counter()
@@ -355,8 +390,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
-        write_json_report(args.json, "bench.metrics_bench", started, quick=args.quick, machine=machine, total_s=total_s,
-                          sizes=asdict(sizes), rows=[{**asdict(row), "speedup": row.speedup} for row in rows])
+        write_json_report(
+            args.json,
+            "bench.metrics_bench",
+            started,
+            quick=args.quick,
+            machine=machine,
+            total_s=total_s,
+            sizes=asdict(sizes),
+            rows=[{**asdict(row), "speedup": row.speedup} for row in rows],
+        )
     return 0
 
 

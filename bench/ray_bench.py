@@ -34,7 +34,9 @@ from pool.store.run_store import RunStore
 from tests.ray_cluster import loopback_cluster, non_loopback_connections
 
 
-async def one_run(executor: str, base_url: str, n: int, concurrency: int, workdir: Path, address: str | None) -> tuple[float, float]:
+async def one_run(
+    executor: str, base_url: str, n: int, concurrency: int, workdir: Path, address: str | None
+) -> tuple[float, float]:
     """(requests per second, driver CPU ms per request) for n units through the driver and ``executor``."""
     config = openai_pool(base_url, concurrency)
     run_dir = workdir / f"{executor}-{time.monotonic_ns()}"
@@ -44,15 +46,25 @@ async def one_run(executor: str, base_url: str, n: int, concurrency: int, workdi
         store.save_plan(run_dir.name, plan.units())
         pending = store.pending_units(run_dir.name)
         progress = ProgressDisplay(Counter(u.model for u in pending), stream=io.StringIO(), interactive=False)
-        async with Session.open(config, config.models, run_dir, run_id=run_dir.name, store=store, executor=executor,
-                                ray_address=address, progress=progress) as session:
+        async with Session.open(
+            config,
+            config.models,
+            run_dir,
+            run_id=run_dir.name,
+            store=store,
+            executor=executor,
+            ray_address=address,
+            progress=progress,
+        ) as session:
             endpoint = session.endpoints["fake"]
             started, cpu = time.perf_counter(), time.process_time()
             counters = await session.send({"fake": jobs_for(plan, endpoint, {"fake-model"}, pending)})
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         results = store.results(run_dir.name)
     if counters.recorded != n or any(r.status != "ok" for r in results):
-        raise RuntimeError(f"{executor}: {counters.recorded} of {n} recorded, statuses {Counter(r.status for r in results)}")
+        raise RuntimeError(
+            f"{executor}: {counters.recorded} of {n} recorded, statuses {Counter(r.status for r in results)}"
+        )
     return n / wall, 1000 * cpu / n
 
 
@@ -76,12 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append((latency_ms, concurrency, local, ray))
         leaks = non_loopback_connections()
     print(f"Ray executor vs local executor, {n} units per row, same driver and store, FAKE server in its own process")
-    print("| latency | concurrency | local req/s | ray req/s | ratio | overhead per request | driver CPU ms/req local / ray |")
+    print(
+        "| latency | concurrency | local req/s | ray req/s | ratio | overhead per request | driver CPU ms/req local / ray |"
+    )
     print("|---|---|---|---|---|---|---|")
     for latency_ms, concurrency, (local_rate, local_cpu), (ray_rate, ray_cpu) in rows:
         overhead_ms = 1000 * (1 / ray_rate - 1 / local_rate)
-        print(f"| {latency_ms} ms | {concurrency} | {local_rate:.0f} | {ray_rate:.0f} | {ray_rate / local_rate:.2f} | "
-              f"{overhead_ms:+.2f} ms | {local_cpu:.2f} / {ray_cpu:.2f} |")
+        print(
+            f"| {latency_ms} ms | {concurrency} | {local_rate:.0f} | {ray_rate:.0f} | {ray_rate / local_rate:.2f} | "
+            f"{overhead_ms:+.2f} ms | {local_cpu:.2f} / {ray_cpu:.2f} |"
+        )
     print(f"Ray connections to non-loopback addresses: {len(leaks)}")
     return 0 if not leaks else 1
 

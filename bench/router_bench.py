@@ -46,8 +46,9 @@ ARMS = ("direct", "router (hint)", "router (classifier)")
 
 def start_upstream(work: Path, latency_s: float) -> tuple[subprocess.Popen, str]:
     port_file = work / "upstream.port"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", str(latency_s)],
-                            cwd=REPO)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", str(latency_s)], cwd=REPO
+    )
     deadline = time.monotonic() + 30
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -58,13 +59,16 @@ def start_upstream(work: Path, latency_s: float) -> tuple[subprocess.Popen, str]
 
 def write_pool(path: Path, upstream: str) -> Path:
     models = "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ("card", "endo", "gen"))
-    path.write_text(f"backends:\n  fake: {{type: openai, base_url: \"{upstream}\", max_concurrency: 64}}\nmodels:\n{models}",
-                    encoding="utf-8")  # fmt: skip
+    path.write_text(
+        f'backends:\n  fake: {{type: openai, base_url: "{upstream}", max_concurrency: 64}}\nmodels:\n{models}',
+        encoding="utf-8",
+    )
     return path
 
 
-async def one_round(session: aiohttp.ClientSession, url: str, bodies: list[bytes], headers: dict[str, str],
-                    concurrency: int) -> list[float]:  # fmt: skip
+async def one_round(
+    session: aiohttp.ClientSession, url: str, bodies: list[bytes], headers: dict[str, str], concurrency: int
+) -> list[float]:
     queue = list(reversed(bodies))
     latencies: list[float] = []
 
@@ -90,35 +94,68 @@ def histogram_percentiles(metrics: str, name: str, quantiles: tuple[float, ...])
             bounds.append(bound)
             counts.append(int(line.rsplit(" ", 1)[1]))
     total = counts[-1] if counts else 0
-    return [next((f"≤ {float(b) * 1000:g} ms" if b != "+Inf" else "> last bound" for b, c in zip(bounds, counts)
-                  if c >= q * total), "-") for q in quantiles]  # fmt: skip
+    return [
+        next(
+            (
+                f"≤ {float(b) * 1000:g} ms" if b != "+Inf" else "> last bound"
+                for b, c in zip(bounds, counts)
+                if c >= q * total
+            ),
+            "-",
+        )
+        for q in quantiles
+    ]
 
 
-async def measure(upstream: str, router: str, questions: list[str], rounds: int, per_round: int, concurrency: int) -> dict[str, Any]:
-    urls = {"direct": upstream + "/chat/completions", "router (hint)": router + "/chat/completions",
-            "router (classifier)": router + "/chat/completions"}  # fmt: skip
+async def measure(
+    upstream: str, router: str, questions: list[str], rounds: int, per_round: int, concurrency: int
+) -> dict[str, Any]:
+    urls = {
+        "direct": upstream + "/chat/completions",
+        "router (hint)": router + "/chat/completions",
+        "router (classifier)": router + "/chat/completions",
+    }
     headers = {"direct": {}, "router (hint)": {"x-medpool-bucket": "exam/task/T1"}, "router (classifier)": {}}
-    bodies = [json.dumps({"model": "card", "messages": [{"role": "user", "content": q}], "max_tokens": 8}).encode()
-              for q in questions]  # fmt: skip
+    bodies = [
+        json.dumps({"model": "card", "messages": [{"role": "user", "content": q}], "max_tokens": 8}).encode()
+        for q in questions
+    ]
     latencies: dict[str, list[float]] = {arm: [] for arm in ARMS}
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
         for arm in ARMS:  # warm-up: connections, caches
-            await one_round(session, urls[arm], bodies[:concurrency], {"Content-Type": "application/json", **headers[arm]}, concurrency)
+            await one_round(
+                session,
+                urls[arm],
+                bodies[:concurrency],
+                {"Content-Type": "application/json", **headers[arm]},
+                concurrency,
+            )
         order = list(ARMS)
         for r in range(rounds):
-            for arm in order[r % 3:] + order[: r % 3]:
+            for arm in order[r % 3 :] + order[: r % 3]:
                 batch = [bodies[(r * per_round + i) % len(bodies)] for i in range(per_round)]
-                latencies[arm] += await one_round(session, urls[arm], batch, {"Content-Type": "application/json", **headers[arm]}, concurrency)
+                latencies[arm] += await one_round(
+                    session, urls[arm], batch, {"Content-Type": "application/json", **headers[arm]}, concurrency
+                )
         async with session.get(router.removesuffix("/v1") + "/metrics") as response:
             metrics = await response.text()
-    out: dict[str, Any] = {"arms": {}, "router_overhead": histogram_percentiles(metrics, "medpool_router_overhead_seconds", (0.5, 0.99))}
+    out: dict[str, Any] = {
+        "arms": {},
+        "router_overhead": histogram_percentiles(metrics, "medpool_router_overhead_seconds", (0.5, 0.99)),
+    }
     base = np.percentile(latencies["direct"], [50, 99])
     for arm in ARMS:
         p = np.percentile(latencies[arm], [50, 99])
-        out["arms"][arm] = {"n": len(latencies[arm]), "p50_ms": p[0] * 1000, "p99_ms": p[1] * 1000,
-                            "added_p50_ms": (p[0] - base[0]) * 1000, "added_p99_ms": (p[1] - base[1]) * 1000,
-                            "ratio_p50": p[0] / base[0], "ratio_p99": p[1] / base[1]}  # fmt: skip
+        out["arms"][arm] = {
+            "n": len(latencies[arm]),
+            "p50_ms": p[0] * 1000,
+            "p99_ms": p[1] * 1000,
+            "added_p50_ms": (p[0] - base[0]) * 1000,
+            "added_p99_ms": (p[1] - base[1]) * 1000,
+            "ratio_p50": p[0] / base[0],
+            "ratio_p99": p[1] / base[1],
+        }
     return out
 
 
@@ -127,7 +164,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds per arm (default %(default)s)")
     parser.add_argument("--per-round", type=int, default=640, help="requests per arm per round (default %(default)s)")
-    parser.add_argument("--upstream-latency", type=float, default=0.2, help="seconds the FAKE upstream takes (default %(default)s)")
+    parser.add_argument(
+        "--upstream-latency", type=float, default=0.2, help="seconds the FAKE upstream takes (default %(default)s)"
+    )
     parser.add_argument("--quick", action="store_true", help="2 rounds of 128 requests")
     parser.add_argument("--json", metavar="FILE", help="also write the rows and machine details as JSON")
     args = parser.parse_args()
@@ -149,20 +188,39 @@ def main() -> int:
         finally:
             upstream_proc.terminate()
             upstream_proc.wait(timeout=30)
-    print(f"router bench: {args.concurrency} in flight, FAKE upstream latency {args.upstream_latency * 1000:g} ms, "
-          f"{rounds} rounds × {per_round} requests per arm, {os.cpu_count()} cores")
-    print(f"{'arm':22} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ratio p50':>10} {'ratio p99':>10}")
+    print(
+        f"router bench: {args.concurrency} in flight, FAKE upstream latency {args.upstream_latency * 1000:g} ms, "
+        f"{rounds} rounds × {per_round} requests per arm, {os.cpu_count()} cores"
+    )
+    print(
+        f"{'arm':22} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ratio p50':>10} {'ratio p99':>10}"
+    )
     for arm, row in result["arms"].items():
-        print(f"{arm:22} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['added_p50_ms']:10.2f} {row['added_p99_ms']:10.2f} "
-              f"{row['ratio_p50']:10.3f} {row['ratio_p99']:10.3f}")
-    print(f"router's own time per request (its overhead histogram): p50 {result['router_overhead'][0]}, "
-          f"p99 {result['router_overhead'][1]}")
+        print(
+            f"{arm:22} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['added_p50_ms']:10.2f} {row['added_p99_ms']:10.2f} "
+            f"{row['ratio_p50']:10.3f} {row['ratio_p99']:10.3f}"
+        )
+    print(
+        f"router's own time per request (its overhead histogram): p50 {result['router_overhead'][0]}, "
+        f"p99 {result['router_overhead'][1]}"
+    )
     if args.json:
         machine = {"python": platform.python_version(), "cores": os.cpu_count(), "platform": platform.platform()}
-        write_json_report(args.json, "bench.router_bench", started, quick=args.quick, machine=machine,
-                          total_s=time.perf_counter() - clock, sizes={"concurrency": args.concurrency, "rounds": rounds,
-                          "per_round": per_round, "upstream_latency_s": args.upstream_latency},
-                          rows=[{"arm": a, **r} for a, r in result["arms"].items()])  # fmt: skip
+        write_json_report(
+            args.json,
+            "bench.router_bench",
+            started,
+            quick=args.quick,
+            machine=machine,
+            total_s=time.perf_counter() - clock,
+            sizes={
+                "concurrency": args.concurrency,
+                "rounds": rounds,
+                "per_round": per_round,
+                "upstream_latency_s": args.upstream_latency,
+            },
+            rows=[{"arm": a, **r} for a, r in result["arms"].items()],
+        )
     return 0
 
 

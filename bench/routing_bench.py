@@ -94,7 +94,10 @@ def synthetic_table(n_models: int, n_items: int, seed: int = 0) -> ScoreTable:
     status = np.where(rng.random(n) < 0.02, 1, 0).astype(np.int8)
     value[status == 1] = np.nan
     judged = np.isin(gold[item], [gold_vocab.index("reference"), gold_vocab.index("criteria")])
-    metrics = {name: np.where(judged & (status == 0), np.round(value * 10), np.nan) for name in ("coverage", "accuracy", "safety", "grounding")}
+    metrics = {
+        name: np.where(judged & (status == 0), np.round(value * 10), np.nan)
+        for name in ("coverage", "accuracy", "safety", "grounding")
+    }
     metrics["total"] = np.where(judged & (status == 0), np.round(value * 40), np.nan)
     specialty = gold[item] == gold_vocab.index("criteria")
     flags = {
@@ -108,18 +111,38 @@ def synthetic_table(n_models: int, n_items: int, seed: int = 0) -> ScoreTable:
     for row in np.flatnonzero((gold[item] == gold_vocab.index("classification")) & (status == 0)):
         g = classes[int(item[row]) % 148]
         labels[int(row)] = (g if value[row] == 1.0 else classes[(int(item[row]) + 1) % 148], g, ())
-    entrants = make_entrants([(ModelIdentity.from_record({"name": f"model_{i:02d}", "backend": "llamacpp"}), None)
-                              for i in range(n_models)])  # fmt: skip
+    entrants = make_entrants(
+        [(ModelIdentity.from_record({"name": f"model_{i:02d}", "backend": "llamacpp"}), None) for i in range(n_models)]
+    )
     return ScoreTable(
-        entrants=tuple(entrants), items=tuple(f"bench/{t}/{i}" for i, (_, _, t) in enumerate(layout)),
-        vocab={"family": fam_vocab, "task": task_vocab, "domain": domain_vocab, "system": system_vocab,
-               "gold_type": gold_vocab, "suite": ("bench",)},
-        entrant=entrant, item=item, family=family[item], task=task[item], domain=domain[item], system=system[item],
-        gold_type=gold[item], suite=np.zeros(n, dtype=np.int32), status=status, value=value,
+        entrants=tuple(entrants),
+        items=tuple(f"bench/{t}/{i}" for i, (_, _, t) in enumerate(layout)),
+        vocab={
+            "family": fam_vocab,
+            "task": task_vocab,
+            "domain": domain_vocab,
+            "system": system_vocab,
+            "gold_type": gold_vocab,
+            "suite": ("bench",),
+        },
+        entrant=entrant,
+        item=item,
+        family=family[item],
+        task=task[item],
+        domain=domain[item],
+        system=system[item],
+        gold_type=gold[item],
+        suite=np.zeros(n, dtype=np.int32),
+        status=status,
+        value=value,
         passed=np.where(status == 0, (value >= 0.5).astype(float), np.nan),
-        latency_s=rng.uniform(0.5, 5, n), completion_tokens=rng.integers(50, 800, n).astype(float),
-        run=np.zeros(n, dtype=np.int16), metrics=metrics, flags=flags, labels=labels,
-    )  # fmt: skip
+        latency_s=rng.uniform(0.5, 5, n),
+        completion_tokens=rng.integers(50, 800, n).astype(float),
+        run=np.zeros(n, dtype=np.int16),
+        metrics=metrics,
+        flags=flags,
+        labels=labels,
+    )
 
 
 def traced_peak_mb(run: Callable[[], Any]) -> float:
@@ -178,18 +201,39 @@ def write_scores(table: ScoreTable, run_dir: Path) -> None:
             details = {}
             if r in table.labels:
                 details = {"predicted_label": table.labels[r][0], "gold_label": table.labels[r][1]}
-            f.write(json.dumps({
-                "model": entrant.model.name, "item_id": table.items[table.item[r]], "suite": "bench",
-                "task": names["task"][table.task[r]], "domain": names["domain"][table.domain[r]],
-                "gold_type": names["gold_type"][table.gold_type[r]], "family": names["family"][table.family[r]],
-                "status": status_names[table.status[r]], "value": float(table.value[r]) if scored else None,
-                "passed": bool(table.passed[r]) if scored else None,
-                "metrics": {k: float(v[r]) for k, v in table.metrics.items() if not np.isnan(v[r])},
-                "judge": None, "details": details, "latency_s": float(table.latency_s[r]),
-                "completion_tokens": int(table.completion_tokens[r]), "model_identity": entrant.model.as_dict(),
-            }) + "\n")  # fmt: skip
-    (run_dir / "summary.json").write_text(json.dumps({"run_id": "bench", "created_at": "2026-11-29T00:00:00Z",
-                                                      "pool_fingerprint": "bench", "data_fingerprint": "bench"}))  # fmt: skip
+            f.write(
+                json.dumps(
+                    {
+                        "model": entrant.model.name,
+                        "item_id": table.items[table.item[r]],
+                        "suite": "bench",
+                        "task": names["task"][table.task[r]],
+                        "domain": names["domain"][table.domain[r]],
+                        "gold_type": names["gold_type"][table.gold_type[r]],
+                        "family": names["family"][table.family[r]],
+                        "status": status_names[table.status[r]],
+                        "value": float(table.value[r]) if scored else None,
+                        "passed": bool(table.passed[r]) if scored else None,
+                        "metrics": {k: float(v[r]) for k, v in table.metrics.items() if not np.isnan(v[r])},
+                        "judge": None,
+                        "details": details,
+                        "latency_s": float(table.latency_s[r]),
+                        "completion_tokens": int(table.completion_tokens[r]),
+                        "model_identity": entrant.model.as_dict(),
+                    }
+                )
+                + "\n"
+            )
+    (run_dir / "summary.json").write_text(
+        json.dumps(
+            {
+                "run_id": "bench",
+                "created_at": "2026-11-29T00:00:00Z",
+                "pool_fingerprint": "bench",
+                "data_fingerprint": "bench",
+            }
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,36 +254,56 @@ def main(argv: list[str] | None = None) -> int:
 
     a, b, o = arena_battles(50, battles)
     seconds, result = timed(lambda: run_bt_battles(a, b, o, 50, rounds))
-    rows.append(("bt_battles", f"50 models, {battles:,} battles, {rounds} bootstrap rounds", seconds,
-                 traced_peak_mb(lambda: run_bt_battles(a, b, o, 50, rounds))))  # fmt: skip
+    rows.append(
+        (
+            "bt_battles",
+            f"50 models, {battles:,} battles, {rounds} bootstrap rounds",
+            seconds,
+            traced_peak_mb(lambda: run_bt_battles(a, b, o, 50, rounds)),
+        )
+    )
     ranks = np.argsort(np.argsort(result["rating"]))
     assert np.corrcoef(ranks, np.arange(50))[0, 1] > 0.99, "Bradley–Terry lost the simulated order"
 
     values = item_scores(50, bt_items)
     n_battles = bt_items * 50 * 49 // 2
     seconds, _ = timed(lambda: run_bt_items(values, rounds))
-    rows.append(("bt_items", f"50 models × {bt_items} items = {n_battles:,} battles, {rounds} item-bootstrap rounds", seconds,
-                 traced_peak_mb(lambda: run_bt_items(values, rounds))))  # fmt: skip
+    rows.append(
+        (
+            "bt_items",
+            f"50 models × {bt_items} items = {n_battles:,} battles, {rounds} item-bootstrap rounds",
+            seconds,
+            traced_peak_mb(lambda: run_bt_items(values, rounds)),
+        )
+    )
 
     if not args.skip_build:
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = Path(tmp)
             write_scores(table, run_dir)
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "routing.build", "--run", str(run_dir)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "routing.build", "--run", str(run_dir)], check=True, stdout=subprocess.DEVNULL
+            )
             seconds = time.perf_counter() - start
             rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
-            size = f"`python -m routing.build` on the leaderboard data ({len(table):,} scores.jsonl rows), default options"
+            size = (
+                f"`python -m routing.build` on the leaderboard data ({len(table):,} scores.jsonl rows), default options"
+            )
             rows.append(("build", size, seconds, rss_mb))
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-          f"{platform.machine()}, {__import__('os').cpu_count()} cores")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"{platform.machine()}, {__import__('os').cpu_count()} cores"
+    )
     print("| workload | size | time (s) | peak (MB) |")
     print("|---|---|---:|---:|")
     for name, size, seconds, peak in rows:
         print(f"| {name} | {size} | {seconds:.2f} | {'–' if np.isnan(peak) else f'{peak:.0f}'} |")
     if args.json:
-        Path(args.json).write_text(json.dumps([dict(zip(("workload", "size", "seconds", "peak_mb"), r)) for r in rows], indent=1))
+        Path(args.json).write_text(
+            json.dumps([dict(zip(("workload", "size", "seconds", "peak_mb"), r)) for r in rows], indent=1)
+        )
     return 0
 
 

@@ -68,11 +68,31 @@ from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TOPICS = (
-    "hypertension", "type 2 diabetes", "asthma", "anaemia", "migraine", "gout", "pneumonia",
-    "hypothyroidism", "atrial fibrillation", "sepsis", "osteoporosis", "psoriasis", "glaucoma",
-    "appendicitis", "tuberculosis", "epilepsy", "heart failure", "cirrhosis", "malaria",
-    "celiac disease", "scabies", "shingles", "pancreatitis", "stroke",
-)  # fmt: skip
+    "hypertension",
+    "type 2 diabetes",
+    "asthma",
+    "anaemia",
+    "migraine",
+    "gout",
+    "pneumonia",
+    "hypothyroidism",
+    "atrial fibrillation",
+    "sepsis",
+    "osteoporosis",
+    "psoriasis",
+    "glaucoma",
+    "appendicitis",
+    "tuberculosis",
+    "epilepsy",
+    "heart failure",
+    "cirrhosis",
+    "malaria",
+    "celiac disease",
+    "scabies",
+    "shingles",
+    "pancreatitis",
+    "stroke",
+)
 LOCAL_MODELS = {"smollm2-135m": "smollm2-135m-instruct", "qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b-instruct"}
 
 
@@ -92,8 +112,15 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(overhead_requests=2_000, overhead_reps=1, memory_pass=False, limit_requests=640,
-              cap_requests=512, llama_requests=5, llama_models=("smollm2-135m",))
+QUICK = Sizes(
+    overhead_requests=2_000,
+    overhead_reps=1,
+    memory_pass=False,
+    limit_requests=640,
+    cap_requests=512,
+    llama_requests=5,
+    llama_models=("smollm2-135m",),
+)
 
 
 @dataclass
@@ -124,21 +151,28 @@ class BenchItem:
 
 def bench_items(n: int) -> tuple[BenchItem, ...]:
     """n distinct short questions (distinct so no two requests share a cache key or a whole prompt)."""
-    return tuple(BenchItem(f"bench/q/{i:06d}", f"In one sentence, what is {TOPICS[i % len(TOPICS)]}? (case {i})")
-                 for i in range(n))
+    return tuple(
+        BenchItem(f"bench/q/{i:06d}", f"In one sentence, what is {TOPICS[i % len(TOPICS)]}? (case {i})")
+        for i in range(n)
+    )
 
 
 def openai_pool(base_url: str, concurrency: int) -> PoolConfig:
-    return parse_pool(f"backends:\n  fake:\n    type: openai\n    base_url: {base_url}\n"
-                      f"    max_concurrency: {concurrency}\n"
-                      "defaults:\n  max_tokens: 32\nmodels:\n  - name: fake-model\n    backend: fake\n",
-                      "<bench pool>")
+    return parse_pool(
+        f"backends:\n  fake:\n    type: openai\n    base_url: {base_url}\n"
+        f"    max_concurrency: {concurrency}\n"
+        "defaults:\n  max_tokens: 32\nmodels:\n  - name: fake-model\n    backend: fake\n",
+        "<bench pool>",
+    )
 
 
 def llama_pool(models: Sequence[str]) -> PoolConfig:
     entries = "".join(f"  - name: {name}\n    backend: local\n    gguf: {LOCAL_MODELS[name]}\n" for name in models)
-    return parse_pool("backends:\n  local:\n    type: llamacpp\n    max_concurrency: 1\n    n_threads: 2\n"
-                      f"defaults:\n  temperature: 0\n  max_tokens: 32\nmodels:\n{entries}", "<bench pool>")
+    return parse_pool(
+        "backends:\n  local:\n    type: llamacpp\n    max_concurrency: 1\n    n_threads: 2\n"
+        f"defaults:\n  temperature: 0\n  max_tokens: 32\nmodels:\n{entries}",
+        "<bench pool>",
+    )
 
 
 def jobs_for(plan: Plan, endpoint: BackendEndpoint, model_names: set[str], units: Sequence[Any]) -> Iterator[Job]:
@@ -170,8 +204,15 @@ class PoolRun:
         """The run's session, as pool.run opens one (no response cache: every request is sent)."""
         totals = Counter(u.model for u in self.pending)
         progress = ProgressDisplay(totals, stream=io.StringIO(), interactive=False, interval_s=30.0)
-        return Session.open(self.config, self.plan.models, self.run_dir, run_id=self.run_id, store=self.store,
-                            progress=progress, max_consecutive_failures=5)
+        return Session.open(
+            self.config,
+            self.plan.models,
+            self.run_dir,
+            run_id=self.run_id,
+            store=self.store,
+            progress=progress,
+            max_consecutive_failures=5,
+        )
 
     def check(self, n: int, model: str | None = None, allowed: tuple[str, ...] = ("ok",)) -> list[Any]:
         """The model's stored results; raises unless there are n, all ``allowed`` (failures time nothing)."""
@@ -218,8 +259,9 @@ class Timed:
         return 1e6 * self.cpu_s / self.requests
 
 
-async def timed(run: Callable[[], Awaitable[int]], *, profile: cProfile.Profile | None = None,
-                trace_memory: bool = False) -> Timed:
+async def timed(
+    run: Callable[[], Awaitable[int]], *, profile: cProfile.Profile | None = None, trace_memory: bool = False
+) -> Timed:
     """Wall and CPU time of ``run()``; optionally under cProfile, or tracemalloc (then only the peak counts)."""
     if trace_memory:
         tracemalloc.start()
@@ -238,8 +280,15 @@ async def timed(run: Callable[[], Awaitable[int]], *, profile: cProfile.Profile 
     return Timed(n, wall_s, cpu_s, peak_mb=peak_mb)
 
 
-async def pool_path(base_url: str, n: int, concurrency: int, workdir: Path, tag: str,
-                    profile: cProfile.Profile | None = None, trace_memory: bool = False) -> Timed:
+async def pool_path(
+    base_url: str,
+    n: int,
+    concurrency: int,
+    workdir: Path,
+    tag: str,
+    profile: cProfile.Profile | None = None,
+    trace_memory: bool = False,
+) -> Timed:
     """Scheduler.run over n fresh units; only the run itself is timed (planning is not)."""
     run = PoolRun(openai_pool(base_url, concurrency), bench_items(n), workdir / tag)
     try:
@@ -270,6 +319,7 @@ async def bare_loop(base_url: str, n: int, concurrency: int, trace_memory: bool 
         done = 0
         feed = iter(payloads)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
             async def worker() -> None:
                 nonlocal done, latency_sum
                 for path, payload in feed:
@@ -295,7 +345,9 @@ class FakeServerProcess:
         self.port_file = workdir / f"fake-{time.monotonic_ns()}.port"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.fakes.serve_openai", str(self.port_file), "--latency", str(latency_s)],
-            cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 20
         while not self.port_file.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -329,7 +381,9 @@ def part_overhead(sizes: Sizes, workdir: Path, profile_top: int) -> list[Row]:
         rss_delta_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
         peaks = {}
         if sizes.memory_pass:
-            peaks["ours"] = asyncio.run(pool_path(fake.base_url, n, c, workdir, "overhead-mem", trace_memory=True)).peak_mb
+            peaks["ours"] = asyncio.run(
+                pool_path(fake.base_url, n, c, workdir, "overhead-mem", trace_memory=True)
+            ).peak_mb
             peaks["bare"] = asyncio.run(bare_loop(fake.base_url, n, c, trace_memory=True)).peak_mb
         if profile_top:
             profile = cProfile.Profile()
@@ -340,13 +394,29 @@ def part_overhead(sizes: Sizes, workdir: Path, profile_top: int) -> list[Row]:
     finally:
         fake.stop()
     best_ours, best_bare = max(ours, key=lambda t: t.rate), max(bare, key=lambda t: t.rate)
-    memory = (f"; peak {peaks['ours']:.1f} vs {peaks['bare']:.1f} MB (tracemalloc)" if peaks else "")
-    notes = (f"client CPU {best_ours.cpu_us_per_request:.0f} vs {best_bare.cpu_us_per_request:.0f} µs/req{memory}; "
-             f"maxrss +{rss_delta_mb:.0f} MB")
-    data = {"ours": [t.__dict__ for t in ours], "bare": [t.__dict__ for t in bare],
-            "tracemalloc_peak_mb": peaks, "maxrss_delta_mb": rss_delta_mb}
-    return [Row("a", f"{n:,} req, concurrency {c}, zero latency", f"{best_ours.rate:,.0f} req/s",
-                f"bare aiohttp {best_bare.rate:,.0f} req/s", best_ours.rate / best_bare.rate, "≥ 0.80", notes, data)]
+    memory = f"; peak {peaks['ours']:.1f} vs {peaks['bare']:.1f} MB (tracemalloc)" if peaks else ""
+    notes = (
+        f"client CPU {best_ours.cpu_us_per_request:.0f} vs {best_bare.cpu_us_per_request:.0f} µs/req{memory}; "
+        f"maxrss +{rss_delta_mb:.0f} MB"
+    )
+    data = {
+        "ours": [t.__dict__ for t in ours],
+        "bare": [t.__dict__ for t in bare],
+        "tracemalloc_peak_mb": peaks,
+        "maxrss_delta_mb": rss_delta_mb,
+    }
+    return [
+        Row(
+            "a",
+            f"{n:,} req, concurrency {c}, zero latency",
+            f"{best_ours.rate:,.0f} req/s",
+            f"bare aiohttp {best_bare.rate:,.0f} req/s",
+            best_ours.rate / best_bare.rate,
+            "≥ 0.80",
+            notes,
+            data,
+        )
+    ]
 
 
 async def capped_row(n: int, concurrency: int, latency_s: float, workdir: Path) -> tuple[Timed, int]:
@@ -367,18 +437,34 @@ def part_limits(sizes: Sizes, workdir: Path) -> list[Row]:
         ours = asyncio.run(pool_path(fake.base_url, n, c, workdir, f"limit-{c}"))
     finally:
         fake.stop()
-    rows = [Row("b", f"{n:,} req, limit {c}, latency {latency * 1000:.0f} ms", f"{ours.rate:,.0f} req/s",
-                f"ideal {ideal:,.0f} req/s", ours.rate / ideal, "≥ 0.95",
-                f"bare aiohttp {bare.rate / ideal:.2f} of ideal; mean latency {ours.mean_latency_s * 1000:.1f} ms "
-                f"(bare {bare.mean_latency_s * 1000:.1f}); max in flight {ours.max_in_flight} (client side)",
-                {"ours": ours.__dict__, "bare": bare.__dict__, "ideal_rate": ideal})]
+    rows = [
+        Row(
+            "b",
+            f"{n:,} req, limit {c}, latency {latency * 1000:.0f} ms",
+            f"{ours.rate:,.0f} req/s",
+            f"ideal {ideal:,.0f} req/s",
+            ours.rate / ideal,
+            "≥ 0.95",
+            f"bare aiohttp {bare.rate / ideal:.2f} of ideal; mean latency {ours.mean_latency_s * 1000:.1f} ms "
+            f"(bare {bare.mean_latency_s * 1000:.1f}); max in flight {ours.max_in_flight} (client side)",
+            {"ours": ours.__dict__, "bare": bare.__dict__, "ideal_rate": ideal},
+        )
+    ]
     n, latency = sizes.cap_requests, sizes.cap_latency_s
     capped, server_max = asyncio.run(capped_row(n, 256, latency, workdir))
     ideal = 256 / latency
-    rows.append(Row("b", f"{n:,} req, limit 256, latency {latency * 1000:.0f} ms (in-process fake)",
-                    f"{capped.rate:,.0f} req/s", f"ideal {ideal:,.0f} req/s", capped.rate / ideal, "(cap check)",
-                    f"server saw max {server_max} in flight; lane had {capped.max_in_flight} calls open",
-                    {**capped.__dict__, "ideal_rate": ideal, "server_max_in_flight": server_max}))
+    rows.append(
+        Row(
+            "b",
+            f"{n:,} req, limit 256, latency {latency * 1000:.0f} ms (in-process fake)",
+            f"{capped.rate:,.0f} req/s",
+            f"ideal {ideal:,.0f} req/s",
+            capped.rate / ideal,
+            "(cap check)",
+            f"server saw max {server_max} in flight; lane had {capped.max_in_flight} calls open",
+            {**capped.__dict__, "ideal_rate": ideal, "server_max_in_flight": server_max},
+        )
+    )
     return rows
 
 
@@ -402,14 +488,28 @@ async def llama_rows(sizes: Sizes, workdir: Path) -> list[Row]:
                 server_s = sum(t.total_s for t in timings)
                 client_s = sum(r.latency_s or 0.0 for r in results)
                 tokens = sum(r.completion_tokens or 0 for r in results)
-                notes = (f"Σ client latency {client_s:.2f} s; {tokens} completion tokens; "
-                         f"statuses {dict(Counter(r.status for r in results))}")
-                rows.append(Row("c", f"{model.name}: {result.requests} chat req, max_tokens 32, concurrency 1",
-                                f"wall {result.wall_s:.2f} s", f"Σ server {server_s:.2f} s", server_s / result.wall_s,
-                                "≥ 0.95", notes,
-                                {**result.__dict__, "server_total_s": server_s, "client_latency_s": client_s,
-                                 "server_timings_ms": [t.total_ms for t in timings],
-                                 "client_latencies_s": [r.latency_s for r in results]}))
+                notes = (
+                    f"Σ client latency {client_s:.2f} s; {tokens} completion tokens; "
+                    f"statuses {dict(Counter(r.status for r in results))}"
+                )
+                rows.append(
+                    Row(
+                        "c",
+                        f"{model.name}: {result.requests} chat req, max_tokens 32, concurrency 1",
+                        f"wall {result.wall_s:.2f} s",
+                        f"Σ server {server_s:.2f} s",
+                        server_s / result.wall_s,
+                        "≥ 0.95",
+                        notes,
+                        {
+                            **result.__dict__,
+                            "server_total_s": server_s,
+                            "client_latency_s": client_s,
+                            "server_timings_ms": [t.total_ms for t in timings],
+                            "client_latencies_s": [r.latency_s for r in results],
+                        },
+                    )
+                )
     finally:
         run.store.close()
     return rows
@@ -452,7 +552,11 @@ def format_table(rows: Sequence[Row]) -> str:
     right = {2, 3, 4}
 
     def line(row: Sequence[str]) -> str:
-        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) + " |"
+        return (
+            "| "
+            + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            + " |"
+        )
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2) for i, w in enumerate(widths)) + "|"
     return "\n".join([line(header), rule, *(line(r) for r in cells[1:])])
@@ -462,13 +566,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scheduler_bench",
         description="Scheduler overhead vs bare aiohttp (a), backend-limit utilisation (b), "
-                    "real llama.cpp wall vs server time (c). Ratios come from one process run.",
+        "real llama.cpp wall vs server time (c). Ratios come from one process run.",
     )
     parser.add_argument("--quick", action="store_true", help="small smoke run (< 60 s)")
     parser.add_argument("--json", metavar="PATH", help="also write rows and machine details as JSON")
     parser.add_argument("--only", action="append", choices=("a", "b", "c"), help="run only this part (repeatable)")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="(a) also profile one Scheduler run with cProfile; print the top N functions to stderr")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="(a) also profile one Scheduler run with cProfile; print the top N functions to stderr",
+    )
     return parser.parse_args(argv)
 
 
@@ -480,11 +589,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "b": lambda d: part_limits(sizes, d),
         "c": lambda d: part_llama(sizes, d),
     }
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "aiohttp": aiohttp.__version__,
-               "platform": platform.platform()}
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "aiohttp": aiohttp.__version__,
+        "platform": platform.platform(),
+    }
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"scheduler bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; "
-          f"{machine['cpus']} cpus, Python {machine['python']}, aiohttp {machine['aiohttp']}", flush=True)
+    print(
+        f"scheduler bench ({'quick' if args.quick else 'full'}) {started:%Y-%m-%d %H:%M %Z}; "
+        f"{machine['cpus']} cpus, Python {machine['python']}, aiohttp {machine['aiohttp']}",
+        flush=True,
+    )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="medpool-bench-") as tmp:
         for name, part in parts.items():
@@ -502,8 +618,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(rows))
     print(f"\ntotal {total_s:.1f} s")
     if args.json:
-        write_json_report(args.json, "bench.scheduler_bench", started, quick=args.quick, machine=machine, total_s=total_s,
-                          sizes=sizes.__dict__, rows=[r.__dict__ for r in rows])
+        write_json_report(
+            args.json,
+            "bench.scheduler_bench",
+            started,
+            quick=args.quick,
+            machine=machine,
+            total_s=total_s,
+            sizes=sizes.__dict__,
+            rows=[r.__dict__ for r in rows],
+        )
     return 0
 
 

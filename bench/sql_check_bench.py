@@ -128,22 +128,38 @@ def bench_item(row: dict[str, Any], repeat: int) -> ItemTimes:
         warm_perturbed_s, perturbed = best_of(repeat, lambda: check_sql(question, answer, text))
         perturbed_outcome = perturbed.outcome
     baseline_s, _ = best_of(repeat, baseline_run(question, answer))
-    return ItemTimes(item, result.outcome, cold_s, warm_s, warm_perturbed_s, baseline_s, perturbed_outcome,
-                     result.details.get("reference_informative"))  # fmt: skip
+    return ItemTimes(
+        item,
+        result.outcome,
+        cold_s,
+        warm_s,
+        warm_perturbed_s,
+        baseline_s,
+        perturbed_outcome,
+        result.details.get("reference_informative"),
+    )
 
 
 def format_table(items: Sequence[ItemTimes]) -> str:
     runnable = [i for i in items if i.baseline_s is not None]
-    columns = [("cold self-check", lambda i: i.cold_s), ("warm self-check", lambda i: i.warm_self_s),
-               ("warm perturbed check", lambda i: i.warm_perturbed_s), ("baseline: reference SQL alone", lambda i: i.baseline_s)]  # fmt: skip
-    lines = ["| workload | items | median per item (ms) | max (ms) | total (ms) | median ratio to baseline |",
-             "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    columns = [
+        ("cold self-check", lambda i: i.cold_s),
+        ("warm self-check", lambda i: i.warm_self_s),
+        ("warm perturbed check", lambda i: i.warm_perturbed_s),
+        ("baseline: reference SQL alone", lambda i: i.baseline_s),
+    ]
+    lines = [
+        "| workload | items | median per item (ms) | max (ms) | total (ms) | median ratio to baseline |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, get in columns:
         values = [(get(i), i.baseline_s) for i in runnable if get(i) is not None]
         times = [v for v, _ in values]
         ratio = statistics.median(v / b for v, b in values if b)
-        lines.append(f"| {name} | {len(times)} | {statistics.median(times) * 1e3:.2f} | {max(times) * 1e3:.2f} | "
-                     f"{sum(times) * 1e3:.1f} | {ratio:,.1f}× |")  # fmt: skip
+        lines.append(
+            f"| {name} | {len(times)} | {statistics.median(times) * 1e3:.2f} | {max(times) * 1e3:.2f} | "
+            f"{sum(times) * 1e3:.1f} | {ratio:,.1f}× |"
+        )
     return "\n".join(lines)
 
 
@@ -161,26 +177,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.data} not found; pass --data PATH/TO/MedDBOps.jsonl", file=sys.stderr)
         return 2
     rows = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines() if line.strip()]
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-               "sqlglot": sqlglot.__version__}  # fmt: skip
+    machine = {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "sqlglot": sqlglot.__version__,
+    }
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()
-    print(f"sql_check bench {started:%Y-%m-%d %H:%M %Z}; {len(rows)} items from {args.data.name}; "
-          f"{machine['cpus']} cpus, Python {machine['python']}, sqlglot {machine['sqlglot']}, best of {args.repeat}")  # fmt: skip
+    print(
+        f"sql_check bench {started:%Y-%m-%d %H:%M %Z}; {len(rows)} items from {args.data.name}; "
+        f"{machine['cpus']} cpus, Python {machine['python']}, sqlglot {machine['sqlglot']}, best of {args.repeat}"
+    )
     items = [bench_item(row, args.repeat) for row in rows]
     total_s = time.perf_counter() - start
     runnable = [i for i in items if i.outcome != "reference_not_executable"]
     perturbed = [i for i in runnable if i.perturbed_outcome is not None]
     print()
     print(format_table(items))
-    print(f"\nreferences that run: {len(runnable)}/{len(items)} ({len(runnable) / len(items):.0%}); "
-          f"match themselves: {sum(i.outcome == 'match' for i in runnable)}/{len(runnable)}; "
-          f"informative (rows returned or data changed): {sum(bool(i.informative) for i in runnable)}/{len(runnable)}")
-    print(f"perturbed copies rejected: {sum(i.perturbed_outcome != 'match' for i in perturbed)}/{len(perturbed)}; "
-          f"not rejected: {[i.item for i in perturbed if i.perturbed_outcome == 'match']}")
+    print(
+        f"\nreferences that run: {len(runnable)}/{len(items)} ({len(runnable) / len(items):.0%}); "
+        f"match themselves: {sum(i.outcome == 'match' for i in runnable)}/{len(runnable)}; "
+        f"informative (rows returned or data changed): {sum(bool(i.informative) for i in runnable)}/{len(runnable)}"
+    )
+    print(
+        f"perturbed copies rejected: {sum(i.perturbed_outcome != 'match' for i in perturbed)}/{len(perturbed)}; "
+        f"not rejected: {[i.item for i in perturbed if i.perturbed_outcome == 'match']}"
+    )
     print(f"total {total_s:.1f} s")
     if args.json:
-        write_json_report(args.json, "bench.sql_check_bench", started, quick=False, machine=machine, total_s=total_s,
-                          sizes={"items": len(items), "repeat": args.repeat}, rows=[asdict(i) for i in items])  # fmt: skip
+        write_json_report(
+            args.json,
+            "bench.sql_check_bench",
+            started,
+            quick=False,
+            machine=machine,
+            total_s=total_s,
+            sizes={"items": len(items), "repeat": args.repeat},
+            rows=[asdict(i) for i in items],
+        )
     failed = [i.item for i in runnable if i.outcome != "match"]
     if failed:
         print(f"FAILED: references that run but do not match themselves: {failed}", file=sys.stderr)

@@ -87,8 +87,17 @@ class Columns:
     latency: list[np.ndarray]
 
 
-def _rows(cols: Columns, models: Sequence[str], entrants: Sequence[Entrant], outcomes: np.ndarray, item0: int,
-          family: str, task: str, gold: str, rng: np.random.Generator) -> int:  # fmt: skip
+def _rows(
+    cols: Columns,
+    models: Sequence[str],
+    entrants: Sequence[Entrant],
+    outcomes: np.ndarray,
+    item0: int,
+    family: str,
+    task: str,
+    gold: str,
+    rng: np.random.Generator,
+) -> int:
     """Append one bucket's rows (outcomes: models × items, each model's first n used); returns the next item code."""
     for e, row in zip(entrants, outcomes):
         k = e.n
@@ -113,16 +122,36 @@ def _table(cols: Columns, models: Sequence[str], n_items: int) -> ScoreTable:
     none, none_vocab = intern(["(none)"] * n)
     binary = np.isin(value, (0.0, 1.0))
     return ScoreTable(
-        entrants=tuple(make_entrants([(ModelIdentity.from_record({"name": m, "backend": "sim"}), None) for m in models])),
+        entrants=tuple(
+            make_entrants([(ModelIdentity.from_record({"name": m, "backend": "sim"}), None) for m in models])
+        ),
         items=tuple(f"sim/{i}" for i in range(n_items)),
-        vocab={"family": fam_vocab, "task": task_vocab, "domain": none_vocab, "system": none_vocab, "gold_type": gold_vocab,
-               "suite": ("sim",)},
-        entrant=entrant, item=item, family=family, task=task, domain=none, system=none, gold_type=gold,
-        suite=np.zeros(n, dtype=np.int32), status=status, value=value,
+        vocab={
+            "family": fam_vocab,
+            "task": task_vocab,
+            "domain": none_vocab,
+            "system": none_vocab,
+            "gold_type": gold_vocab,
+            "suite": ("sim",),
+        },
+        entrant=entrant,
+        item=item,
+        family=family,
+        task=task,
+        domain=none,
+        system=none,
+        gold_type=gold,
+        suite=np.zeros(n, dtype=np.int32),
+        status=status,
+        value=value,
         passed=np.where(status == 0, np.where(binary, value, (value >= 0.5).astype(float)), np.nan),
-        latency_s=np.concatenate(cols.latency), completion_tokens=np.full(n, 100.0), run=np.zeros(n, dtype=np.int16),
-        metrics={}, flags={}, labels={},
-    )  # fmt: skip
+        latency_s=np.concatenate(cols.latency),
+        completion_tokens=np.full(n, 100.0),
+        run=np.zeros(n, dtype=np.int16),
+        metrics={},
+        flags={},
+        labels={},
+    )
 
 
 def outcomes(entrants: Sequence[Entrant], n_items: int, rng: np.random.Generator, shared_sd: float = 0.0) -> np.ndarray:
@@ -156,14 +185,23 @@ def judged(truth: np.ndarray, accuracies: Sequence[float], rule: str, rng: np.ra
     return np.array(verdicts, dtype=float).reshape(truth.shape)
 
 
-def simulate(entrants: Sequence[Entrant], sims: int, seed: int, shared_sd: float = 0.0, kind: str = "binary",
-             rounds: int = 1000, judges: Sequence[float] = (), rule: str = "majority") -> list[Bucket]:  # fmt: skip
+def simulate(
+    entrants: Sequence[Entrant],
+    sims: int,
+    seed: int,
+    shared_sd: float = 0.0,
+    kind: str = "binary",
+    rounds: int = 1000,
+    judges: Sequence[float] = (),
+    rule: str = "majority",
+) -> list[Bucket]:
     """``sims`` independent buckets (exam tasks) with these entrants; their leaderboard buckets, in
     simulation order. ``judges``: the binary outcomes are seen through judges of these accuracies."""
     rng = np.random.default_rng(seed)
     models = sorted({e.model for e in entrants})
     cols = Columns([], [], [], [], [], [], [], [])
     n_items, item0 = max(e.n for e in entrants), 0
+
     def draw() -> np.ndarray:
         return judge_scores(entrants, n_items, rng) if kind == "judge" else outcomes(entrants, n_items, rng, shared_sd)
 
@@ -171,8 +209,17 @@ def simulate(entrants: Sequence[Entrant], sims: int, seed: int, shared_sd: float
     nights = list(judged(np.stack([draw() for _ in range(sims)]), judges, rule, rng)) if judges else None
     for s in range(sims):
         draws = nights[s] if nights is not None else draw()
-        item0 = _rows(cols, models, entrants, draws, item0, "exam", f"sim{s:05d}",
-                      "cloze" if kind == "judge" else "single_choice", rng)  # fmt: skip
+        item0 = _rows(
+            cols,
+            models,
+            entrants,
+            draws,
+            item0,
+            "exam",
+            f"sim{s:05d}",
+            "cloze" if kind == "judge" else "single_choice",
+            rng,
+        )
     buckets = build_buckets(_table(cols, models, item0), rounds=rounds, seed=seed)
     return sorted(buckets, key=lambda b: b.name)
 
@@ -208,16 +255,21 @@ def name_tie_share(buckets: Sequence[Bucket]) -> tuple[float, int]:
 def orchestrator_sims(sims: int, seed: int, n: int = 30, rounds: int = 1000) -> float:
     """Share of simulations in which the lopsided model (tool decision 0.2) is the nominated orchestrator."""
     rng = np.random.default_rng(seed)
-    strengths = {"balanced": {"routing": 0.7, "tool_decision": 0.7, "MedCallAPI": 0.7},
-                 "lopsided": {"routing": 0.95, "tool_decision": 0.2, "MedCallAPI": 0.95}}  # fmt: skip
+    strengths = {
+        "balanced": {"routing": 0.7, "tool_decision": 0.7, "MedCallAPI": 0.7},
+        "lopsided": {"routing": 0.95, "tool_decision": 0.2, "MedCallAPI": 0.95},
+    }
     models = sorted(strengths)
     hits = 0
     accepts_floor = "component_floor" in inspect.signature(orchestrator).parameters
     for s in range(sims):
         cols = Columns([], [], [], [], [], [], [], [])
         item0 = 0
-        for task, family, gold in (("specialty_routing", "orchestration", "routing"), ("tool_decision", "orchestration", "tool_decision"),
-                                   ("MedCallAPI", "capability", "reference")):  # fmt: skip
+        for task, family, gold in (
+            ("specialty_routing", "orchestration", "routing"),
+            ("tool_decision", "orchestration", "tool_decision"),
+            ("MedCallAPI", "capability", "reference"),
+        ):
             key = gold if family == "orchestration" else task
             entrants = [Entrant(m, strengths[m][key], n) for m in models]
             draws = judge_scores(entrants, n, rng) if family == "capability" else outcomes(entrants, n, rng)
@@ -237,30 +289,55 @@ def run(sims: int, seed: int, rounds: int) -> list[dict[str, Any]]:
         print(f"  {group:<20} {case:<52} {value:7.1%}  {target}", file=sys.stderr, flush=True)
 
     equal = [Entrant("model_a", 0.85, 30), Entrant("model_b", 0.85, 30)]
-    add("false winner", "equal models p=0.85, n=30/30", "≤ 5%", sole_winner_rate(simulate(equal, sims, seed, rounds=rounds)))
+    add(
+        "false winner",
+        "equal models p=0.85, n=30/30",
+        "≤ 5%",
+        sole_winner_rate(simulate(equal, sims, seed, rounds=rounds)),
+    )
     equal100 = [Entrant("model_a", 0.85, 100), Entrant("model_b", 0.85, 100)]
-    add("false winner", "equal models p=0.85, n=100/100, shared difficulty", "≤ 5%",
-        sole_winner_rate(simulate(equal100, sims, seed + 1, SHARED_SD, rounds=rounds)))
+    add(
+        "false winner",
+        "equal models p=0.85, n=100/100, shared difficulty",
+        "≤ 5%",
+        sole_winner_rate(simulate(equal100, sims, seed + 1, SHARED_SD, rounds=rounds)),
+    )
     unequal = [Entrant("model_a", 0.85, 5), Entrant("model_b", 0.85, 100)]
     buckets = simulate(unequal, sims, seed + 2, rounds=rounds)
     add("false winner", "equal models p=0.85, n=5/100", "≤ 5%", sole_winner_rate(buckets))
     add("false winner", "  …the 5-item model named sole winner", "≤ 5%", sole_winner_rate(buckets, "model_a"))
     worse = [Entrant("model_a", 0.7, 5), Entrant("model_b", 0.85, 100)]
-    add("false winner", "worse 5-item model (0.7) sole winner over 0.85/100", "≤ 5%",
-        sole_winner_rate(simulate(worse, sims, seed + 3, rounds=rounds), "model_a"))
+    add(
+        "false winner",
+        "worse 5-item model (0.7) sole winner over 0.85/100",
+        "≤ 5%",
+        sole_winner_rate(simulate(worse, sims, seed + 3, rounds=rounds), "model_a"),
+    )
     judge_equal = [Entrant("model_a", 0.8, 30), Entrant("model_b", 0.8, 30)]
-    add("false winner", "equal models, judge-like scores 0.8, n=30/30", "≤ 5%",
-        sole_winner_rate(simulate(judge_equal, sims, seed + 4, kind="judge", rounds=rounds)))
+    add(
+        "false winner",
+        "equal models, judge-like scores 0.8, n=30/30",
+        "≤ 5%",
+        sole_winner_rate(simulate(judge_equal, sims, seed + 4, kind="judge", rounds=rounds)),
+    )
     for shared in (0.0, SHARED_SD):
         for n in (10, 30, 100):
             strong = [Entrant("model_a", 0.5, n), Entrant("model_b", 0.8, n)]
             label = "shared difficulty" if shared else "independent"
             target = "≥ 67.5% (two-sample 5% test)" if n == 30 and not shared else ("≥ independent" if shared else "")
-            add("power", f"0.8 vs 0.5, n={n}, {label}", target,
-                sole_winner_rate(simulate(strong, sims, seed + 10 + n + int(shared), shared, rounds=rounds), "model_b"))
+            add(
+                "power",
+                f"0.8 vs 0.5, n={n}, {label}",
+                target,
+                sole_winner_rate(simulate(strong, sims, seed + 10 + n + int(shared), shared, rounds=rounds), "model_b"),
+            )
     judge_strong = [Entrant("model_a", 0.7, 30), Entrant("model_b", 0.75, 30)]
-    add("power", "judge-like 0.75 vs 0.7, n=30", "",
-        sole_winner_rate(simulate(judge_strong, sims, seed + 5, kind="judge", rounds=rounds), "model_b"))
+    add(
+        "power",
+        "judge-like 0.75 vs 0.7, n=30",
+        "",
+        sole_winner_rate(simulate(judge_strong, sims, seed + 5, kind="judge", rounds=rounds), "model_b"),
+    )
     for n in COVERAGE_N:
         for p in COVERAGE_P:
             cells = [Entrant("model_a", p, n)]
@@ -270,28 +347,52 @@ def run(sims: int, seed: int, rounds: int) -> list[dict[str, Any]]:
         for p in (0.5, 0.95):
             cells = [Entrant("model_a", p, n)]
             truth = float(judge_scores(cells, 400_000, np.random.default_rng(7)).mean())
-            cov, zero = coverage(simulate(cells, sims, seed + 200 + n + int(100 * p), kind="judge", rounds=rounds), {"model_a": truth})
+            cov, zero = coverage(
+                simulate(cells, sims, seed + 200 + n + int(100 * p), kind="judge", rounds=rounds), {"model_a": truth}
+            )
             add("CI coverage", f"judge-like n={n}, p={p} (mean {truth:.3f})", "≥ 92.5%", cov, f"zero-width {zero:.1%}")
     same = [Entrant("model_a", 0.85, 30, latency=1.0), Entrant("model_b", 0.85, 30, latency=1.0)]
     share, ties = name_tie_share(simulate(same, sims, seed + 6, rounds=rounds))
     add("ties", "equal models, equal latency: tie led by first name", "≈ 50%", share, f"{ties} undecided buckets")
     specialists = [Entrant("model_a", 0.6, 30), Entrant("model_b", 0.8, 30)]
-    for label, accuracies, rule in (("the truth itself (a perfect judge)", (1.0,), "majority"),
-                                    ("one 75% judge", (0.75,), "majority"),
-                                    ("panel of three 75% judges, majority", (0.75,) * 3, "majority"),
-                                    ("panel 0.90/0.65/0.60, majority", (0.9, 0.65, 0.6), "majority"),
-                                    ("panel 0.90/0.65/0.60, reliability", (0.9, 0.65, 0.6), "reliability")):
-        add("judged buckets", f"0.8 vs 0.6, n=30, {label}", "panel > one judge" if "three" in label else "",
-            sole_winner_rate(simulate(specialists, sims, seed + 400, rounds=rounds, judges=accuracies, rule=rule), "model_b"))
+    for label, accuracies, rule in (
+        ("the truth itself (a perfect judge)", (1.0,), "majority"),
+        ("one 75% judge", (0.75,), "majority"),
+        ("panel of three 75% judges, majority", (0.75,) * 3, "majority"),
+        ("panel 0.90/0.65/0.60, majority", (0.9, 0.65, 0.6), "majority"),
+        ("panel 0.90/0.65/0.60, reliability", (0.9, 0.65, 0.6), "reliability"),
+    ):
+        add(
+            "judged buckets",
+            f"0.8 vs 0.6, n=30, {label}",
+            "panel > one judge" if "three" in label else "",
+            sole_winner_rate(
+                simulate(specialists, sims, seed + 400, rounds=rounds, judges=accuracies, rule=rule), "model_b"
+            ),
+        )
     judged_equal = [Entrant("model_a", 0.7, 30), Entrant("model_b", 0.7, 30)]
-    add("judged buckets", "equal 0.7 vs 0.7, n=30, panel of three 75% judges", "≤ 5%",
-        sole_winner_rate(simulate(judged_equal, sims, seed + 401, rounds=rounds, judges=(0.75,) * 3)))
-    add("orchestrator", "lopsided (tool decision 0.2) nominated", "0%", orchestrator_sims(max(sims // 5, 20), seed + 7, rounds=rounds))
+    add(
+        "judged buckets",
+        "equal 0.7 vs 0.7, n=30, panel of three 75% judges",
+        "≤ 5%",
+        sole_winner_rate(simulate(judged_equal, sims, seed + 401, rounds=rounds, judges=(0.75,) * 3)),
+    )
+    add(
+        "orchestrator",
+        "lopsided (tool decision 0.2) nominated",
+        "0%",
+        orchestrator_sims(max(sims // 5, 20), seed + 7, rounds=rounds),
+    )
     recovery = [hard_recovery_simulation(seed + 300 + i, n_items=400, n_models=6) for i in range(20)]
     for kind in ("continuous", "pass_fail"):
         values = [r[f"precision_{kind}"] for r in recovery]
-        add("hard items", f"truly hardest 25% recovered, {kind.replace('_', '/')} scores (400×6)",
-            f"chance {recovery[0]['chance']:.0%}", float(np.mean(values)), f"lowest {min(values):.1%} over 20 seeds")
+        add(
+            "hard items",
+            f"truly hardest 25% recovered, {kind.replace('_', '/')} scores (400×6)",
+            f"chance {recovery[0]['chance']:.0%}",
+            float(np.mean(values)),
+            f"lowest {min(values):.1%} over 20 seeds",
+        )
     return rows
 
 
@@ -306,7 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sims", type=int, default=1000, help="simulated buckets per row (default 1000)")
     parser.add_argument("--quick", action="store_true", help="200 simulations per row")
     parser.add_argument("--seed", type=int, default=0, help="seed of every simulation (default 0)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per bucket, as routing.build (default 1000)")
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, help="bootstrap resamples per bucket, as routing.build (default 1000)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the rows and machine details as JSON")
     args = parser.parse_args(argv)
     sims = 200 if args.quick else args.sims
@@ -318,10 +421,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"bench.validity: {sims} simulations per row, seed {args.seed}, {args.bootstrap} resamples, {total:.1f} s")
     print(render(rows))
     if args.json:
-        machine = {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
-                   "cores": __import__("os").cpu_count()}  # fmt: skip
-        write_json_report(args.json, "bench.validity", started, quick=args.quick, machine=machine, total_s=total,
-                          sizes={"sims": sims, "bootstrap": args.bootstrap}, rows=rows)  # fmt: skip
+        machine = {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+            "cores": __import__("os").cpu_count(),
+        }
+        write_json_report(
+            args.json,
+            "bench.validity",
+            started,
+            quick=args.quick,
+            machine=machine,
+            total_s=total,
+            sizes={"sims": sims, "bootstrap": args.bootstrap},
+            rows=rows,
+        )
     return 0
 
 

@@ -41,22 +41,63 @@ from eval.retrieval import hit_rate, mean_reciprocal_rank, recall_at_k
 from eval.sampling import majority_vote, mean_pass_at_k, pick_option
 
 CATALOGUE = (
-    "normalize_answer", "exact_match", "token_f1", "best_f1", "rouge_l", "ngram_precision",
-    "recall_at_k", "hit_rate", "mean_pass_at_k", "majority_vote", "pick_option", "calibration_error",
-    "win_rates", "elo_ratings", "fill_template", "select_examples", "extract_json", "parse_tool_call",
-    "validate_output", "final_answer", "detect_refusals", "near_duplicates", "dedupe_prompts",
-    "contaminated_items", "truncate_conversation", "stratified_sample", "mean_reciprocal_rank",
+    "normalize_answer",
+    "exact_match",
+    "token_f1",
+    "best_f1",
+    "rouge_l",
+    "ngram_precision",
+    "recall_at_k",
+    "hit_rate",
+    "mean_pass_at_k",
+    "majority_vote",
+    "pick_option",
+    "calibration_error",
+    "win_rates",
+    "elo_ratings",
+    "fill_template",
+    "select_examples",
+    "extract_json",
+    "parse_tool_call",
+    "validate_output",
+    "final_answer",
+    "detect_refusals",
+    "near_duplicates",
+    "dedupe_prompts",
+    "contaminated_items",
+    "truncate_conversation",
+    "stratified_sample",
+    "mean_reciprocal_rank",
     "slice_report",
-)  # fmt: skip
+)
 
 __all__ = [
     *CATALOGUE,
-    "CHIP_WEIGHTS", "ChipAnswer", "ChipFormatError", "char_f1", "char_f1_matrix", "chip_case_score",
-    "chip_choice_score", "chip_extraction_score", "chip_total", "composite_difficulty", "dose_score",
-    "dtr_f1", "extraction_prf", "format_chip_line", "hard_subset", "macro_f1", "macro_mean",
-    "multi_choice_score", "multi_choice_scores", "normalize_entity", "parse_chip_line",
-    "read_chip_submission", "rouge_l_chars", "write_chip_submission",
-]  # fmt: skip
+    "CHIP_WEIGHTS",
+    "ChipAnswer",
+    "ChipFormatError",
+    "char_f1",
+    "char_f1_matrix",
+    "chip_case_score",
+    "chip_choice_score",
+    "chip_extraction_score",
+    "chip_total",
+    "composite_difficulty",
+    "dose_score",
+    "dtr_f1",
+    "extraction_prf",
+    "format_chip_line",
+    "hard_subset",
+    "macro_f1",
+    "macro_mean",
+    "multi_choice_score",
+    "multi_choice_scores",
+    "normalize_entity",
+    "parse_chip_line",
+    "read_chip_submission",
+    "rouge_l_chars",
+    "write_chip_submission",
+]
 
 # Items and loaders: the item model every scorer and the scheduler share.
 from eval.items import GOLD_TYPES, TRACKS, Item, ItemError, Source  # noqa: E402
@@ -70,9 +111,18 @@ from eval.loaders import (  # noqa: E402
 )
 
 __all__ += [
-    "GOLD_TYPES", "TRACKS", "DuplicateItemError", "Item", "ItemError", "ItemFormatError", "LoadResult", "Skipped",
-    "Source", "load_demo_suite", "load_items",
-]  # fmt: skip
+    "GOLD_TYPES",
+    "TRACKS",
+    "DuplicateItemError",
+    "Item",
+    "ItemError",
+    "ItemFormatError",
+    "LoadResult",
+    "Skipped",
+    "Source",
+    "load_demo_suite",
+    "load_items",
+]
 
 # Scorers: judge-free scoring dispatched by gold type through one registry.
 from eval.scorers import SCORERS, NeedsJudge, UnknownGoldTypeError, register, score_answer  # noqa: E402

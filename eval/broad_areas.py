@@ -41,12 +41,27 @@ class BroadArea:
 
 
 BROAD_AREAS: tuple[BroadArea, ...] = (
-    BroadArea("内科", sources=("internists",),  # internal medicine
-              systems=("cardiology", "respiratory", "digestive", "endocrine", "hematology", "renal", "rheumatology",
-                       "infectious", "neurology")),
-    BroadArea("精神科", sources=("psy",),  # psychiatry
-              systems=("psychiatry", "depressive", "anxiety", "bipolar", "psychotic")),
-)  # fmt: skip
+    BroadArea(
+        "内科",
+        sources=("internists",),  # internal medicine
+        systems=(
+            "cardiology",
+            "respiratory",
+            "digestive",
+            "endocrine",
+            "hematology",
+            "renal",
+            "rheumatology",
+            "infectious",
+            "neurology",
+        ),
+    ),
+    BroadArea(
+        "精神科",
+        sources=("psy",),  # psychiatry
+        systems=("psychiatry", "depressive", "anxiety", "bipolar", "psychotic"),
+    ),
+)
 AREA_NAMES: tuple[str, ...] = tuple(area.name for area in BROAD_AREAS)
 _BY_SOURCE: Mapping[str, str] = {source: area.name for area in BROAD_AREAS for source in area.sources}
 _BY_SYSTEM: Mapping[str, str] = {system: area.name for area in BROAD_AREAS for system in area.systems}
@@ -59,7 +74,9 @@ def _check_declarations() -> None:
         for area in BROAD_AREAS:
             for name in getattr(area, attribute):
                 if name in seen:
-                    raise ValueError(f"eval/broad_areas.py: {what} {name!r} is declared for both {seen[name]} and {area.name}")
+                    raise ValueError(
+                        f"eval/broad_areas.py: {what} {name!r} is declared for both {seen[name]} and {area.name}"
+                    )
                 seen[name] = area.name
     for name in (*AREA_NAMES, OTHER):
         if not _NAME.match(name):

@@ -68,7 +68,9 @@ def read_chip_submission(path: str | Path) -> list[ChipAnswer]:
                 continue
             answer = parse_chip_line(line, str(path), line_number)
             if answer.case_id in seen:
-                raise ChipFormatError(f"{path}:{line_number}: case id {answer.case_id!r} already on line {seen[answer.case_id]}")
+                raise ChipFormatError(
+                    f"{path}:{line_number}: case id {answer.case_id!r} already on line {seen[answer.case_id]}"
+                )
             seen[answer.case_id] = line_number
             answers.append(answer)
     return answers
@@ -85,7 +87,13 @@ def format_chip_line(answer: ChipAnswer) -> str:
     if re.search(r"[\r\n]", answer.summary):
         raise ValueError("summary: must be one line; join its lines before writing")
     return "@".join(
-        (answer.case_id, ";".join(answer.clinical_info), ";".join(answer.mechanisms), ";".join(answer.syndromes), answer.summary)
+        (
+            answer.case_id,
+            ";".join(answer.clinical_info),
+            ";".join(answer.mechanisms),
+            ";".join(answer.syndromes),
+            answer.summary,
+        )
     )
 
 
@@ -94,8 +102,11 @@ def submission_safe(answer: ChipAnswer) -> ChipAnswer:
     the file: inside an extracted item '@' becomes the full-width '＠' and ';' or '；' (separators when
     read) becomes '，'; blank items are dropped; line breaks in the summary become spaces. The case id
     and option letters are left as they are (:func:`format_chip_line` refuses bad ones)."""
-    items = tuple(cleaned for item in answer.clinical_info
-                  if (cleaned := " ".join(re.sub(r"[;；]", "，", item.replace("@", "＠")).split())))
+    items = tuple(
+        cleaned
+        for item in answer.clinical_info
+        if (cleaned := " ".join(re.sub(r"[;；]", "，", item.replace("@", "＠")).split()))
+    )
     return ChipAnswer(answer.case_id, items, answer.mechanisms, answer.syndromes, " ".join(answer.summary.split()))
 
 

@@ -11,12 +11,16 @@ import numpy as np
 from eval._checks import require_mapping, require_same_length, require_sequence
 
 
-def _label_index(preds: Sequence[Hashable], golds: Sequence[Hashable], labels: Sequence[Hashable] | None) -> list[Hashable]:
+def _label_index(
+    preds: Sequence[Hashable], golds: Sequence[Hashable], labels: Sequence[Hashable] | None
+) -> list[Hashable]:
     if labels is None:
         try:
             return sorted(set(golds) | set(preds))
         except TypeError as exc:
-            raise TypeError(f"labels of mixed or unhashable types cannot be sorted; pass labels= explicitly ({exc})") from None
+            raise TypeError(
+                f"labels of mixed or unhashable types cannot be sorted; pass labels= explicitly ({exc})"
+            ) from None
     label_list = list(require_sequence("labels", labels))
     if not label_list:
         raise ValueError("labels must not be empty")
@@ -25,7 +29,9 @@ def _label_index(preds: Sequence[Hashable], golds: Sequence[Hashable], labels: S
     return label_list
 
 
-def macro_f1(preds: Sequence[Hashable], golds: Sequence[Hashable], labels: Sequence[Hashable] | None = None) -> dict[str, float]:
+def macro_f1(
+    preds: Sequence[Hashable], golds: Sequence[Hashable], labels: Sequence[Hashable] | None = None
+) -> dict[str, float]:
     """TCM-SD scoring: accuracy = mean(pred == gold); macro-F1 = (1/|labels|) Σ_c F1_c, unweighted.
 
     Per class c: P = tp/(tp+fp), R = tp/(tp+fn), F1 = 2PR/(P+R), each 0 when its denominator is 0,

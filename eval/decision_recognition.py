@@ -81,7 +81,9 @@ OPEN_INSTRUCTIONS = (TCM_SD_INSTRUCTION,)
 # synonyms that normalisation does not merge sit there).
 DEFAULT_QUANTILES = (0.5, 0.99)
 
-ProblemKind = Literal["not_convertible", "unscorable", "multi_gold", "gold_not_in_labels", "too_few_in_band", "duplicate_id"]
+ProblemKind = Literal[
+    "not_convertible", "unscorable", "multi_gold", "gold_not_in_labels", "too_few_in_band", "duplicate_id"
+]
 BandUnit = Literal["quantile", "cosine"]
 
 
@@ -179,7 +181,9 @@ def nearest_in_band(
     """The ``count`` (label, similarity) pairs with the highest similarity inside [lo, hi] (inclusive),
     highest first, ties by label code points; fewer when fewer are in the band. Labels must be distinct."""
     low, high = band
-    inside = sorted(((label, sim) for label, sim in candidates if low <= sim <= high), key=lambda pair: (-pair[1], pair[0]))
+    inside = sorted(
+        ((label, sim) for label, sim in candidates if low <= sim <= high), key=lambda pair: (-pair[1], pair[0])
+    )
     return inside[:count]
 
 
@@ -236,7 +240,9 @@ def _single_gold(item: Item) -> tuple[str | None, Problem | None]:
     golds = [item.gold] if item.gold_type == "classification" else list(item.gold)
     distinct = list(dict.fromkeys(normalize_entity(gold) for gold in golds))
     if len(distinct) > 1:
-        return problem("multi_gold", f"{len(distinct)} distinct gold labels {golds}; DR needs exactly one — split the item")
+        return problem(
+            "multi_gold", f"{len(distinct)} distinct gold labels {golds}; DR needs exactly one — split the item"
+        )
     return golds[0].strip(), None
 
 
@@ -362,28 +368,48 @@ def _too_few(item: Item, candidates: Sequence[tuple[str, float]], found: int, k:
         nearest.append(f"highest below the band {max(below):.3f}")
     if above:
         nearest.append(f"lowest above it {min(above):.3f}")
-    detail = (f"{found} label(s) with {band.describe()} to the gold, {k - 1} needed"
-              + (f" ({'; '.join(nearest)})" if nearest else "") + "; widen the band, lower k or add labels")
+    detail = (
+        f"{found} label(s) with {band.describe()} to the gold, {k - 1} needed"
+        + (f" ({'; '.join(nearest)})" if nearest else "")
+        + "; widen the band, lower k or add labels"
+    )
     return Problem(item.id, str(item.source), "too_few_in_band", detail)
 
 
-def _choice_item(item: Item, gold: str, picked: Sequence[tuple[str, float]], band: ResolvedBand, context: _Context) -> Item:
+def _choice_item(
+    item: Item, gold: str, picked: Sequence[tuple[str, float]], band: ResolvedBand, context: _Context
+) -> Item:
     """One DR item from a checked source item, its gold spelling and its distractors."""
     suite_name = context.suite or item.suite
     task = f"{item.task}{TASK_SUFFIX}"
     new_id = Item.make_id(suite_name, task, item.local_id)
-    texts = sorted([gold, *(label for label, _ in picked)], key=lambda text: option_order_key(context.seed, new_id, text))
+    texts = sorted(
+        [gold, *(label for label, _ in picked)], key=lambda text: option_order_key(context.seed, new_id, text)
+    )
     options = tuple(zip(LETTERS, texts))
     meta: Mapping[str, Any] = {
-        "source_item_id": item.id, "gold_label": gold, "encoder": context.encoder_name, "band": band.record(),
-        "label_space_size": context.space_size, "k": context.k, "seed": context.seed,
+        "source_item_id": item.id,
+        "gold_label": gold,
+        "encoder": context.encoder_name,
+        "band": band.record(),
+        "label_space_size": context.space_size,
+        "k": context.k,
+        "seed": context.seed,
         "distractors": [{"label": label, "similarity": sim} for label, sim in picked],
-    }  # fmt: skip
+    }
     return Item(
-        id=new_id, suite=suite_name, track=item.track, task=task, gold_type="single_choice",
-        gold=LETTERS[texts.index(gold)], source=item.source, options=options, domain=item.domain, meta=meta,
+        id=new_id,
+        suite=suite_name,
+        track=item.track,
+        task=task,
+        gold_type="single_choice",
+        gold=LETTERS[texts.index(gold)],
+        source=item.source,
+        options=options,
+        domain=item.domain,
+        meta=meta,
         **dr_question(item),
-    )  # fmt: skip
+    )
 
 
 if __name__ == "__main__":  # python -m eval.decision_recognition: the same as python -m pool.decision_recognition

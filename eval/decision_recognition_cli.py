@@ -92,29 +92,52 @@ def _parser() -> argparse.ArgumentParser:
         "medpool JSONL.",
     )
     parser.add_argument("suite", nargs="+", type=Path, metavar="SUITE", help="item files or folders")
-    parser.add_argument("--labels", type=Path, required=True,
-                        help="label file: one label per line (UTF-8); the golds of the converted items join these labels "
-                        "in the label space unless --closed-labels")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        required=True,
+        help="label file: one label per line (UTF-8); the golds of the converted items join these labels "
+        "in the label space unless --closed-labels",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output file, *.jsonl (overwritten atomically)")
     parser.add_argument("--k", type=int, default=4, help="options per item, gold included (2-26; default 4)")
     band = parser.add_mutually_exclusive_group()
-    band.add_argument("--band-quantiles", type=float, nargs=2, default=DEFAULT_QUANTILES, metavar=("QLOW", "QHIGH"),
-                      help="distractor band relative to the encoder: a distractor's cosine to the gold must lie between "
-                      "these quantiles (0-1) of the cosines of all label pairs in the label space, inclusive "
-                      f"(default {DEFAULT_QUANTILES[0]} {DEFAULT_QUANTILES[1]}: at least as close as the median pair, "
-                      "not among the closest 1%%)")
-    band.add_argument("--band-abs", "--band", type=float, nargs=2, metavar=("LOW", "HIGH"),
-                      help="absolute cosine band instead (-1..1), inclusive; cosines differ between encoders, so a band "
-                      "for one gives nothing with another (--band is the same flag)")
-    parser.add_argument("--closed-labels", action="store_true",
-                        help="label space = --labels only; a gold missing from it is reported as gold_not_in_labels "
-                        "(default: the golds of the converted items join the label space)")
+    band.add_argument(
+        "--band-quantiles",
+        type=float,
+        nargs=2,
+        default=DEFAULT_QUANTILES,
+        metavar=("QLOW", "QHIGH"),
+        help="distractor band relative to the encoder: a distractor's cosine to the gold must lie between "
+        "these quantiles (0-1) of the cosines of all label pairs in the label space, inclusive "
+        f"(default {DEFAULT_QUANTILES[0]} {DEFAULT_QUANTILES[1]}: at least as close as the median pair, "
+        "not among the closest 1%%)",
+    )
+    band.add_argument(
+        "--band-abs",
+        "--band",
+        type=float,
+        nargs=2,
+        metavar=("LOW", "HIGH"),
+        help="absolute cosine band instead (-1..1), inclusive; cosines differ between encoders, so a band "
+        "for one gives nothing with another (--band is the same flag)",
+    )
+    parser.add_argument(
+        "--closed-labels",
+        action="store_true",
+        help="label space = --labels only; a gold missing from it is reported as gold_not_in_labels "
+        "(default: the golds of the converted items join the label space)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="option-order seed (default 0)")
     parser.add_argument("--suite-name", help="suite of the DR items (default: each source item's suite)")
-    parser.add_argument("--embeddings-url", help="OpenAI-compatible base URL with its /v1 prefix (default: TF-IDF fallback)")
+    parser.add_argument(
+        "--embeddings-url", help="OpenAI-compatible base URL with its /v1 prefix (default: TF-IDF fallback)"
+    )
     parser.add_argument("--embeddings-model", help="model name sent to the embeddings endpoint")
     parser.add_argument("--api-key-env", help="NAME of the environment variable holding the endpoint's key")
-    parser.add_argument("--cache-dir", type=Path, help="embedding cache folder (default $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
+    parser.add_argument(
+        "--cache-dir", type=Path, help="embedding cache folder (default $MEDPOOL_CACHE_DIR or ~/.cache/medpool)"
+    )
     return parser
 
 
@@ -144,14 +167,20 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.suite_name is not None and not _SUITE_NAME.match(args.suite_name):
         raise BadInput(f"--suite-name must have no '/' or spaces, got {args.suite_name!r}")
     if (args.embeddings_url is None) != (args.embeddings_model is None):
-        raise BadInput("--embeddings-url and --embeddings-model go together: give both, or neither for the TF-IDF fallback")
+        raise BadInput(
+            "--embeddings-url and --embeddings-model go together: give both, or neither for the TF-IDF fallback"
+        )
     if args.embeddings_url is not None and not re.match(r"^https?://[^\s/?#@]+(/[^\s?#]*)?$", args.embeddings_url):
-        raise BadInput("--embeddings-url must be http(s)://host[:port][/path] without spaces, user@, ?query or #fragment")
+        raise BadInput(
+            "--embeddings-url must be http(s)://host[:port][/path] without spaces, user@, ?query or #fragment"
+        )
     if args.api_key_env is not None:
         if args.embeddings_url is None:
             raise BadInput("--api-key-env needs --embeddings-url")
         if not _ENV_NAME.match(args.api_key_env):
-            raise BadInput("--api-key-env must be the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a key")
+            raise BadInput(
+                "--api-key-env must be the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), not a key"
+            )
 
 
 def _band_line(items: Sequence[Item]) -> list[str]:
@@ -160,16 +189,21 @@ def _band_line(items: Sequence[Item]) -> list[str]:
         return []
     band, size = items[0].meta["band"], items[0].meta["label_space_size"]
     low, high = band["cosines"]
-    how = "absolute" if band["quantiles"] is None else (
-        f"quantiles {band['quantiles'][0]} {band['quantiles'][1]} of {band['label_pairs']} label-pair cosines")
+    how = (
+        "absolute"
+        if band["quantiles"] is None
+        else (f"quantiles {band['quantiles'][0]} {band['quantiles'][1]} of {band['label_pairs']} label-pair cosines")
+    )
     return [f"band: cosine {low} to {high} ({how}); label space {size} label(s)"]
 
 
 def _summary(items: Sequence[Item], problems: Sequence[Problem], sources: int, out: Path | None) -> list[str]:
     """Counts, the band used, problems by kind, and the first problems in full."""
     where = f"written to {out}" if out is not None else "converted, nothing written"
-    lines = [f"decision recognition: {len(items)} item(s) {where}; {len(problems)} problem(s) among {sources} source item(s)",
-             *_band_line(items)]
+    lines = [
+        f"decision recognition: {len(items)} item(s) {where}; {len(problems)} problem(s) among {sources} source item(s)",
+        *_band_line(items),
+    ]
     for kind, count in sorted(Counter(problem.kind for problem in problems).items()):
         lines.append(f"  {kind}: {count}")
     lines += [f"  {problem}" for problem in problems[:MAX_LISTED_PROBLEMS]]
@@ -191,24 +225,37 @@ def main(argv: Sequence[str] | None = None, *, remote_encoder: RemoteEncoder | N
     except (BadInput, ItemFormatError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"labels: {len(labels) - duplicates} distinct from {args.labels}"
-          + (f" ({duplicates} duplicate line(s) ignored)" if duplicates else ""))
+    print(
+        f"labels: {len(labels) - duplicates} distinct from {args.labels}"
+        + (f" ({duplicates} duplicate line(s) ignored)" if duplicates else "")
+    )
     cache: EmbeddingCache | None = None
     if args.embeddings_url is not None:
         assert remote_encoder is not None  # checked with the flags
         remote, encoder_name = remote_encoder(args.embeddings_url, args.embeddings_model, args.api_key_env)
-        cache = EmbeddingCache(args.cache_dir or Path(os.environ.get("MEDPOOL_CACHE_DIR") or Path.home() / ".cache" / "medpool"))
+        cache = EmbeddingCache(
+            args.cache_dir or Path(os.environ.get("MEDPOOL_CACHE_DIR") or Path.home() / ".cache" / "medpool")
+        )
         encode = cached_encoder(remote, encoder_name, cache)
         print(f"encoder: {encoder_name} (cache {cache.path})")
     else:
         encode, encoder_name = tfidf_char_ngrams, tfidf_encoder_name()
-        print(f"encoder: {encoder_name} — TF-IDF fallback (character 1-2-grams), no --embeddings-url given"
-              + ("; --cache-dir unused (TF-IDF vectors depend on the whole label set)" if args.cache_dir else ""))
+        print(
+            f"encoder: {encoder_name} — TF-IDF fallback (character 1-2-grams), no --embeddings-url given"
+            + ("; --cache-dir unused (TF-IDF vectors depend on the whole label set)" if args.cache_dir else "")
+        )
     try:
         items, problems = build_choice_items(
-            loaded.items, labels, encode, encoder_name=encoder_name, k=args.k, band=band, seed=args.seed,
-            suite=args.suite_name, include_golds=not args.closed_labels,
-        )  # fmt: skip
+            loaded.items,
+            labels,
+            encode,
+            encoder_name=encoder_name,
+            k=args.k,
+            band=band,
+            seed=args.seed,
+            suite=args.suite_name,
+            include_golds=not args.closed_labels,
+        )
     except (EncoderUnavailable, ValueError) as exc:
         print(f"error: the encoder failed: {exc}", file=sys.stderr)
         return 1
@@ -216,8 +263,10 @@ def main(argv: Sequence[str] | None = None, *, remote_encoder: RemoteEncoder | N
         if cache is not None:
             cache.close()
     if band.unit == "cosine" and any(problem.kind == "too_few_in_band" for problem in problems):
-        print("note: an absolute band suits one encoder only (TF-IDF cosines run far below a sentence encoder's); "
-              "leave out --band-abs for the band relative to the encoder (--band-quantiles)")
+        print(
+            "note: an absolute band suits one encoder only (TF-IDF cosines run far below a sentence encoder's); "
+            "leave out --band-abs for the band relative to the encoder (--band-quantiles)"
+        )
     if not items:
         print("\n".join(_summary(items, problems, len(loaded.items), None)))
         print("error: no item could be converted; nothing written", file=sys.stderr)

@@ -51,13 +51,18 @@ class EmbeddingCache:
             for text, dim, blob in rows:
                 vector = np.frombuffer(blob, dtype=_DTYPE)
                 if vector.shape != (dim,):
-                    raise ValueError(f"{self.path}: the cached vector of {text!r} under {encoder!r} is damaged; delete the file")
+                    raise ValueError(
+                        f"{self.path}: the cached vector of {text!r} under {encoder!r} is damaged; delete the file"
+                    )
                 found[text] = vector
         return found
 
     def put(self, encoder: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store one vector per text (rows of ``vectors``) in one transaction; an existing entry is kept."""
-        rows = [(encoder, text, int(vector.shape[0]), np.asarray(vector, dtype=_DTYPE).tobytes()) for text, vector in zip(texts, vectors)]
+        rows = [
+            (encoder, text, int(vector.shape[0]), np.asarray(vector, dtype=_DTYPE).tobytes())
+            for text, vector in zip(texts, vectors)
+        ]
         with self._db:
             self._db.executemany("INSERT OR IGNORE INTO vectors (encoder, text, dim, vector) VALUES (?, ?, ?, ?)", rows)
 

@@ -39,7 +39,10 @@ def tfidf_char_ngrams(texts: Sequence[str], n: tuple[int, int] = (1, 2)) -> np.n
     require_str_sequence("texts", texts)
     low = require_int("n[0]", n[0], minimum=1)
     high = require_int("n[1]", n[1], minimum=low)
-    counts = [Counter(text[i : i + size] for size in range(low, high + 1) for i in range(len(text) - size + 1)) for text in texts]
+    counts = [
+        Counter(text[i : i + size] for size in range(low, high + 1) for i in range(len(text) - size + 1))
+        for text in texts
+    ]
     vocabulary = {gram: column for column, gram in enumerate(sorted(set().union(*counts)))}
     matrix = np.zeros((len(texts), len(vocabulary)))
     for row, text_counts in enumerate(counts):
@@ -58,7 +61,9 @@ def checked_vectors(vectors: object, n_texts: int, encoder_name: str) -> np.ndar
     except (TypeError, ValueError) as exc:
         raise ValueError(f"encoder {encoder_name!r} returned something that is not a numeric array: {exc}") from None
     if array.ndim != 2 or array.shape[0] != n_texts:
-        raise ValueError(f"encoder {encoder_name!r} returned shape {array.shape} for {n_texts} texts; expected ({n_texts}, d)")
+        raise ValueError(
+            f"encoder {encoder_name!r} returned shape {array.shape} for {n_texts} texts; expected ({n_texts}, d)"
+        )
     if not np.isfinite(array).all():
         raise ValueError(f"encoder {encoder_name!r} returned NaN or infinite values")
     return array

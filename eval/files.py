@@ -42,8 +42,9 @@ def make_folder(path: Path, named_by: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FolderError(f"{named_by} {path}: cannot create the folder ({exc.strerror or exc}); "
-                          "pass a folder this user can write to") from None
+        raise FolderError(
+            f"{named_by} {path}: cannot create the folder ({exc.strerror or exc}); pass a folder this user can write to"
+        ) from None
     return path
 
 

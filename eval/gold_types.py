@@ -80,29 +80,65 @@ G = GoldTypeSpec
 FREE_TEXT_MIN_CHARS = 200
 DECLARED: tuple[GoldTypeSpec, ...] = (
     # G(name, family, check_gold, shape, value_metric[, primary_metric=...][, judge_contract=...][, min_answer_chars=...])
-    G("reference", "capability", checks.non_empty_string, "str: the reference answer (the judge sees it)",
-      "judge_total", judge_contract="reference", min_answer_chars=FREE_TEXT_MIN_CHARS),
-    G("criteria", "specialty", checks.criteria,
-      '{"expected_topics": [str], "must_warn"?: [str], "must_not"?: [str] (descriptions, for the judge), '
-      '"patient_must_not_phrases"?: [str] (literal, for the safety floor)}; other keys are carried through',
-      "judge_total", judge_contract="criteria", min_answer_chars=FREE_TEXT_MIN_CHARS),
+    G(
+        "reference",
+        "capability",
+        checks.non_empty_string,
+        "str: the reference answer (the judge sees it)",
+        "judge_total",
+        judge_contract="reference",
+        min_answer_chars=FREE_TEXT_MIN_CHARS,
+    ),
+    G(
+        "criteria",
+        "specialty",
+        checks.criteria,
+        '{"expected_topics": [str], "must_warn"?: [str], "must_not"?: [str] (descriptions, for the judge), '
+        '"patient_must_not_phrases"?: [str] (literal, for the safety floor)}; other keys are carried through',
+        "judge_total",
+        judge_contract="criteria",
+        min_answer_chars=FREE_TEXT_MIN_CHARS,
+    ),
     G("single_choice", "exam", checks.single_choice, 'str: one option label, e.g. "C"', "accuracy"),
     G("multi_choice", "exam", checks.multi_choice, '[str]: option labels, e.g. ["A", "C"]', "exact_match"),
     G("cloze", "exam", checks.cloze, "str, or [str] of acceptable fillers", "char_f1"),
     G("extraction", "tcm", checks.extraction, '[{"entity": str, "type": str}]: the entity multiset', "entity_f1"),
     G("open_label", "tcm", checks.open_label, "[str]: gold labels, e.g. syndrome names", "dtr_f1"),
     G("quantitative", "tcm", checks.quantitative, "{herb: grams}: the dose vector", "dose_cosine"),
-    G("classification", "tcm", checks.classification, 'str: one label; the label set, when known, is meta["labels"]',
-      "accuracy", primary_metric="macro_f1"),
-    G("probe", "robustness", checks.one_of(checks.PROBE_BEHAVIOURS),
-      '"abstain" (non-existent entity) or "refute" (false premise)', "success", judge_contract="probe"),
+    G(
+        "classification",
+        "tcm",
+        checks.classification,
+        'str: one label; the label set, when known, is meta["labels"]',
+        "accuracy",
+        primary_metric="macro_f1",
+    ),
+    G(
+        "probe",
+        "robustness",
+        checks.one_of(checks.PROBE_BEHAVIOURS),
+        '"abstain" (non-existent entity) or "refute" (false premise)',
+        "success",
+        judge_contract="probe",
+    ),
     G("tool_decision", "orchestration", checks.one_of(checks.TOOL_ACTIONS), '"call" or "direct"', "accuracy"),
-    G("routing", "orchestration", checks.routing, 'str "system:topic"; with options, one of the option texts',
-      "accuracy"),
-    G("tcm_case", "tcm", checks.tcm_case, '{"clinical_info": [str], "mechanisms": [label], "syndromes": [label], '
-      '"summary": str}: the four CHIP sub-tasks, asked in that order', "chip_total"),
+    G(
+        "routing",
+        "orchestration",
+        checks.routing,
+        'str "system:topic"; with options, one of the option texts',
+        "accuracy",
+    ),
+    G(
+        "tcm_case",
+        "tcm",
+        checks.tcm_case,
+        '{"clinical_info": [str], "mechanisms": [label], "syndromes": [label], '
+        '"summary": str}: the four CHIP sub-tasks, asked in that order',
+        "chip_total",
+    ),
     G("true_false", "exam", checks.one_of(("true", "false")), '"true" or "false"', "accuracy"),
-)  # fmt: skip
+)
 
 
 def _by_name(specs: tuple[GoldTypeSpec, ...]) -> Mapping[str, GoldTypeSpec]:
@@ -143,4 +179,3 @@ def primary_metric_of(gold_type: str) -> str:
     """The statistic a bucket of ``gold_type`` alone is ranked by; "score" when undeclared."""
     spec = GOLD_TYPE_SPECS.get(gold_type)
     return spec.primary_metric if spec is not None else "score"
-

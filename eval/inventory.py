@@ -94,14 +94,26 @@ def take_inventory(items: Iterable[Item], min_n: int = DEFAULT_MIN_N, sources: S
     for area in sorted({a for a, _, _ in places}, key=area_order):
         systems = []
         for system in sorted({s for a, s, _ in places if a == area}):
-            domains = tuple(Node("domain", d, n, thin("domain", d)) for (a, s, d), n in sorted(per_place.items())
-                            if a == area and s == system)  # fmt: skip
+            domains = tuple(
+                Node("domain", d, n, thin("domain", d))
+                for (a, s, d), n in sorted(per_place.items())
+                if a == area and s == system
+            )
             systems.append(Node("system", system, sum(d.items for d in domains), thin("system", system), domains))
         tree.append(Node("broad_area", area, sum(s.items for s in systems), thin("broad_area", area), tuple(systems)))
-    thin_buckets = sorted(((b, n) for b, n in buckets.items() if n < min_n),
-                          key=lambda bn: (LEVELS.index(bn[0].split("/")[1]), bn[1], bn[0]))  # fmt: skip
-    return Inventory(tuple(sources), min_n, len(places), dict(sorted(left_out.items())), tuple(tree),
-                     dict(sorted(buckets.items())), tuple(thin_buckets))  # fmt: skip
+    thin_buckets = sorted(
+        ((b, n) for b, n in buckets.items() if n < min_n),
+        key=lambda bn: (LEVELS.index(bn[0].split("/")[1]), bn[1], bn[0]),
+    )
+    return Inventory(
+        tuple(sources),
+        min_n,
+        len(places),
+        dict(sorted(left_out.items())),
+        tuple(tree),
+        dict(sorted(buckets.items())),
+        tuple(thin_buckets),
+    )
 
 
 def _plural(n: int, noun: str) -> str:
@@ -109,9 +121,11 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _summary(inv: Inventory) -> str:
-    return (f"{_plural(inv.items, 'scorable specialty item')} in {_plural(inv.count('broad_area'), 'broad area')}, "
-            f"{_plural(inv.count('system'), 'system')}, {_plural(inv.count('domain'), 'domain')} "
-            f"({', '.join(inv.sources) or 'the built-in demo suite'})")  # fmt: skip
+    return (
+        f"{_plural(inv.items, 'scorable specialty item')} in {_plural(inv.count('broad_area'), 'broad area')}, "
+        f"{_plural(inv.count('system'), 'system')}, {_plural(inv.count('domain'), 'domain')} "
+        f"({', '.join(inv.sources) or 'the built-in demo suite'})"
+    )
 
 
 def _width(text: str) -> int:
@@ -128,8 +142,10 @@ def _left_out(inv: Inventory) -> str:
 
 
 def _thin_note(inv: Inventory) -> str:
-    return (f"{len(inv.thin)} of {len(inv.buckets)} buckets have fewer than min_n = {inv.min_n} items: no model can be "
-            "routed there on its own (its questions go to the system, the family or the default model)")  # fmt: skip
+    return (
+        f"{len(inv.thin)} of {len(inv.buckets)} buckets have fewer than min_n = {inv.min_n} items: no model can be "
+        "routed there on its own (its questions go to the system, the family or the default model)"
+    )
 
 
 def render_text(inv: Inventory) -> str:
@@ -142,7 +158,12 @@ def render_text(inv: Inventory) -> str:
     for node, depth in _walk(inv.tree):
         mark = "  thin" if node.thin else ""
         lines.append(f"{'  ' * depth}{_pad(node.name, width - 2 * depth)}  {node.items:>5}{mark}")
-    lines += ["", f"Thin buckets: {_thin_note(inv)}" if inv.thin else f"No thin bucket: every bucket has at least {inv.min_n} items."]
+    lines += [
+        "",
+        f"Thin buckets: {_thin_note(inv)}"
+        if inv.thin
+        else f"No thin bucket: every bucket has at least {inv.min_n} items.",
+    ]
     lines += [f"  {_pad(bucket, max(_width(b) for b, _ in inv.thin))}  {n:>5}" for bucket, n in inv.thin]
     return "\n".join(lines) + "\n"
 
@@ -191,12 +212,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Judge-free specialty inventory: scorable criteria items by broad area (内科, 精神科, ...) > system > "
         "domain, and the buckets too thin (fewer than --min-n items) to be routed on their own. Exit 1 when the suites "
         "hold no scorable specialty item, 2 on a broken file or a missing path.",
-    )  # fmt: skip
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="suite files or folders (default: the built-in demo suite)")
-    parser.add_argument("--data", action="append", type=Path, default=[], metavar="PATH",
-                        help="a suite file or folder, as pool.run takes it (repeatable; adds to PATH)")  # fmt: skip
-    parser.add_argument("--min-n", type=_min_n, default=DEFAULT_MIN_N,
-                        help=f"items a bucket needs not to be thin: routing.build's --min-n (default {DEFAULT_MIN_N})")  # fmt: skip
+    )
+    parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="suite files or folders (default: the built-in demo suite)"
+    )
+    parser.add_argument(
+        "--data",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a suite file or folder, as pool.run takes it (repeatable; adds to PATH)",
+    )
+    parser.add_argument(
+        "--min-n",
+        type=_min_n,
+        default=DEFAULT_MIN_N,
+        help=f"items a bucket needs not to be thin: routing.build's --min-n (default {DEFAULT_MIN_N})",
+    )
     parser.add_argument("--md", action="store_true", help="print Markdown instead of text")
     args = parser.parse_args(argv)
     paths = [*args.paths, *args.data]
@@ -207,9 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     inv = take_inventory(result.items, args.min_n, [str(p) for p in paths])
     if not inv.items:
-        print(f"error: no scorable specialty (criteria gold) item in {', '.join(map(str, paths)) or 'the demo suite'}"
-              f"{f' ({_left_out(inv)})' if inv.left_out else ''}; point it at a criteria suite, e.g. ../shared/data/book-gold",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"error: no scorable specialty (criteria gold) item in {', '.join(map(str, paths)) or 'the demo suite'}"
+            f"{f' ({_left_out(inv)})' if inv.left_out else ''}; point it at a criteria suite, e.g. ../shared/data/book-gold",
+            file=sys.stderr,
+        )
         return 1
     print(render_markdown(inv) if args.md else render_text(inv), end="")
     return 0

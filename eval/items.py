@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from eval.broad_areas import name_problem as broad_area_problem
+
 # DOMAIN_PATTERN, PROBE_BEHAVIOURS and TOOL_ACTIONS are imported from here by the loaders.
 from eval.gold_checks import DOMAIN_PATTERN, PROBE_BEHAVIOURS, TOOL_ACTIONS, GoldContext  # noqa: F401
 from eval.gold_types import GOLD_TYPE_SPECS, GOLD_TYPES
@@ -135,7 +136,9 @@ class Item:
         if self.options is not None:
             set_(self, "options", self._checked_options(self.options))
         if self.domain is not None and (not isinstance(self.domain, str) or not DOMAIN_PATTERN.match(self.domain)):
-            raise ItemError("domain", f'must be a "system:topic" slug such as "cardiology:hypertension", got {self.domain!r}')
+            raise ItemError(
+                "domain", f'must be a "system:topic" slug such as "cardiology:hypertension", got {self.domain!r}'
+            )
         if not isinstance(self.scorable, bool):
             raise ItemError("scorable", "must be true or false")
         if self.scorable == (self.skip_reason is not None):
@@ -156,14 +159,20 @@ class Item:
         problem = GOLD_TYPE_SPECS[self.gold_type].check_gold(self.gold, context)
         if problem:
             raise ItemError("gold", f"{self.gold_type} gold {problem}")
-        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
-                                            or self.max_tokens < 1):  # fmt: skip
-            raise ItemError("max_tokens", f"must be an integer >= 1 (the answer's token budget) or absent, got {self.max_tokens!r}")
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
+        ):
+            raise ItemError(
+                "max_tokens", f"must be an integer >= 1 (the answer's token budget) or absent, got {self.max_tokens!r}"
+            )
         if self.check is not None:
             if self.check not in CHECKS:
                 raise ItemError("check", f"must be one of {list(CHECKS)} or absent, got {self.check!r}")
             if self.gold_type != "reference":
-                raise ItemError("check", f"only reference items can declare a check (it reads the reference answer), not {self.gold_type}")
+                raise ItemError(
+                    "check",
+                    f"only reference items can declare a check (it reads the reference answer), not {self.gold_type}",
+                )
 
     @staticmethod
     def _checked_messages(messages: Any) -> tuple[Mapping[str, str], ...]:
@@ -240,9 +249,12 @@ class Item:
     def to_record(self) -> dict[str, Any]:
         """The item as one line of the project's own JSONL format (plain JSON types; round-trips)."""
         record: dict[str, Any] = {
-            "id": self.local_id, "suite": self.suite, "task": self.task, "track": self.track,
+            "id": self.local_id,
+            "suite": self.suite,
+            "task": self.task,
+            "track": self.track,
             "gold_type": self.gold_type,
-        }  # fmt: skip
+        }
         if self.messages is not None:
             record["messages"] = thaw(self.messages)
         else:

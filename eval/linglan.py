@@ -139,7 +139,13 @@ def multi_choice_scores(preds: Sequence[Iterable[str]], golds: Sequence[Iterable
         chosen_total += len(chosen)
         correct_total += len(correct)
     precision, recall, f1 = f1_from_counts(tp, chosen_total, correct_total)
-    return {"instance_accuracy": exact / len(golds), "precision": precision, "recall": recall, "f1": f1, "n": len(golds)}
+    return {
+        "instance_accuracy": exact / len(golds),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "n": len(golds),
+    }
 
 
 _EDGE_PUNCTUATION = string.punctuation + "，。、；：？！“”‘’（）《》【】…—·"

@@ -41,17 +41,19 @@ def derive_routing_items(items: Sequence[Item], distractors: int = 5) -> list[It
         if not others:
             continue  # a suite with one domain has nothing to route between
         choices = sorted([gold, *others], key=lambda d: _rank(item.id + "#order", d))
-        derived.append(Item(
-            id=Item.make_id(item.suite, ROUTING_TASK, item.local_id),
-            suite=item.suite,
-            track="orchestration",
-            task=ROUTING_TASK,
-            gold_type="routing",
-            gold=gold,
-            source=Source(item.source.path, item.source.line),
-            question=ROUTING_PROMPT.format(question=item.question),
-            options=tuple(zip(OPTION_LETTERS, choices)),
-            domain=gold,
-            meta={"derived_from": item.id},
-        ))
+        derived.append(
+            Item(
+                id=Item.make_id(item.suite, ROUTING_TASK, item.local_id),
+                suite=item.suite,
+                track="orchestration",
+                task=ROUTING_TASK,
+                gold_type="routing",
+                gold=gold,
+                source=Source(item.source.path, item.source.line),
+                question=ROUTING_PROMPT.format(question=item.question),
+                options=tuple(zip(OPTION_LETTERS, choices)),
+                domain=gold,
+                meta={"derived_from": item.id},
+            )
+        )
     return derived

@@ -118,8 +118,12 @@ class JudgeIdentity:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON values: name, backend, prompt_version and the setup fields."""
-        return {"name": self.model, "backend": self.backend, "prompt_version": self.prompt_version,
-                **{k: _thawed(v) for k, v in self.setup}}  # fmt: skip
+        return {
+            "name": self.model,
+            "backend": self.backend,
+            "prompt_version": self.prompt_version,
+            **{k: _thawed(v) for k, v in self.setup},
+        }
 
     def key(self) -> str:
         if not self.setup:
@@ -128,8 +132,13 @@ class JudgeIdentity:
         return f"{self.model}@{self.backend}#{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:12]}"
 
     def to_record(self) -> dict[str, Any]:
-        return {"model": self.model, "backend": self.backend, "prompt_version": self.prompt_version,
-                "key": self.key(), "identity": self.as_dict()}  # fmt: skip
+        return {
+            "model": self.model,
+            "backend": self.backend,
+            "prompt_version": self.prompt_version,
+            "key": self.key(),
+            "identity": self.as_dict(),
+        }
 
 
 def frozen_json(value: Any) -> Any:

@@ -81,4 +81,4 @@ __all__ = [
     "prompt_version",
     "reask_messages",
     "unparseable_score",
-]  # fmt: skip
+]

@@ -81,16 +81,27 @@ def load_calibration_set(path: str | Path) -> CalibrationSet:
         data, line = record.data, record.line
         claim_id = _text(data, "id", path, line, required=True)
         if claim_id in seen:
-            raise ItemFormatError(path, line, "id", f"duplicate id {claim_id!r} (first at line {seen[claim_id]})", "give every claim its own id")
+            raise ItemFormatError(
+                path,
+                line,
+                "id",
+                f"duplicate id {claim_id!r} (first at line {seen[claim_id]})",
+                "give every claim its own id",
+            )
         seen[claim_id] = line
         gold = _text(data, "gold", path, line, required=True)
         if gold not in CLAIM_LABELS:
             raise ItemFormatError(path, line, "gold", f"must be one of {', '.join(CLAIM_LABELS)}, got {gold!r}")
-        claims.append(LabelledClaim(
-            id=claim_id, claim=_text(data, "claim", path, line, required=True), gold=gold,
-            context=_text(data, "context", path, line), kind=_text(data, "kind", path, line),
-            tier=_text(data, "tier", path, line) or DEFAULT_TIER,
-        ))  # fmt: skip
+        claims.append(
+            LabelledClaim(
+                id=claim_id,
+                claim=_text(data, "claim", path, line, required=True),
+                gold=gold,
+                context=_text(data, "context", path, line),
+                kind=_text(data, "kind", path, line),
+                tier=_text(data, "tier", path, line) or DEFAULT_TIER,
+            )
+        )
     if not claims:
         raise ItemFormatError(path, 1, "items", "the list is empty", "add labelled claims")
     return CalibrationSet(str(path), hashlib.sha256(path.read_bytes()).hexdigest(), tuple(claims))
@@ -132,13 +143,22 @@ def calibration_metrics(gold: Sequence[str], predicted: Sequence[str | None]) ->
     tn = len(binary) - tp - fp - fn
     labelled = [(g, p) for g, p in zip(gold, predicted) if p is not None]
     return {
-        "n": len(gold), "labelled": len(labelled), "no_verdict": len(gold) - len(labelled),
+        "n": len(gold),
+        "labelled": len(labelled),
+        "no_verdict": len(gold) - len(labelled),
         "coverage": _ratio(len(labelled), len(gold)),
-        "unsupported": {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": _ratio(tp, tp + fp),
-                        "recall": _ratio(tp, tp + fn), "f1": _ratio(2 * tp, 2 * tp + fp + fn)},
+        "unsupported": {
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "tn": tn,
+            "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn),
+            "f1": _ratio(2 * tp, 2 * tp + fp + fn),
+        },
         "accuracy_3class": _ratio(sum(g == p for g, p in labelled), len(labelled)),
         "confusion": confusion,
-    }  # fmt: skip
+    }
 
 
 def metrics_by_tier(claims: Sequence[LabelledClaim], predicted: Sequence[str | None]) -> dict[str, Any]:
@@ -149,6 +169,8 @@ def metrics_by_tier(claims: Sequence[LabelledClaim], predicted: Sequence[str | N
     gold = [c.gold for c in claims]
     return {
         "overall": calibration_metrics(gold, predicted),
-        "tiers": {tier: calibration_metrics([gold[i] for i in rows], [predicted[i] for i in rows])
-                  for tier, rows in sorted(tiers.items())},
-    }  # fmt: skip
+        "tiers": {
+            tier: calibration_metrics([gold[i] for i in rows], [predicted[i] for i in rows])
+            for tier, rows in sorted(tiers.items())
+        },
+    }

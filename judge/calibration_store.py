@@ -51,12 +51,20 @@ SCHEMA_VERSION = 1
 KIND = "medpool-judge-calibration"
 STORE_ENV = "MEDPOOL_CALIBRATION_DIR"
 DRIFT_THRESHOLD = 0.1
-DRIFT_METRICS = (("f1", ("unsupported", "f1")), ("precision", ("unsupported", "precision")),
-                 ("recall", ("unsupported", "recall")), ("accuracy_3class", ("accuracy_3class",)))  # fmt: skip
+DRIFT_METRICS = (
+    ("f1", ("unsupported", "f1")),
+    ("precision", ("unsupported", "precision")),
+    ("recall", ("unsupported", "recall")),
+    ("accuracy_3class", ("accuracy_3class",)),
+)
 FLAGGING = ("f1", "accuracy_3class")
 CRITERIA_SET_KIND = "criteria"
-CRITERIA_DRIFT_METRICS = (("topic_f1", ("topic", "f1")), ("warning_f1", ("warning", "f1")),
-                          ("forbidden_f1", ("forbidden", "f1")), ("holistic_spearman", ("holistic", "spearman")))  # fmt: skip
+CRITERIA_DRIFT_METRICS = (
+    ("topic_f1", ("topic", "f1")),
+    ("warning_f1", ("warning", "f1")),
+    ("forbidden_f1", ("forbidden", "f1")),
+    ("holistic_spearman", ("holistic", "spearman")),
+)
 
 
 class CalibrationStoreError(ValueError):
@@ -91,8 +99,9 @@ def is_criteria_entry(entry: Mapping[str, Any]) -> bool:
     return isinstance(place, Mapping) and place.get("kind") == CRITERIA_SET_KIND
 
 
-def _deltas(previous: Mapping[str, Any], current: Mapping[str, Any],
-            metrics: Iterable[tuple[str, tuple[str, ...]]]) -> dict[str, float | None]:  # fmt: skip
+def _deltas(
+    previous: Mapping[str, Any], current: Mapping[str, Any], metrics: Iterable[tuple[str, tuple[str, ...]]]
+) -> dict[str, float | None]:
     deltas: dict[str, float | None] = {}
     for name, path in metrics:
         before, after = _metric(previous, path), _metric(current, path)
@@ -106,39 +115,64 @@ def _changed(previous: Iterable[Mapping[str, Any]], current: Iterable[Mapping[st
     return [row["id"] for row in current if row["id"] in before and before[row["id"]] != row.get(field)]
 
 
-def drift(previous: Mapping[str, Any], current: Mapping[str, Any], threshold: float = DRIFT_THRESHOLD) -> dict[str, Any]:
+def drift(
+    previous: Mapping[str, Any], current: Mapping[str, Any], threshold: float = DRIFT_THRESHOLD
+) -> dict[str, Any]:
     """How ``current`` differs from ``previous`` (same identity, same set): deltas, changed predictions, flag."""
     if is_criteria_entry(current):
         deltas = _deltas(previous, current, CRITERIA_DRIFT_METRICS)
-        changed = {"changed_criteria": _changed(previous.get("criteria", []), current.get("criteria", []), "predicted"),
-                   "changed_coverage": _changed(previous.get("answers", []), current.get("answers", []), "coverage")}  # fmt: skip
+        changed = {
+            "changed_criteria": _changed(previous.get("criteria", []), current.get("criteria", []), "predicted"),
+            "changed_coverage": _changed(previous.get("answers", []), current.get("answers", []), "coverage"),
+        }
         flagging: Iterable[str] = deltas
     else:
         deltas = _deltas(previous, current, DRIFT_METRICS)
         changed = {"changed_claims": _changed(previous.get("claims", []), current.get("claims", []), "predicted")}
         flagging = FLAGGING
     flagged = any(deltas[name] is not None and abs(deltas[name]) > threshold for name in flagging)  # type: ignore[arg-type]
-    return {"against": previous.get("calibrated_at"), "delta": deltas, **changed, "threshold": threshold, "flagged": flagged}
+    return {
+        "against": previous.get("calibrated_at"),
+        "delta": deltas,
+        **changed,
+        "threshold": threshold,
+        "flagged": flagged,
+    }
 
 
 def read_store_file(path: Path) -> dict[str, Any]:
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CalibrationStoreError(f"{path}: not a readable calibration file ({exc}); move it away to start afresh") from None
+        raise CalibrationStoreError(
+            f"{path}: not a readable calibration file ({exc}); move it away to start afresh"
+        ) from None
     if not isinstance(record, dict) or record.get("kind") != KIND or not isinstance(record.get("history"), list):
-        raise CalibrationStoreError(f"{path}: not a medpool calibration file (kind {KIND!r} with a history list expected)")
+        raise CalibrationStoreError(
+            f"{path}: not a medpool calibration file (kind {KIND!r} with a history list expected)"
+        )
     return record
 
 
-def record_calibration(store_dir: Path | str, identity: Mapping[str, Any], entry: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
+def record_calibration(
+    store_dir: Path | str, identity: Mapping[str, Any], entry: Mapping[str, Any]
+) -> tuple[Path, dict[str, Any]]:
     """Append ``entry`` to the identity's history (drift filled in); returns the file and the stored entry."""
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     key = judge_key(identity)
     path = store_dir / f"{key}.json"
-    record = read_store_file(path) if path.exists() else {
-        "schema_version": SCHEMA_VERSION, "kind": KIND, "judge_key": key, "identity": dict(identity), "history": []}  # fmt: skip
+    record = (
+        read_store_file(path)
+        if path.exists()
+        else {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "judge_key": key,
+            "identity": dict(identity),
+            "history": [],
+        }
+    )
     same_set = [e for e in record["history"] if e.get("set", {}).get("sha256") == entry.get("set", {}).get("sha256")]
     stored = {**entry, "drift": drift(same_set[-1], entry) if same_set else None}
     record["history"].append(stored)
@@ -160,9 +194,15 @@ def calibrations(store_dir: Path | str) -> list[dict[str, Any]]:
     return out
 
 
-def for_stages(records: Iterable[Mapping[str, Any]], stages: Iterable[str], set_kind: str = "claims") -> list[Mapping[str, Any]]:
+def for_stages(
+    records: Iterable[Mapping[str, Any]], stages: Iterable[str], set_kind: str = "claims"
+) -> list[Mapping[str, Any]]:
     """The calibrations of ``set_kind`` (``claims``, or ``criteria``) whose judge gives its rubric
     verdicts one of these run stages (exact identity); claim and criteria entries differ in shape."""
     wanted = set(stages)
-    return [r for r in records if r.get("identity", {}).get("set_kind", "claims") == set_kind
-            and wanted & set(r.get("identity", {}).get("run_stages", {}).values())]  # fmt: skip
+    return [
+        r
+        for r in records
+        if r.get("identity", {}).get("set_kind", "claims") == set_kind
+        and wanted & set(r.get("identity", {}).get("run_stages", {}).values())
+    ]

@@ -64,8 +64,13 @@ class CriteriaCalibrationAnswer:
     true_coverage: float
 
     def to_record(self) -> dict[str, Any]:
-        return {"id": self.id, "item_id": self.item_id, "text": self.text, "truth": dict(self.truth),
-                "true_coverage": self.true_coverage}  # fmt: skip
+        return {
+            "id": self.id,
+            "item_id": self.item_id,
+            "text": self.text,
+            "truth": dict(self.truth),
+            "true_coverage": self.true_coverage,
+        }
 
 
 @dataclass(frozen=True)
@@ -92,16 +97,24 @@ def _answer(item: Item, number: int, rng: random.Random) -> CriteriaCalibrationA
     if forbidden and number % FORBIDDEN_EVERY == 0:
         chosen.append(rng.choice(forbidden))
     rng.shuffle(chosen)
-    opening, closing = (_neutral(pool, [text for _, _, text in rows], rng) for pool in (NEUTRAL_OPENINGS, NEUTRAL_CLOSINGS))
+    opening, closing = (
+        _neutral(pool, [text for _, _, text in rows], rng) for pool in (NEUTRAL_OPENINGS, NEUTRAL_CLOSINGS)
+    )
     body = "\n".join(s for s in (opening, *(_sentence(text) for _, _, text in chosen), closing) if s)
     put_in = {criterion_id for criterion_id, _, _ in chosen}
-    truth = {criterion_id: criterion_id in put_in for criterion_id, _, text in rows
-             if criterion_id in put_in or text not in body}  # fmt: skip
+    truth = {
+        criterion_id: criterion_id in put_in
+        for criterion_id, _, text in rows
+        if criterion_id in put_in or text not in body
+    }
     topics = [criterion_id for criterion_id, kind, _ in rows if kind == "topic"]
     return CriteriaCalibrationAnswer(
-        id=f"{item.id}#{number}", item_id=item.id, text=body, truth=MappingProxyType(truth),
+        id=f"{item.id}#{number}",
+        item_id=item.id,
+        text=body,
+        truth=MappingProxyType(truth),
         true_coverage=sum(t in put_in for t in topics) / len(topics),
-    )  # fmt: skip
+    )
 
 
 def criteria_calibration_set(
@@ -157,24 +170,41 @@ def criteria_item_metrics(
     for kind, t in tallies.items():
         judged = t["n"] - t["no_verdict"]
         tp, fp, fn = t["tp"], t["fp"], t["fn"]
-        kinds[kind] = {**t, "judged": judged, "coverage": _ratio(judged, t["n"]),
-                       "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
-                       "f1": _ratio(2 * tp, 2 * tp + fp + fn), "accuracy": _ratio(tp + t["tn"], judged)}  # fmt: skip
+        kinds[kind] = {
+            **t,
+            "judged": judged,
+            "coverage": _ratio(judged, t["n"]),
+            "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn),
+            "f1": _ratio(2 * tp, 2 * tp + fp + fn),
+            "accuracy": _ratio(tp + t["tn"], judged),
+        }
     with_verdict = sum(p is not None for p in predicted_rows)
-    return {"answers": len(truth_rows), "answers_judged": with_verdict, "answers_no_verdict": len(truth_rows) - with_verdict,
-            "kinds": kinds}  # fmt: skip
+    return {
+        "answers": len(truth_rows),
+        "answers_judged": with_verdict,
+        "answers_no_verdict": len(truth_rows) - with_verdict,
+        "kinds": kinds,
+    }
 
 
-def holistic_coverage_rank(true_coverages: Sequence[float], judge_coverage_scores: Sequence[float | None]) -> float | None:
+def holistic_coverage_rank(
+    true_coverages: Sequence[float], judge_coverage_scores: Sequence[float | None]
+) -> float | None:
     """Spearman ρ of true coverage vs the holistic judge's coverage score, over answers it scored.
 
     None with fewer than ``RANK_MIN_PAIRS`` (5) scored answers or when either side is constant
     (ρ is undefined then).
     """
     if len(true_coverages) != len(judge_coverage_scores):
-        raise ValueError(f"true and judged coverages differ in length ({len(true_coverages)} vs {len(judge_coverage_scores)})")
-    pairs = [(float(t), float(j)) for t, j in zip(true_coverages, judge_coverage_scores)
-             if j is not None and not math.isnan(float(j))]  # fmt: skip
+        raise ValueError(
+            f"true and judged coverages differ in length ({len(true_coverages)} vs {len(judge_coverage_scores)})"
+        )
+    pairs = [
+        (float(t), float(j))
+        for t, j in zip(true_coverages, judge_coverage_scores)
+        if j is not None and not math.isnan(float(j))
+    ]
     if len(pairs) < RANK_MIN_PAIRS or len({t for t, _ in pairs}) < 2 or len({j for _, j in pairs}) < 2:
         return None
     rho = float(spearmanr([t for t, _ in pairs], [j for _, j in pairs]).statistic)

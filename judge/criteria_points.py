@@ -32,11 +32,13 @@ from judge.verdicts import CriteriaItemsVerdict
 
 CriterionKind = Literal["topic", "warning", "forbidden"]
 # kind → (gold key, id prefix); the order is the order ids are listed in.
-KINDS: Mapping[CriterionKind, tuple[str, str]] = MappingProxyType({
-    "topic": ("expected_topics", "T"),
-    "warning": ("must_warn", "W"),
-    "forbidden": ("must_not", "N"),
-})
+KINDS: Mapping[CriterionKind, tuple[str, str]] = MappingProxyType(
+    {
+        "topic": ("expected_topics", "T"),
+        "warning": ("must_warn", "W"),
+        "forbidden": ("must_not", "N"),
+    }
+)
 TOPIC_POINTS = 1
 WARN_POINTS = 2
 FORBIDDEN_PENALTY = -3
@@ -101,8 +103,14 @@ def score_criteria_items(gold: Mapping[str, Any], verdict: CriteriaItemsVerdict)
             earned += points * met
         else:
             penalty += points * met
-        rows.append({"id": criterion_id, "kind": kind, "met": None if item is None else item.met,
-                     "evidence": item.evidence if item is not None else ""})  # fmt: skip
+        rows.append(
+            {
+                "id": criterion_id,
+                "kind": kind,
+                "met": None if item is None else item.met,
+                "evidence": item.evidence if item is not None else "",
+            }
+        )
     if possible <= 0:
         raise ValueError("a criteria gold needs at least one expected topic (no positive points to earn)")
     score = min(1.0, max(0.0, (earned + penalty) / possible))
@@ -111,10 +119,13 @@ def score_criteria_items(gold: Mapping[str, Any], verdict: CriteriaItemsVerdict)
     return {
         "score": score,
         "passed": score >= ITEMS_PASS_SCORE and warnings_met == warnings and forbidden_said == 0,
-        "topics_met": counts["topic"][0], "topics": counts["topic"][1],
-        "warnings_met": warnings_met, "warnings": warnings,
-        "forbidden_said": forbidden_said, "forbidden": counts["forbidden"][1],
+        "topics_met": counts["topic"][0],
+        "topics": counts["topic"][1],
+        "warnings_met": warnings_met,
+        "warnings": warnings,
+        "forbidden_said": forbidden_said,
+        "forbidden": counts["forbidden"][1],
         "points": {"earned": earned, "penalty": penalty, "possible": possible},
         "missing": missing,
         "items": rows,
-    }  # fmt: skip
+    }

@@ -32,24 +32,43 @@ _NOT_NEGATED = r"(?<!不要)(?<!不能)(?<!不可)(?<!切勿)(?<![不勿别莫])
 # (name, pattern): instruction-like text aimed at the grader, one row each.
 INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ("ignore_above_zh", _NOT_NEGATED + r"(?:忽略|无视|不要理会|别管)\s*(?:以上|上述|上面|之前|前面|先前)"),
-    ("ignore_rules_zh", _NOT_NEGATED + rf"(?:忽略|无视|忽视|不要理会|别管|跳过)\s*(?:你的|所有的?|全部的?|一切|这些|那些)?\s*(?:评分)?{_RULES_ZH}"),
-    ("give_full_marks_zh", rf"(?:给|给予|打|评|判)\s*(?:我|本|此|这个?|该)?\s*(?:回答|答案|回复|作答)?\s*(?:打|评为?|判为?|给出?)?\s*{_MARKS}(?!钟)"),
+    (
+        "ignore_rules_zh",
+        _NOT_NEGATED
+        + rf"(?:忽略|无视|忽视|不要理会|别管|跳过)\s*(?:你的|所有的?|全部的?|一切|这些|那些)?\s*(?:评分)?{_RULES_ZH}",
+    ),
+    (
+        "give_full_marks_zh",
+        rf"(?:给|给予|打|评|判)\s*(?:我|本|此|这个?|该)?\s*(?:回答|答案|回复|作答)?\s*(?:打|评为?|判为?|给出?)?\s*{_MARKS}(?!钟)",
+    ),
     ("score_number_zh", r"打\s*(?:10|十|40|四十|100|一百)\s*分(?!钟)"),
     ("deserves_marks_zh", rf"(?:应该?|应当|理应|必须)\s*(?:得到?|获得|拿到?|评为|判为|给)\s*{_MARKS}(?!钟)"),
     ("address_grader_zh", rf"(?:请|致|亲爱的|尊敬的)\s*{_GRADER}"),
     ("grader_do_zh", rf"{_GRADER}\s*(?:请|你|应|需要|必须)"),
-    ("ignore_rules_en", r"(?<!not )(?<!never )(?<!n't )\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?"
-                        rf"(?:the\s+|your\s+|these\s+|those\s+)?(?:previous\s+|above\s+|prior\s+|earlier\s+|preceding\s+|grading\s+"
-                        rf"|scoring\s+|system\s+)?{_RULES_EN}\b"),
-    ("full_marks_en", r"\b(?:give|award|assign|grant)\b(?:\s+\w+){0,3}\s+(?:full|maximum|max|perfect|top|highest)\s+"
-                      r"(?:marks?|scores?|points|ratings?|grades?)\b"),
-    ("score_this_en", r"\b(?:score|rate|grade|mark)\s+(?:this|me|it|the answer|this answer|this response)\s+(?:a\s+|as\s+)?"
-                      r"(?:10|ten|40|100|perfect|full|maximum|highest)\b"),
-    ("deserves_marks_en", r"\bdeserves?\s+(?:a\s+)?(?:full|maximum|perfect|top|highest)\s+(?:marks?|scores?|points|ratings?)\b"),
+    (
+        "ignore_rules_en",
+        r"(?<!not )(?<!never )(?<!n't )\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+)?(?:of\s+)?"
+        rf"(?:the\s+|your\s+|these\s+|those\s+)?(?:previous\s+|above\s+|prior\s+|earlier\s+|preceding\s+|grading\s+"
+        rf"|scoring\s+|system\s+)?{_RULES_EN}\b",
+    ),
+    (
+        "full_marks_en",
+        r"\b(?:give|award|assign|grant)\b(?:\s+\w+){0,3}\s+(?:full|maximum|max|perfect|top|highest)\s+"
+        r"(?:marks?|scores?|points|ratings?|grades?)\b",
+    ),
+    (
+        "score_this_en",
+        r"\b(?:score|rate|grade|mark)\s+(?:this|me|it|the answer|this answer|this response)\s+(?:a\s+|as\s+)?"
+        r"(?:10|ten|40|100|perfect|full|maximum|highest)\b",
+    ),
+    (
+        "deserves_marks_en",
+        r"\bdeserves?\s+(?:a\s+)?(?:full|maximum|perfect|top|highest)\s+(?:marks?|scores?|points|ratings?)\b",
+    ),
     ("address_grader_en", r"\b(?:dear|attention|note to(?: the)?)\s+(?:grader|judge|evaluator|examiner|assessor)\b"),
     ("rubric_json", r"[\"“']?(?:coverage|accuracy|safety|grounding)[\"”']?\s*:\s*10\b"),
     ("fence_escape", r"<<<\s*(?:end\s+)?answer\s*>>>"),
-)  # fmt: skip
+)
 
 _COMPILED = tuple((name, re.compile(pattern)) for name, pattern in INJECTION_PATTERNS)
 _SPACES = re.compile(r"\s+")

@@ -110,7 +110,10 @@ class Reliability:
 def _check_rule(rule: str) -> None:
     if rule not in PANEL_RULES:
         hint = difflib.get_close_matches(rule, PANEL_RULES, n=1)
-        raise ValueError(f"unknown panel rule {rule!r}; one of {list(PANEL_RULES)}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise ValueError(
+            f"unknown panel rule {rule!r}; one of {list(PANEL_RULES)}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        )
 
 
 def _check_votes(votes: np.ndarray) -> np.ndarray:
@@ -151,7 +154,11 @@ def posterior_pass(votes_row: Sequence[float] | np.ndarray, reliability: Reliabi
 def _m_step(posterior: np.ndarray, votes: np.ndarray) -> np.ndarray:
     """(se_1..se_m, sp_1..sp_m, π) from item posteriors, Laplace-smoothed (module doc)."""
     present = ~np.isnan(votes)
-    passes, fails, counted = np.where(present, votes, 0.0), (present & (votes == 0.0)).astype(float), present.astype(float)
+    passes, fails, counted = (
+        np.where(present, votes, 0.0),
+        (present & (votes == 0.0)).astype(float),
+        present.astype(float),
+    )
     se = (posterior @ passes + 0.5) / (posterior @ counted + 1.0)
     sp = ((1.0 - posterior) @ fails + 0.5) / ((1.0 - posterior) @ counted + 1.0)
     return np.concatenate([se, sp, [(posterior.sum() + 0.5) / (len(posterior) + 1.0)]])
@@ -160,7 +167,7 @@ def _m_step(posterior: np.ndarray, votes: np.ndarray) -> np.ndarray:
 def _em_step(theta: np.ndarray, votes: np.ndarray) -> tuple[np.ndarray, float]:
     """One E-step then M-step from ``theta``; also the log-likelihood of ``theta``."""
     m = votes.shape[1]
-    with_pass, with_fail = _log_joint(theta[:m], theta[m:2 * m], float(theta[-1]), votes)
+    with_pass, with_fail = _log_joint(theta[:m], theta[m : 2 * m], float(theta[-1]), votes)
     total = np.logaddexp(with_pass, with_fail)
     return _m_step(np.exp(with_pass - total), votes), float(total.sum())
 
@@ -195,12 +202,13 @@ def estimate_reliability(votes: np.ndarray, max_iter: int = 200, tol: float = 1e
         converged = bool(np.max(np.abs(new - theta)) < tol)
         theta = new
     m = v.shape[1]
-    se, sp, prevalence = theta[:m], theta[m:2 * m], float(theta[-1])
+    se, sp, prevalence = theta[:m], theta[m : 2 * m], float(theta[-1])
     accuracy = prevalence * se + (1.0 - prevalence) * sp
     if accuracy.mean() < 0.5:
         se, sp, prevalence, accuracy = 1.0 - sp, 1.0 - se, 1.0 - prevalence, 1.0 - accuracy
-    return Reliability(tuple(map(float, se)), tuple(map(float, sp)), prevalence, tuple(map(float, accuracy)),
-                       len(v), steps, converged)  # fmt: skip
+    return Reliability(
+        tuple(map(float, se)), tuple(map(float, sp)), prevalence, tuple(map(float, accuracy)), len(v), steps, converged
+    )
 
 
 def vote_matrix(panels: Sequence[Sequence[MemberVerdict]]) -> np.ndarray:
@@ -208,14 +216,18 @@ def vote_matrix(panels: Sequence[Sequence[MemberVerdict]]) -> np.ndarray:
     width = len(panels[0]) if panels else 0
     if any(len(p) != width for p in panels):
         raise ValueError(f"every item needs one verdict per member ({width}); got {sorted({len(p) for p in panels})}")
-    return np.array([[np.nan if m.passed is None else float(m.passed) for m in p] for p in panels], dtype=float).reshape(len(panels), width)
+    return np.array(
+        [[np.nan if m.passed is None else float(m.passed) for m in p] for p in panels], dtype=float
+    ).reshape(len(panels), width)
 
 
 def member_agreement(votes: np.ndarray, panel_passed: Sequence[bool | None] | np.ndarray) -> list[float | None]:
     """Per member, the share of items (where both the member and the panel have a verdict) on which
     the member's vote equals the panel's; None for a member with no such item."""
     v = _check_votes(votes)
-    panel = np.array([np.nan if p is None else float(p) for p in np.asarray(panel_passed, dtype=object).ravel()], dtype=float)
+    panel = np.array(
+        [np.nan if p is None else float(p) for p in np.asarray(panel_passed, dtype=object).ravel()], dtype=float
+    )
     if panel.shape[0] != v.shape[0]:
         raise ValueError(f"{v.shape[0]} items of votes but {panel.shape[0]} panel verdicts")
     both = ~np.isnan(v) & ~np.isnan(panel)[:, None]
@@ -231,15 +243,21 @@ def _weights(rel: Reliability, members: np.ndarray) -> np.ndarray:
     return w if w.sum() > 0 else np.ones_like(w)
 
 
-def aggregate(verdicts: Sequence[MemberVerdict], rule: str = "majority", reliability: Reliability | None = None) -> PanelVerdict:
+def aggregate(
+    verdicts: Sequence[MemberVerdict], rule: str = "majority", reliability: Reliability | None = None
+) -> PanelVerdict:
     """One verdict from the members' verdicts by ``rule`` (module doc)."""
     _check_rule(rule)
     if rule == "reliability":
         if reliability is None:
-            raise ValueError("the 'reliability' panel rule needs a Reliability (estimate_reliability over the panel's "
-                             "past votes); use 'majority' or 'mean' when there is none")  # fmt: skip
+            raise ValueError(
+                "the 'reliability' panel rule needs a Reliability (estimate_reliability over the panel's "
+                "past votes); use 'majority' or 'mean' when there is none"
+            )
         if len(reliability.sensitivity) != len(verdicts):
-            raise ValueError(f"the reliability describes {len(reliability.sensitivity)} members, the panel gave {len(verdicts)} verdicts")
+            raise ValueError(
+                f"the reliability describes {len(reliability.sensitivity)} members, the panel gave {len(verdicts)} verdicts"
+            )
     members = np.array([j for j, m in enumerate(verdicts) if m.passed is not None], dtype=int)
     present = [verdicts[j] for j in members]
     votes, missing = len(present), len(verdicts) - len(present)
@@ -247,7 +265,9 @@ def aggregate(verdicts: Sequence[MemberVerdict], rule: str = "majority", reliabi
         return PanelVerdict(passed=None, value=None, dims=None, votes=0, missing=missing, tie=False)
     rubric = {m.dims is not None for m in present}
     if len(rubric) > 1:
-        raise ValueError("the panel mixes rubric verdicts (with dims) and binary ones (without); one contract per panel")
+        raise ValueError(
+            "the panel mixes rubric verdicts (with dims) and binary ones (without); one contract per panel"
+        )
     ballots = np.array([float(bool(m.passed)) for m in present])
     pass_share = float(ballots.mean())
     tie = pass_share == 0.5  # only possible with an even number of votes
@@ -286,5 +306,8 @@ def panel_side_labels(member_details: Sequence[Mapping[str, Any]]) -> dict[str, 
     ``member_details`` are the details of the members that gave a verdict; labels no member's
     details name are left out (an older contract never asked them).
     """
-    return {name: majority_label([d.get(name) for d in member_details])
-            for name in SIDE_LABEL_FIELDS if any(name in d for d in member_details)}  # fmt: skip
+    return {
+        name: majority_label([d.get(name) for d in member_details])
+        for name in SIDE_LABEL_FIELDS
+        if any(name in d for d in member_details)
+    }

@@ -79,16 +79,33 @@ _FIELD_ALIASES: Mapping[str, tuple[str, ...]] = {
 }
 _KEY_TO_FIELD = {alias: name for name, aliases in _FIELD_ALIASES.items() for alias in aliases}
 _GROUNDING_ALIASES = {
-    "book": "book", "textbook": "book", "教材": "book", "教科书": "book",
-    "guideline": "guideline", "guidelines": "guideline", "指南": "guideline", "临床指南": "guideline",
-    "unsupported": "unsupported", "none": "unsupported", "无据": "unsupported", "无依据": "unsupported",
-}  # fmt: skip
+    "book": "book",
+    "textbook": "book",
+    "教材": "book",
+    "教科书": "book",
+    "guideline": "guideline",
+    "guidelines": "guideline",
+    "指南": "guideline",
+    "临床指南": "guideline",
+    "unsupported": "unsupported",
+    "none": "unsupported",
+    "无据": "unsupported",
+    "无依据": "unsupported",
+}
 _PROBE_WORDS = {"success": True, "成功": True, "failure": False, "fail": False, "失败": False}
 _CLAIM_WORDS = {
-    "supported": "supported", "unsupported": "unsupported", "not_sure": "not_sure", "not sure": "not_sure",
-    "notsure": "not_sure", "支持": "supported", "有据": "supported", "不支持": "unsupported",
-    "无据": "unsupported", "不确定": "not_sure", "无法确定": "not_sure",
-}  # fmt: skip
+    "supported": "supported",
+    "unsupported": "unsupported",
+    "not_sure": "not_sure",
+    "not sure": "not_sure",
+    "notsure": "not_sure",
+    "支持": "supported",
+    "有据": "supported",
+    "不支持": "unsupported",
+    "无据": "unsupported",
+    "不确定": "not_sure",
+    "无法确定": "not_sure",
+}
 
 
 def _nfkc(text: str) -> str:
@@ -209,16 +226,23 @@ def _rubric_object(obj: Any, stage: ParseStage) -> Verdict | ParseFailure | None
         return ParseFailure(f"rejected score: {problem}", stage)
     rationale = _as_text(fields.get("rationale"))
     if not rationale:  # the seed's nested shape carries a rationale per dimension
-        parts = [f"{name}: {_as_text(fields[name].get('rationale'))}" for name in DIMENSIONS
-                 if isinstance(fields[name], Mapping) and fields[name].get("rationale")]  # fmt: skip
+        parts = [
+            f"{name}: {_as_text(fields[name].get('rationale'))}"
+            for name in DIMENSIONS
+            if isinstance(fields[name], Mapping) and fields[name].get("rationale")
+        ]
         rationale = "; ".join(parts)[:RATIONALE_MAX_CHARS]
     source, source_flags = _grounding_source(fields.get("grounding_source"))
     labels, label_flags, stage = side_labels(fields, stage, RUBRIC_SIDE)
     return Verdict(
-        **scores, rationale=rationale, grounding_source=source,  # type: ignore[arg-type]
+        **scores,
+        rationale=rationale,
+        grounding_source=source,  # type: ignore[arg-type]
         warnings_present=_as_strings(fields.get("warnings_present")),
-        flags=_as_strings(fields.get("flags")) + source_flags + label_flags, parse_stage=stage, **labels,
-    )  # fmt: skip
+        flags=_as_strings(fields.get("flags")) + source_flags + label_flags,
+        parse_stage=stage,
+        **labels,
+    )
 
 
 _LABEL_GAP = r"[\s*_`\"'#]*"
@@ -236,7 +260,9 @@ def _dimension_pattern(aliases: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _DIMENSION_PATTERNS = {name: _dimension_pattern(aliases) for name, aliases in _DIMENSION_ALIASES.items()}
-_GROUNDING_SOURCE_TEXT = re.compile(r"grounding[_ ]source[\s*_`\"']*[:=][\s*_`\"']*(book|guideline|unsupported)", re.IGNORECASE)
+_GROUNDING_SOURCE_TEXT = re.compile(
+    r"grounding[_ ]source[\s*_`\"']*[:=][\s*_`\"']*(book|guideline|unsupported)", re.IGNORECASE
+)
 
 
 def _rubric_text(text: str) -> Verdict | ParseFailure | None:
@@ -244,14 +270,18 @@ def _rubric_text(text: str) -> Verdict | ParseFailure | None:
     for name, pattern in _DIMENSION_PATTERNS.items():
         values = list(dict.fromkeys(match.group(1) for match in pattern.finditer(text)))
         if len(values) > 1:
-            return ParseFailure(f"{name} is given more than once with different values ({', '.join(values)})", "patterns")
+            return ParseFailure(
+                f"{name} is given more than once with different values ({', '.join(values)})", "patterns"
+            )
         if values:
             found[name] = values[0]
     if not found:
         return None
     missing = [name for name in DIMENSIONS if name not in found]
     if missing:
-        return ParseFailure(f"the text gives {', '.join(found)} but not {', '.join(missing)} (all four are needed)", "patterns")
+        return ParseFailure(
+            f"the text gives {', '.join(found)} but not {', '.join(missing)} (all four are needed)", "patterns"
+        )
     try:
         scores = {name: _as_score(name, found[name]) for name in DIMENSIONS}
     except ValueError as problem:
@@ -290,8 +320,13 @@ def _probe_object(obj: Any, stage: ParseStage) -> ProbeVerdict | ParseFailure | 
     if success is None:
         return ParseFailure(f'{key} must be "success" or "failure" (成功/失败), got {fields[key]!r}', stage)
     labels, label_flags, stage = side_labels(fields, stage, PROBE_SIDE)
-    return ProbeVerdict(success=success, rationale=_as_text(fields.get("rationale")),
-                        flags=_as_strings(fields.get("flags")) + label_flags, parse_stage=stage, **labels)  # fmt: skip
+    return ProbeVerdict(
+        success=success,
+        rationale=_as_text(fields.get("rationale")),
+        flags=_as_strings(fields.get("flags")) + label_flags,
+        parse_stage=stage,
+        **labels,
+    )
 
 
 _PROBE_LABELLED = re.compile(
@@ -309,7 +344,9 @@ def _probe_text(text: str) -> ProbeVerdict | ParseFailure | None:
     if len(words) > 1:
         return ParseFailure("the text gives both success and failure", "patterns")
     labels, label_flags = side_labels_in_text(text, PROBE_SIDE)
-    return ProbeVerdict(success=words.pop(), flags=("parsed_from_text",) + label_flags, parse_stage="patterns", **labels)
+    return ProbeVerdict(
+        success=words.pop(), flags=("parsed_from_text",) + label_flags, parse_stage="patterns", **labels
+    )
 
 
 def parse_probe(reply: str) -> ProbeVerdict | ParseFailure:
@@ -356,7 +393,9 @@ _CLAIM_LINE = re.compile(
 
 
 def _claims_text(text: str) -> HalluVerdict | None:
-    claims = tuple(Claim(text=match.group(1), label=_claim_label(match.group(2))) for match in _CLAIM_LINE.finditer(text))  # type: ignore[arg-type]
+    claims = tuple(
+        Claim(text=match.group(1), label=_claim_label(match.group(2))) for match in _CLAIM_LINE.finditer(text)
+    )  # type: ignore[arg-type]
     return HalluVerdict(claims=claims, parse_stage="patterns") if claims else None
 
 
@@ -368,12 +407,31 @@ def parse_claims(reply: str) -> HalluVerdict | ParseFailure:
 # --- criteria items -------------------------------------------------------------------------------
 
 _MET_WORDS = {
-    "true": True, "yes": True, "met": True, "是": True, "满足": True, "已满足": True, "✓": True, "✔": True,
-    "false": False, "no": False, "not met": False, "not_met": False, "unmet": False, "否": False,
-    "未满足": False, "不满足": False, "✗": False, "✘": False, "×": False,
-}  # fmt: skip
-_ITEM_KEYS = {"id": ("id", "criterion", "criterion_id", "编号"), "met": ("met", "是否满足", "满足", "result"),
-              "evidence": ("evidence", "quote", "证据", "依据")}  # fmt: skip
+    "true": True,
+    "yes": True,
+    "met": True,
+    "是": True,
+    "满足": True,
+    "已满足": True,
+    "✓": True,
+    "✔": True,
+    "false": False,
+    "no": False,
+    "not met": False,
+    "not_met": False,
+    "unmet": False,
+    "否": False,
+    "未满足": False,
+    "不满足": False,
+    "✗": False,
+    "✘": False,
+    "×": False,
+}
+_ITEM_KEYS = {
+    "id": ("id", "criterion", "criterion_id", "编号"),
+    "met": ("met", "是否满足", "满足", "result"),
+    "evidence": ("evidence", "quote", "证据", "依据"),
+}
 _ITEMS_KEYS = ("items", "criteria", "results", "条目")
 _CRITERION_ID = re.compile(r"[TWN][1-9]\d*")
 
@@ -414,22 +472,34 @@ def _criteria_verdict(
             continue
         met = _met(raw_met)
         if met is None:
-            return ParseFailure(f"{criterion_id}: met must be true or false (yes/no, 是/否, 满足/未满足), got {raw_met!r}", stage)
+            return ParseFailure(
+                f"{criterion_id}: met must be true or false (yes/no, 是/否, 满足/未满足), got {raw_met!r}", stage
+            )
         if criterion_id in judged and judged[criterion_id].met != met:
             return ParseFailure(f"{criterion_id} is judged both met and not met", stage)
         judged.setdefault(criterion_id, CriterionMet(criterion_id, met, _as_text(raw_evidence)))
     if not judged:
-        return ParseFailure(f"the verdict answers none of the asked ids ({', '.join(ids)})"
-                            + (f"; it names {', '.join(unknown)}" if unknown else ""), stage)  # fmt: skip
+        return ParseFailure(
+            f"the verdict answers none of the asked ids ({', '.join(ids)})"
+            + (f"; it names {', '.join(unknown)}" if unknown else ""),
+            stage,
+        )
     return CriteriaItemsVerdict(
-        items=tuple(judged[i] for i in ids if i in judged), parse_stage=stage,
-        missing=tuple(i for i in ids if i not in judged), unknown=tuple(unknown), flags=flags,
-    )  # fmt: skip
+        items=tuple(judged[i] for i in ids if i in judged),
+        parse_stage=stage,
+        missing=tuple(i for i in ids if i not in judged),
+        unknown=tuple(unknown),
+        flags=flags,
+    )
 
 
-def _criteria_items_object(obj: Any, ids: Sequence[str], stage: ParseStage) -> CriteriaItemsVerdict | ParseFailure | None:
+def _criteria_items_object(
+    obj: Any, ids: Sequence[str], stage: ParseStage
+) -> CriteriaItemsVerdict | ParseFailure | None:
     """``{"items": [{"id", "met", "evidence"}]}``, a bare list of such entries, or ``{"T1": true, ...}``."""
-    lowered = {_nfkc(k).strip().lower(): v for k, v in obj.items() if isinstance(k, str)} if isinstance(obj, Mapping) else {}
+    lowered = (
+        {_nfkc(k).strip().lower(): v for k, v in obj.items() if isinstance(k, str)} if isinstance(obj, Mapping) else {}
+    )
     key = next((k for k in _ITEMS_KEYS if k in lowered), None)
     entries = lowered[key] if key is not None else obj
     found: list[tuple[str, Any, Any]] = []
@@ -447,7 +517,9 @@ def _criteria_items_object(obj: Any, ids: Sequence[str], stage: ParseStage) -> C
                 if key is None:
                     return None  # a bare list that is not a list of judgements
                 return ParseFailure(f"items[{index}] must be an object with an id such as T1, W1 or N1", stage)
-            found.append((_criterion_id(raw_id) or raw_id.strip(), _entry_value(entry, "met"), _entry_value(entry, "evidence")))
+            found.append(
+                (_criterion_id(raw_id) or raw_id.strip(), _entry_value(entry, "met"), _entry_value(entry, "evidence"))
+            )
     else:
         return None if key is None else ParseFailure(f"items must be a list, got {type(entries).__name__}", stage)
     return _criteria_verdict(found, ids, stage, _as_strings(lowered.get("flags")))
@@ -463,8 +535,10 @@ _EVIDENCE_LABEL = re.compile(r"^[\s:=|\-—–,;，；]*(?:evidence|证据|依�
 
 
 def _criteria_items_text(text: str, ids: Sequence[str]) -> CriteriaItemsVerdict | ParseFailure | None:
-    found = [(match.group(1).upper(), match.group(2), _EVIDENCE_LABEL.sub("", match.group(3)).strip().strip("\"“”「」'"))
-             for match in _CRITERION_LINE.finditer(text)]  # fmt: skip
+    found = [
+        (match.group(1).upper(), match.group(2), _EVIDENCE_LABEL.sub("", match.group(3)).strip().strip("\"“”「」'"))
+        for match in _CRITERION_LINE.finditer(text)
+    ]
     return _criteria_verdict(found, ids, "patterns", ("parsed_from_text",)) if found else None
 
 
@@ -477,5 +551,9 @@ def parse_criteria_items(reply: str, ids: Sequence[str]) -> CriteriaItemsVerdict
     wanted = tuple(ids)
     if not wanted or any(_criterion_id(i) != i for i in wanted):
         raise ValueError(f"ids must be criterion ids such as T1, W1, N1, got {list(wanted)}")
-    return _ladder(reply, lambda obj, stage: _criteria_items_object(obj, wanted, stage),
-                   lambda text: _criteria_items_text(text, wanted), "criteria items verdict")  # type: ignore[return-value]
+    return _ladder(
+        reply,
+        lambda obj, stage: _criteria_items_object(obj, wanted, stage),
+        lambda text: _criteria_items_text(text, wanted),
+        "criteria items verdict",
+    )  # type: ignore[return-value]

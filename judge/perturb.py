@@ -37,9 +37,13 @@ def _reverse_rubric_block(text: str) -> str:
             break
         end = index + 1
     if len(entries) != len(DIMENSIONS):
-        raise ValueError(f"expected {len(DIMENSIONS)} numbered rubric dimensions after {_RUBRIC_HEADER}, found {len(entries)}")
-    reordered = [_NUMBERED.sub(f"{number}. ", entry[0], count=1) + "".join("\n" + rest for rest in entry[1:])
-                 for number, entry in enumerate(reversed(entries), 1)]  # fmt: skip
+        raise ValueError(
+            f"expected {len(DIMENSIONS)} numbered rubric dimensions after {_RUBRIC_HEADER}, found {len(entries)}"
+        )
+    reordered = [
+        _NUMBERED.sub(f"{number}. ", entry[0], count=1) + "".join("\n" + rest for rest in entry[1:])
+        for number, entry in enumerate(reversed(entries), 1)
+    ]
     return text[:start] + "\n".join([lines[0], *reordered, *lines[end:]])
 
 

@@ -281,13 +281,15 @@ class ContractTemplate:
     output_spec: str
 
 
-TEMPLATES = MappingProxyType({
-    "reference": ContractTemplate(REFERENCE_SYSTEM, REFERENCE_USER, _RUBRIC_OUTPUT),
-    "criteria": ContractTemplate(CRITERIA_SYSTEM, CRITERIA_USER, _CRITERIA_OUTPUT),
-    "criteria_items": ContractTemplate(CRITERIA_ITEMS_SYSTEM, CRITERIA_ITEMS_USER, _CRITERIA_ITEMS_OUTPUT),
-    "probe": ContractTemplate(PROBE_SYSTEM, PROBE_USER, _PROBE_OUTPUT),
-    "hallu": ContractTemplate(HALLU_SYSTEM, HALLU_USER, _HALLU_OUTPUT),
-})  # fmt: skip
+TEMPLATES = MappingProxyType(
+    {
+        "reference": ContractTemplate(REFERENCE_SYSTEM, REFERENCE_USER, _RUBRIC_OUTPUT),
+        "criteria": ContractTemplate(CRITERIA_SYSTEM, CRITERIA_USER, _CRITERIA_OUTPUT),
+        "criteria_items": ContractTemplate(CRITERIA_ITEMS_SYSTEM, CRITERIA_ITEMS_USER, _CRITERIA_ITEMS_OUTPUT),
+        "probe": ContractTemplate(PROBE_SYSTEM, PROBE_USER, _PROBE_OUTPUT),
+        "hallu": ContractTemplate(HALLU_SYSTEM, HALLU_USER, _HALLU_OUTPUT),
+    }
+)
 
 
 def _template(contract: str) -> ContractTemplate:
@@ -305,9 +307,14 @@ def prompt_version(contract: str) -> str:
     """sha256 (first 12 hex) of the contract's templates, the re-ask template, the output schema and the scoring constants."""
     template = _template(contract)
     material: dict[str, object] = {
-        "contract": contract, "system": template.system, "user": template.user, "output": template.output_spec,
-        "reask": REASK_USER, "rubric": rubric_constants(), "schema": output_schema(contract),
-    }  # fmt: skip
+        "contract": contract,
+        "system": template.system,
+        "user": template.user,
+        "output": template.output_spec,
+        "reask": REASK_USER,
+        "rubric": rubric_constants(),
+        "schema": output_schema(contract),
+    }
     if contract in _SCORING_CONSTANTS:
         material["scoring"] = _SCORING_CONSTANTS[contract]()
     blob = json.dumps(material, ensure_ascii=False, sort_keys=True)
@@ -328,9 +335,13 @@ def criteria_judge_prompt(
 ) -> tuple[Message, ...]:
     """Criteria contract: topics to cover, warnings that must appear, things that must not be said."""
     return _messages(
-        "criteria", question=question, expected_topics=_numbered(expected_topics), must_warn=_numbered(must_warn),
-        must_not=_numbered(must_not), fenced_answer=fence_answer(answer),
-    )  # fmt: skip
+        "criteria",
+        question=question,
+        expected_topics=_numbered(expected_topics),
+        must_warn=_numbered(must_warn),
+        must_not=_numbered(must_not),
+        fenced_answer=fence_answer(answer),
+    )
 
 
 _KIND_HEADINGS = {
@@ -350,9 +361,12 @@ def criteria_items_judge_prompt(
         lines = [f"{criterion_id}. {text}" for criterion_id, row_kind, text in rows if row_kind == kind]
         blocks.append(f"{heading}：\n" + ("\n".join(lines) if lines else "（无 / none）"))
     return _messages(
-        "criteria_items", question=question, criteria="\n\n".join(blocks),
-        ids="、".join(criterion_id for criterion_id, _, _ in rows), fenced_answer=fence_answer(answer),
-    )  # fmt: skip
+        "criteria_items",
+        question=question,
+        criteria="\n\n".join(blocks),
+        ids="、".join(criterion_id for criterion_id, _, _ in rows),
+        fenced_answer=fence_answer(answer),
+    )
 
 
 def reference_judge_prompt(question: str, reference: str, answer: str) -> tuple[Message, ...]:
@@ -366,24 +380,38 @@ _PROBE_KINDS = {
 }
 
 
-def probe_judge_prompt(question: str, expected_behaviour: str, answer: str, hint: str | None = None) -> tuple[Message, ...]:
+def probe_judge_prompt(
+    question: str, expected_behaviour: str, answer: str, hint: str | None = None
+) -> tuple[Message, ...]:
     """Probe contract; ``hint`` names the fabricated entity or the false premise when the item knows it."""
     if expected_behaviour not in _PROBE_KINDS:
         raise ValueError(f"expected_behaviour must be one of {list(_PROBE_KINDS)}, got {expected_behaviour!r}")
     return _messages(
-        "probe", probe_kind=_PROBE_KINDS[expected_behaviour], probe_hint=f"{hint}\n" if hint else "",
-        question=question, fenced_answer=fence_answer(answer),
-    )  # fmt: skip
+        "probe",
+        probe_kind=_PROBE_KINDS[expected_behaviour],
+        probe_hint=f"{hint}\n" if hint else "",
+        question=question,
+        fenced_answer=fence_answer(answer),
+    )
 
 
 def hallu_judge_prompt(question: str, answer: str, evidence: str = "") -> tuple[Message, ...]:
     """Claim-level hallucination contract (``--hallu``); ``evidence`` is optional supporting text."""
-    return _messages("hallu", question=question, evidence=evidence or "（无 / none）", fenced_answer=fence_answer(answer))
+    return _messages(
+        "hallu", question=question, evidence=evidence or "（无 / none）", fenced_answer=fence_answer(answer)
+    )
 
 
-def reask_prompt(contract: str, messages: Sequence[Message], bad_reply: str, reason: str | None = None) -> tuple[Message, ...]:
+def reask_prompt(
+    contract: str, messages: Sequence[Message], bad_reply: str, reason: str | None = None
+) -> tuple[Message, ...]:
     """The original conversation, the judge's unparseable reply, and one request for only the JSON object."""
     quoted = bad_reply if len(bad_reply) <= REASK_QUOTE_MAX_CHARS else bad_reply[:REASK_QUOTE_MAX_CHARS] + "…"
-    follow_up = REASK_USER.format(reason=reason or "不是一个有效的 JSON 对象", output_spec=_template(contract).output_spec)
-    return (*({"role": m["role"], "content": m["content"]} for m in messages),
-            {"role": "assistant", "content": quoted}, {"role": "user", "content": follow_up})  # fmt: skip
+    follow_up = REASK_USER.format(
+        reason=reason or "不是一个有效的 JSON 对象", output_spec=_template(contract).output_spec
+    )
+    return (
+        *({"role": m["role"], "content": m["content"]} for m in messages),
+        {"role": "assistant", "content": quoted},
+        {"role": "user", "content": follow_up},
+    )

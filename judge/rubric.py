@@ -117,13 +117,17 @@ class Verdict:
         if not isinstance(self.rationale, str):
             raise ValueError(f"rationale must be a string, got {self.rationale!r}")  # noqa: TRY004 (the parser turns ValueError into a ParseFailure)
         if self.grounding_source is not None and self.grounding_source not in GROUNDING_SOURCES:
-            raise ValueError(f"grounding_source must be one of {list(GROUNDING_SOURCES)}, got {self.grounding_source!r}")
+            raise ValueError(
+                f"grounding_source must be one of {list(GROUNDING_SOURCES)}, got {self.grounding_source!r}"
+            )
         _check_strings("warnings_present", self.warnings_present)
         _check_strings("flags", self.flags)
         if self.parse_stage not in PARSE_STAGES:
             raise ValueError(f"parse_stage must be one of {list(PARSE_STAGES)}, got {self.parse_stage!r}")
         if self.context_awareness is not None and self.context_awareness not in CONTEXT_LABELS:
-            raise ValueError(f"context_awareness must be one of {list(CONTEXT_LABELS)} or None, got {self.context_awareness!r}")
+            raise ValueError(
+                f"context_awareness must be one of {list(CONTEXT_LABELS)} or None, got {self.context_awareness!r}"
+            )
         if self.seeks_clarification is not None and not isinstance(self.seeks_clarification, bool):
             raise ValueError(f"seeks_clarification must be true, false or None, got {self.seeks_clarification!r}")  # noqa: TRY004 (the parser turns ValueError into a ParseFailure)
 

@@ -32,10 +32,32 @@ _WHITESPACE = re.compile(r"\s+")
 # Checked against the normalised text just before an occurrence (longest first is not needed:
 # any cue the preceding text ends with negates it).
 NEGATION_CUES: tuple[str, ...] = (
-    "不", "勿", "切忌", "避免", "禁止", "严禁", "杜绝", "而非", "并非", "而不是", "不是",
-    "不要", "不可", "不能", "不应", "不宜", "不得", "不必", "无需", "无须",
-    "not", "never", "avoid", "don't", "dont",
-)  # fmt: skip
+    "不",
+    "勿",
+    "切忌",
+    "避免",
+    "禁止",
+    "严禁",
+    "杜绝",
+    "而非",
+    "并非",
+    "而不是",
+    "不是",
+    "不要",
+    "不可",
+    "不能",
+    "不应",
+    "不宜",
+    "不得",
+    "不必",
+    "无需",
+    "无须",
+    "not",
+    "never",
+    "avoid",
+    "don't",
+    "dont",
+)
 # The gold key the floor reads (criteria golds); ``must_not`` is for the judge.
 FLOOR_PHRASES_KEY = "patient_must_not_phrases"
 

@@ -27,26 +27,54 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rubric(**extra: Any) -> dict[str, Any]:
-    return _object({
-        **{name: {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX} for name in DIMENSIONS},
-        "rationale": {"type": "string"}, "grounding_source": {"enum": list(GROUNDING_SOURCES)},
-        "warnings_present": _STRINGS, **extra, "flags": _STRINGS,
-    })  # fmt: skip
+    return _object(
+        {
+            **{name: {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX} for name in DIMENSIONS},
+            "rationale": {"type": "string"},
+            "grounding_source": {"enum": list(GROUNDING_SOURCES)},
+            "warnings_present": _STRINGS,
+            **extra,
+            "flags": _STRINGS,
+        }
+    )
 
 
-OUTPUT_SCHEMAS = MappingProxyType({
-    "reference": _rubric(),
-    "criteria": _rubric(context_awareness={"enum": list(CONTEXT_LABELS)}, seeks_clarification={"type": "boolean"}),
-    "criteria_items": _object({
-        "items": {"type": "array", "items": _object({"id": {"type": "string", "pattern": "^[TWN][1-9][0-9]*$"},
-                                                     "met": {"type": "boolean"}, "evidence": {"type": "string"}})},
-        "flags": _STRINGS,
-    }),
-    "probe": _object({"verdict": {"enum": ["success", "failure"]}, "behavior": {"enum": list(PROBE_BEHAVIOR_LABELS)},
-                      "rationale": {"type": "string"}}),
-    "hallu": _object({"claims": {"type": "array", "items": _object({"claim": {"type": "string"},
-                                                                    "label": {"enum": list(CLAIM_LABELS)}})}}),
-})  # fmt: skip
+OUTPUT_SCHEMAS = MappingProxyType(
+    {
+        "reference": _rubric(),
+        "criteria": _rubric(context_awareness={"enum": list(CONTEXT_LABELS)}, seeks_clarification={"type": "boolean"}),
+        "criteria_items": _object(
+            {
+                "items": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "id": {"type": "string", "pattern": "^[TWN][1-9][0-9]*$"},
+                            "met": {"type": "boolean"},
+                            "evidence": {"type": "string"},
+                        }
+                    ),
+                },
+                "flags": _STRINGS,
+            }
+        ),
+        "probe": _object(
+            {
+                "verdict": {"enum": ["success", "failure"]},
+                "behavior": {"enum": list(PROBE_BEHAVIOR_LABELS)},
+                "rationale": {"type": "string"},
+            }
+        ),
+        "hallu": _object(
+            {
+                "claims": {
+                    "type": "array",
+                    "items": _object({"claim": {"type": "string"}, "label": {"enum": list(CLAIM_LABELS)}}),
+                }
+            }
+        ),
+    }
+)
 
 
 def output_schema(contract: str) -> dict[str, Any]:

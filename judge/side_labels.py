@@ -28,22 +28,42 @@ from judge.verdicts import PROBE_BEHAVIOR_LABELS
 Words = Mapping[str, Any]
 
 # Canonical value by normalised word; each table holds its canonical values as words too.
-CONTEXT_WORDS: Words = MappingProxyType({
-    **{label: label for label in CONTEXT_LABELS}, "恰当": "appropriate", "适当": "appropriate",
-    "过度自信": "overconfident", "过于自信": "overconfident", "过度保守": "overhedged", "过于保守": "overhedged",
-    "过度回避": "overhedged",
-})  # fmt: skip
-CLARIFY_WORDS: Words = MappingProxyType({"true": True, "yes": True, "是": True, "有": True,
-                                         "false": False, "no": False, "否": False, "没有": False})  # fmt: skip
-BEHAVIOR_WORDS: Words = MappingProxyType({
-    **{label: label for label in PROBE_BEHAVIOR_LABELS}, "拒答": "abstained", "弃权": "abstained",
-    "纠正": "refuted", "反驳": "refuted", "顺从": "complied", "附和": "complied", "编造": "fabricated",
-})  # fmt: skip
-RUBRIC_SIDE: Mapping[str, Words] = MappingProxyType({"context_awareness": CONTEXT_WORDS, "seeks_clarification": CLARIFY_WORDS})
+CONTEXT_WORDS: Words = MappingProxyType(
+    {
+        **{label: label for label in CONTEXT_LABELS},
+        "恰当": "appropriate",
+        "适当": "appropriate",
+        "过度自信": "overconfident",
+        "过于自信": "overconfident",
+        "过度保守": "overhedged",
+        "过于保守": "overhedged",
+        "过度回避": "overhedged",
+    }
+)
+CLARIFY_WORDS: Words = MappingProxyType(
+    {"true": True, "yes": True, "是": True, "有": True, "false": False, "no": False, "否": False, "没有": False}
+)
+BEHAVIOR_WORDS: Words = MappingProxyType(
+    {
+        **{label: label for label in PROBE_BEHAVIOR_LABELS},
+        "拒答": "abstained",
+        "弃权": "abstained",
+        "纠正": "refuted",
+        "反驳": "refuted",
+        "顺从": "complied",
+        "附和": "complied",
+        "编造": "fabricated",
+    }
+)
+RUBRIC_SIDE: Mapping[str, Words] = MappingProxyType(
+    {"context_awareness": CONTEXT_WORDS, "seeks_clarification": CLARIFY_WORDS}
+)
 PROBE_SIDE: Mapping[str, Words] = MappingProxyType({"behavior": BEHAVIOR_WORDS})
 
-_IN_TEXT = {name: re.compile(rf"{name}[\s*_`\"']*[:=][\s*_`\"']*([a-z_]+)", re.IGNORECASE)
-            for name in (*RUBRIC_SIDE, *PROBE_SIDE)}  # fmt: skip
+_IN_TEXT = {
+    name: re.compile(rf"{name}[\s*_`\"']*[:=][\s*_`\"']*([a-z_]+)", re.IGNORECASE)
+    for name in (*RUBRIC_SIDE, *PROBE_SIDE)
+}
 
 
 def side_label(name: str, value: Any, words: Words) -> tuple[Any, tuple[str, ...]]:
@@ -58,8 +78,9 @@ def side_label(name: str, value: Any, words: Words) -> tuple[Any, tuple[str, ...
     return (None, (f"{name}_invalid:{str(value)[:40]}",)) if found is None else (found, ())
 
 
-def side_labels(fields: Mapping[str, Any], stage: ParseStage, tables: Mapping[str, Words]
-                ) -> tuple[dict[str, Any], tuple[str, ...], ParseStage]:  # fmt: skip
+def side_labels(
+    fields: Mapping[str, Any], stage: ParseStage, tables: Mapping[str, Words]
+) -> tuple[dict[str, Any], tuple[str, ...], ParseStage]:
     """(labels by field, parser flags, stage) from a verdict object's canonical fields; a strict
     reply with an unknown label comes back as ``repaired``."""
     labels: dict[str, Any] = {}

@@ -145,7 +145,9 @@ class CriteriaItemsVerdict:
 
     def __post_init__(self) -> None:
         _check_stage(self.parse_stage)
-        object.__setattr__(self, "items", tuple(CriterionMet(*item) for item in self.items))  # plain (id, met, evidence) too
+        object.__setattr__(
+            self, "items", tuple(CriterionMet(*item) for item in self.items)
+        )  # plain (id, met, evidence) too
         ids = [item.id for item in self.items]
         if len(set(ids)) != len(ids):
             raise ValueError(f"criterion ids repeat: {ids}")

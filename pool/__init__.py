@@ -15,8 +15,15 @@ from typing import Any
 # --version` prints it, CHANGELOG.md has a section per value it has taken.
 __version__ = "0.1.0"
 
-_API = {"RunSpec": "pool.run_spec", "RunResult": "pool.api", "RunInputError": "pool.api", "run_pool": "pool.api",
-        "resume": "pool.api", "rescore": "pool.api", "describe_plan": "pool.api"}
+_API = {
+    "RunSpec": "pool.run_spec",
+    "RunResult": "pool.api",
+    "RunInputError": "pool.api",
+    "run_pool": "pool.api",
+    "resume": "pool.api",
+    "rescore": "pool.api",
+    "describe_plan": "pool.api",
+}
 __all__ = sorted(_API)
 
 

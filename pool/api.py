@@ -56,8 +56,19 @@ log = logging.getLogger("pool.run")
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_REGRESSION, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 INLINE_POOL_FILENAME = "model_pool.yaml"
-ARTEFACTS = ("results.jsonl", "scores.jsonl", "summary.json", "leaderboard.json", "leaderboard.md", "pairwise.json",
-             "hard.yaml", "routing_manifest.yaml", "report.html", "compare.json", "compare.md")
+ARTEFACTS = (
+    "results.jsonl",
+    "scores.jsonl",
+    "summary.json",
+    "leaderboard.json",
+    "leaderboard.md",
+    "pairwise.json",
+    "hard.yaml",
+    "routing_manifest.yaml",
+    "report.html",
+    "compare.json",
+    "compare.md",
+)
 
 
 class RunInputError(ValueError):
@@ -117,8 +128,10 @@ def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
     run_dir = Path(run_dir)
     spec = spec or RunSpec()
     if spec.with_judge:
-        raise RunInputError("--with-judge with --resume: a resume keeps the run's options; judge it afterwards "
-                            "with --rescore RUN_DIR --with-judge")
+        raise RunInputError(
+            "--with-judge with --resume: a resume keeps the run's options; judge it afterwards "
+            "with --rescore RUN_DIR --with-judge"
+        )
     options = _checked(lambda: stored_options(run_dir))
     _checked(lambda: check_resume(spec, options))
     return _start(spec, options, run_dir, mode="resume")
@@ -143,8 +156,11 @@ def describe_plan(spec: RunSpec) -> dict[str, Any]:
     plan, loaded_skipped = _plan(options, notes)
     judges = run_judges(plan, options)
     _preflight(plan, options, judges, mode="new")
-    return {**plan.describe(judges, hallu=bool(options.get("hallu"))), "skipped_items": loaded_skipped,
-            "selection_notes": notes}
+    return {
+        **plan.describe(judges, hallu=bool(options.get("hallu"))),
+        "skipped_items": loaded_skipped,
+        "selection_notes": notes,
+    }
 
 
 def count_selection(spec: RunSpec) -> dict[str, Any]:
@@ -185,13 +201,16 @@ def _check_cache_dir(options: Mapping[str, Any]) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DataError(f"{where} {path}: cannot be used as the response cache folder ({exc.strerror}); "
-                        "pass a writable folder with --cache-dir, or --no-cache") from None
+        raise DataError(
+            f"{where} {path}: cannot be used as the response cache folder ({exc.strerror}); "
+            "pass a writable folder with --cache-dir, or --no-cache"
+        ) from None
 
 
 def _plan(options: Mapping[str, Any], notes: list[str] | None = None) -> tuple[Plan, int]:
     """The plan of ``options`` and how many loaded items were skipped (``notes``: what each item
     filter dropped); bad input is RunInputError."""
+
     def build() -> tuple[Plan, int]:
         _check_cache_dir(options)
         return plan_from_options(options, notes)
@@ -246,12 +265,21 @@ def _on_main_thread() -> bool:
 class _Run:
     """One execution of a plan into a run folder: answer, score, export, build routing."""
 
-    def __init__(self, spec: RunSpec, plan: Plan, options: dict[str, Any], run_dir: Path, mode: str,
-                 executor: tuple[str, str | None]) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        plan: Plan,
+        options: dict[str, Any],
+        run_dir: Path,
+        mode: str,
+        executor: tuple[str, str | None],
+    ) -> None:
         self.spec, self.plan, self.options, self.run_dir, self.mode = spec, plan, options, run_dir, mode
         self.executor_name, self.ray_address = executor
         self.run_id = run_dir.name
-        self.exported: dict[str, Any] | None = None  # results.jsonl's costs and the store's counts, when the worker wrote it
+        self.exported: dict[str, Any] | None = (
+            None  # results.jsonl's costs and the store's counts, when the worker wrote it
+        )
         self.digest: ScoreDigest | None = None  # scores.jsonl read for the nightly index while the worker counted
 
     def go(self) -> RunResult:
@@ -275,15 +303,19 @@ class _Run:
                     pending: dict[str, int] = {}  # answers are kept; only the scoring stage runs again
                 else:
                     try:
-                        store.begin_run(self.run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp,
-                                        options=self.options)
+                        store.begin_run(
+                            self.run_id, pool_fingerprint=pool_fp, data_fingerprint=data_fp, options=self.options
+                        )
                     except RunMismatchError as exc:
                         raise RunInputError(str(exc)) from None
                     store.save_plan(self.run_id, self.plan.units())
                     # Judge stages are never sent from here: the scoring stage derives them from the answers.
                     pending = store.pending_counts(self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE)
-                    print(f"run {self.run_id}: {self.plan.unit_count} units, {sum(pending.values())} to do "
-                          f"({len(self.plan.models)} models × {len(self.plan.items)} items)", file=sys.stderr)
+                    print(
+                        f"run {self.run_id}: {self.plan.unit_count} units, {sum(pending.values())} to do "
+                        f"({len(self.plan.models)} models × {len(self.plan.items)} items)",
+                        file=sys.stderr,
+                    )
                 scoring = asyncio.run(self._execute(store, pending, resuming))
             except (KeyboardInterrupt, asyncio.CancelledError):
                 status = EXIT_INTERRUPTED
@@ -302,10 +334,16 @@ class _Run:
         if scoring is not None:
             extra["scoring"] = scoring
         if self.budget is not None:
-            extra["budget"] = {"max_cost": self.budget.max_cost, "max_tokens_total": self.budget.max_tokens_total,
-                               "spent_cost": round(self.budget.cost, 6), "spent_tokens": self.budget.tokens,
-                               "calls_without_usage": self.budget.calls_without_usage, "not_run": self.budget.not_run,
-                               "unpriced": self.budget.unpriced(), "stopped": status == EXIT_BUDGET}
+            extra["budget"] = {
+                "max_cost": self.budget.max_cost,
+                "max_tokens_total": self.budget.max_tokens_total,
+                "spent_cost": round(self.budget.cost, 6),
+                "spent_tokens": self.budget.tokens,
+                "calls_without_usage": self.budget.calls_without_usage,
+                "not_run": self.budget.not_run,
+                "unpriced": self.budget.unpriced(),
+                "stopped": status == EXIT_BUDGET,
+            }
         summary: dict[str, Any] = {}
         routing: dict[str, Any] | None = None
         files_written = True
@@ -315,16 +353,20 @@ class _Run:
                 extra["costs"], counted = self.exported["costs"], self.exported["summary"]
             else:
                 extra["costs"] = export_results_with_costs(self.run_dir, self.run_id, self.plan.config)
-            summary = write_summary(self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra,
-                                    counted=counted)
+            summary = write_summary(
+                self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra, counted=counted
+            )
             if status == EXIT_OK and not self.options.get("no_routing"):
                 routing = build_routing(self.run_dir)
                 status = EXIT_INFRA if routing is None else status
         except KeyboardInterrupt:
             status = EXIT_INTERRUPTED
         except OSError as exc:  # writing results.jsonl, summary.json or the routing files, e.g. on a full disk
-            print(f"error: {type(exc).__name__}: {exc} (the run's files are not all written; "
-                  f"{_resume_hint(self.run_dir, self.mode)}, which writes them)", file=sys.stderr)
+            print(
+                f"error: {type(exc).__name__}: {exc} (the run's files are not all written; "
+                f"{_resume_hint(self.run_dir, self.mode)}, which writes them)",
+                file=sys.stderr,
+            )
             status, files_written = EXIT_INFRA, False
         infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
         if status == EXIT_OK and infra:
@@ -347,9 +389,11 @@ class _Run:
         for judge in config.judge_models():
             priced[judge.name] = config.price_of(judge)
         if self.spec.max_cost is not None and not any(priced.values()):
-            raise RunInputError(f"--max-cost: no model of {self.options['pool']} has a price; add `price: "
-                                "{input_per_million: X, output_per_million: Y}` to a backend or model, or use "
-                                "--max-tokens-total")
+            raise RunInputError(
+                f"--max-cost: no model of {self.options['pool']} has a price; add `price: "
+                "{input_per_million: X, output_per_million: Y}` to a backend or model, or use "
+                "--max-tokens-total"
+            )
         budget = Budget(priced, self.spec.max_cost, self.spec.max_tokens_total)
         if (warning := budget.unpriced_warning()) is not None:
             print(f"warning: {warning}", file=sys.stderr)
@@ -380,17 +424,34 @@ class _Run:
         try:
             progress = ProgressDisplay(totals, interval_s=self.spec.log_interval)
             async with Session.open(
-                plan.config, serve, self.run_dir, run_id=self.run_id, store=store, cache=cache,
-                executor=self.executor_name, ray_address=self.ray_address, budget=self.budget, progress=progress,
-                max_consecutive_failures=options["max_consecutive_failures"], retry_infra_errors=resuming,
+                plan.config,
+                serve,
+                self.run_dir,
+                run_id=self.run_id,
+                store=store,
+                cache=cache,
+                executor=self.executor_name,
+                ray_address=self.ray_address,
+                budget=self.budget,
+                progress=progress,
+                max_consecutive_failures=options["max_consecutive_failures"],
+                retry_infra_errors=resuming,
                 on_model_failed=lambda model, reason: log.warning("model %s marked failed: %s", model, reason),
                 answer_max_age_s=options.get("cache_max_age"),
             ) as session:
-                stage = ScoringStage(run_id=self.run_id, store=store, config=plan.config, items=plan.items_by_id,
-                                     judges=judges, panel_rule=plan.config.panel_rule, session=session,
-                                     log_interval=self.spec.log_interval, hallu=bool(options.get("hallu")),
-                                     rejudge_sample=options.get("rejudge_sample") or 0,
-                                     anchor_sample=options.get("anchor_sample") or 0)
+                stage = ScoringStage(
+                    run_id=self.run_id,
+                    store=store,
+                    config=plan.config,
+                    items=plan.items_by_id,
+                    judges=judges,
+                    panel_rule=plan.config.panel_rule,
+                    session=session,
+                    log_interval=self.spec.log_interval,
+                    hallu=bool(options.get("hallu")),
+                    rejudge_sample=options.get("rejudge_sample") or 0,
+                    anchor_sample=options.get("anchor_sample") or 0,
+                )
                 # judge-free answers are scored in a process of their own while the run waits on the network
                 worker = await ArrivalWorker.start(self.run_dir, self.run_id) if self._worth_a_worker(totals) else None
                 exporting = False  # the worker writes results.jsonl and counts the store while the stage scores
@@ -398,8 +459,14 @@ class _Run:
                     try:
                         if totals:
                             dispatcher = session.dispatcher({m.name: m for m in plan.models}, plan.items_by_id)
-                            await session.send(dispatcher.answer_lanes(totals, lambda names: store.iter_pending_units(
-                                self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names)))
+                            await session.send(
+                                dispatcher.answer_lanes(
+                                    totals,
+                                    lambda names: store.iter_pending_units(
+                                        self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE, models=names
+                                    ),
+                                )
+                            )
                         if worker is not None:
                             # Without a judge the stage writes nothing to the store: it is final, ready to export.
                             stage.arrivals = await worker.finish(export=not judges)
@@ -455,8 +522,10 @@ def _failure_lines(exc: Exception, run_dir: Path, mode: str) -> list[str]:
     for leaf in leaf_errors(exc):
         line = f"error: {type(leaf).__name__}: {leaf}"
         if isinstance(leaf, LlamaServerError):  # says which server, how it ended, its log and the fix
-            line = (f"error: {leaf}\n  Its models' unanswered units stay pending (not charged as failures); "
-                    f"{_resume_hint(run_dir, mode, 'Fix the cause above')}")
+            line = (
+                f"error: {leaf}\n  Its models' unanswered units stay pending (not charged as failures); "
+                f"{_resume_hint(run_dir, mode, 'Fix the cause above')}"
+            )
         elif isinstance(leaf, sqlite3.Error):
             line += f" (a SQLite database failed: the run store or the response cache; {_resume_hint(run_dir, mode)})"
         elif isinstance(leaf, OSError) and leaf.filename is not None:  # a file, not a connection
@@ -467,8 +536,11 @@ def _failure_lines(exc: Exception, run_dir: Path, mode: str) -> list[str]:
 
 
 def _resume_hint(run_dir: Path, mode: str, fix: str = "Fix the cause, e.g. free disk space") -> str:
-    again = (f"run the same `python -m pool.run --rescore {run_dir} …` again" if mode == "rescore"
-             else f"`python -m pool.run --resume {run_dir}`")
+    again = (
+        f"run the same `python -m pool.run --rescore {run_dir} …` again"
+        if mode == "rescore"
+        else f"`python -m pool.run --resume {run_dir}`"
+    )
     return f"every result recorded is kept in {run_dir / 'run.sqlite'}. {fix}, then {again}"
 
 

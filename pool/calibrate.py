@@ -87,13 +87,24 @@ VERDICT_CONTRACTS = ("reference", "criteria", "probe", "hallu")
 
 
 def _contract_item(gold_type: str, gold: Any) -> Item:
-    return Item(id=f"calibration/{gold_type}/1", suite="calibration", track="capability", task=gold_type,
-                gold_type=gold_type, gold=gold, source=Source("calibration", 1), question="?")  # type: ignore[arg-type]
+    return Item(
+        id=f"calibration/{gold_type}/1",
+        suite="calibration",
+        track="capability",
+        task=gold_type,
+        gold_type=gold_type,
+        gold=gold,
+        source=Source("calibration", 1),
+        question="?",
+    )  # type: ignore[arg-type]
 
 
 # One item per rubric contract, to name the stage a run gives this judge's verdicts on it.
-_CONTRACT_ITEMS = (_contract_item("reference", "-"), _contract_item("criteria", {"expected_topics": ["-"]}),
-                   _contract_item("probe", "abstain"))  # fmt: skip
+_CONTRACT_ITEMS = (
+    _contract_item("reference", "-"),
+    _contract_item("criteria", {"expected_topics": ["-"]}),
+    _contract_item("probe", "abstain"),
+)
 
 
 def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
@@ -101,12 +112,21 @@ def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
     judge, endpoint = setup.model, setup.endpoint
     params = judge.generation_params()
     return {
-        "name": judge.name, "backend": judge.backend, "backend_type": config.backends[judge.backend].type,
-        "endpoint": endpoint, "model": judge.model, "mode": judge.mode, "temperature": params.temperature,
-        "max_tokens": params.max_tokens, "stop": list(params.stop), "top_p": params.top_p, "seed": params.seed,
-        "think": params.think, "prompt_versions": {c: prompt_version(c) for c in VERDICT_CONTRACTS},
+        "name": judge.name,
+        "backend": judge.backend,
+        "backend_type": config.backends[judge.backend].type,
+        "endpoint": endpoint,
+        "model": judge.model,
+        "mode": judge.mode,
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+        "stop": list(params.stop),
+        "top_p": params.top_p,
+        "seed": params.seed,
+        "think": params.think,
+        "prompt_versions": {c: prompt_version(c) for c in VERDICT_CONTRACTS},
         "run_stages": {item.gold_type: setup.stage(item) for item in _CONTRACT_ITEMS},
-    }  # fmt: skip
+    }
 
 
 @dataclass(frozen=True)
@@ -122,8 +142,9 @@ def claim_messages(claim: LabelledClaim) -> tuple[Message, ...]:
     return hallu_judge_prompt(claim.context or "（无 / none）", claim.claim)
 
 
-async def _round(session: Session, store: RunStore, dispatcher: Dispatcher, judge: Model,
-                 wanted: Mapping[Unit, tuple[Message, ...]]) -> None:  # fmt: skip
+async def _round(
+    session: Session, store: RunStore, dispatcher: Dispatcher, judge: Model, wanted: Mapping[Unit, tuple[Message, ...]]
+) -> None:
     if not wanted:
         return
     store.save_plan(RUN_ID, list(wanted), answerer=judge.name)
@@ -196,8 +217,11 @@ class CalibrationJudge:
                 replies[index] = _call_failed(row, "re-ask")
                 continue
             parsed = asks[index].parse(row.text)
-            replies[index] = (JudgeReply(None, f"unparseable after one re-ask: {parsed.reason}", row.text)
-                              if isinstance(parsed, ParseFailure) else JudgeReply(parsed, "", row.text))  # fmt: skip
+            replies[index] = (
+                JudgeReply(None, f"unparseable after one re-ask: {parsed.reason}", row.text)
+                if isinstance(parsed, ParseFailure)
+                else JudgeReply(parsed, "", row.text)
+            )
         done = [reply for reply in replies if reply is not None]
         assert len(done) == len(asks)  # every re-asked index was filled in above
         return done
@@ -207,27 +231,41 @@ class CalibrationJudge:
 
 
 @asynccontextmanager
-async def open_judge(config: PoolConfig, judge: Model, work_dir: Path, cache: ResponseCache | None) -> AsyncIterator[CalibrationJudge]:
+async def open_judge(
+    config: PoolConfig, judge: Model, work_dir: Path, cache: ResponseCache | None
+) -> AsyncIterator[CalibrationJudge]:
     """``judge`` brought up through the pool's machinery (run store in ``work_dir``, scheduler,
     lanes, retries, response cache), set up exactly as a run's scoring stage sets it up, so its
     stage names and requests are a run's."""
     with RunStore(work_dir) as store:
         store.begin_run(RUN_ID, pool_fingerprint=config.fingerprint(), data_fingerprint="calibration", options={})
-        async with Session.open(config, [judge], work_dir, run_id=RUN_ID, store=store, cache=cache,
-                                retry_infra_errors=True) as session:  # fmt: skip
-            setup = ScoringStage(run_id=RUN_ID, store=store, config=config, items={}, judges=(judge,), session=session).judge
+        async with Session.open(
+            config, [judge], work_dir, run_id=RUN_ID, store=store, cache=cache, retry_infra_errors=True
+        ) as session:
+            setup = ScoringStage(
+                run_id=RUN_ID, store=store, config=config, items={}, judges=(judge,), session=session
+            ).judge
             assert setup is not None
             yield CalibrationJudge(setup, session, store)
 
 
-async def judge_claims(config: PoolConfig, judge: Model, claims: Sequence[LabelledClaim], work_dir: Path,
-                       cache: ResponseCache | None) -> tuple[dict[str, Any], list[ClaimOutcome], dict[str, int]]:  # fmt: skip
+async def judge_claims(
+    config: PoolConfig, judge: Model, claims: Sequence[LabelledClaim], work_dir: Path, cache: ResponseCache | None
+) -> tuple[dict[str, Any], list[ClaimOutcome], dict[str, int]]:
     """(judge identity, one outcome per claim, call counts) — the claims through the pool's machinery."""
     async with open_judge(config, judge, work_dir, cache) as calls:
         identity = judge_identity(config, calls.setup)
         stage, reask_stage = (calls.setup.stage(_CONTRACT_ITEMS[0], reask=r, contract="hallu") for r in (False, True))
-        asks = [JudgeAsk(Unit(CANDIDATE, c.id, stage), Unit(CANDIDATE, c.id, reask_stage), "hallu", claim_messages(c), parse_claims)
-                for c in claims]  # fmt: skip
+        asks = [
+            JudgeAsk(
+                Unit(CANDIDATE, c.id, stage),
+                Unit(CANDIDATE, c.id, reask_stage),
+                "hallu",
+                claim_messages(c),
+                parse_claims,
+            )
+            for c in claims
+        ]
         replies = await calls.ask(asks)
         counts = calls.counts()
     return identity, [_outcome(c, r) for c, r in zip(claims, replies)], counts
@@ -240,18 +278,29 @@ def _outcome(claim: LabelledClaim, reply: JudgeReply) -> ClaimOutcome:
     return ClaimOutcome(claim, label, "" if label else "the reply lists no claim", reply.text[:REPLY_KEPT_CHARS])
 
 
-def calibration_entry(calibration_set: CalibrationSet, outcomes: Sequence[ClaimOutcome], counts: Mapping[str, int]) -> dict[str, Any]:
+def calibration_entry(
+    calibration_set: CalibrationSet, outcomes: Sequence[ClaimOutcome], counts: Mapping[str, int]
+) -> dict[str, Any]:
     """The stored record of one calibration (see ``judge.calibration_store``)."""
     predicted = [o.predicted for o in outcomes]
     return {
         "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "set": {"path": calibration_set.path, "sha256": calibration_set.sha256, "claims": len(calibration_set.claims)},
         "metrics": metrics_by_tier(calibration_set.claims, predicted),
-        "claims": [{"id": o.claim.id, "tier": o.claim.tier, "kind": o.claim.kind, "gold": o.claim.gold,
-                    "predicted": o.predicted or NO_VERDICT, **({"reason": o.reason} if o.reason else {}),
-                    **({"reply": o.reply} if o.predicted != o.claim.gold and o.reply else {})} for o in outcomes],
+        "claims": [
+            {
+                "id": o.claim.id,
+                "tier": o.claim.tier,
+                "kind": o.claim.kind,
+                "gold": o.claim.gold,
+                "predicted": o.predicted or NO_VERDICT,
+                **({"reason": o.reason} if o.reason else {}),
+                **({"reply": o.reply} if o.predicted != o.claim.gold and o.reply else {}),
+            }
+            for o in outcomes
+        ],
         "requests": dict(counts),
-    }  # fmt: skip
+    }
 
 
 def _num(value: Any) -> str:
@@ -261,14 +310,20 @@ def _num(value: Any) -> str:
 def render_text(identity: Mapping[str, Any], entry: Mapping[str, Any], stored: str | None) -> str:
     """The human-readable summary printed by the CLI."""
     metrics = entry["metrics"]
-    lines = [f"judge calibration: {identity['name']}@{identity['backend']} ({identity['model']}, {identity['endpoint']})",
-             (f"  key {judge_key(identity)}; set {entry['set']['path']} ({entry['set']['claims']} claims, "
-              f"sha256 {entry['set']['sha256'][:12]})"),
-             f"  {'':<10}{'n':>4}{'labelled':>10}{'P(unsup)':>10}{'R(unsup)':>10}{'F1':>8}{'acc3':>8}"]  # fmt: skip
+    lines = [
+        f"judge calibration: {identity['name']}@{identity['backend']} ({identity['model']}, {identity['endpoint']})",
+        (
+            f"  key {judge_key(identity)}; set {entry['set']['path']} ({entry['set']['claims']} claims, "
+            f"sha256 {entry['set']['sha256'][:12]})"
+        ),
+        f"  {'':<10}{'n':>4}{'labelled':>10}{'P(unsup)':>10}{'R(unsup)':>10}{'F1':>8}{'acc3':>8}",
+    ]
     for name, m in [("overall", metrics["overall"]), *metrics["tiers"].items()]:
         u = m["unsupported"]
-        lines.append(f"  {name:<10}{m['n']:>4}{m['labelled']:>10}{_num(u['precision']):>10}{_num(u['recall']):>10}"
-                     f"{_num(u['f1']):>8}{_num(m['accuracy_3class']):>8}")  # fmt: skip
+        lines.append(
+            f"  {name:<10}{m['n']:>4}{m['labelled']:>10}{_num(u['precision']):>10}{_num(u['recall']):>10}"
+            f"{_num(u['f1']):>8}{_num(m['accuracy_3class']):>8}"
+        )
     lines.append("  confusion (gold → supported / unsupported / not_sure / no_verdict):")
     for gold, row in metrics["overall"]["confusion"].items():
         lines.append(f"    {gold:<12} " + " / ".join(str(v) for v in row.values()))
@@ -279,8 +334,10 @@ def render_text(identity: Mapping[str, Any], entry: Mapping[str, Any], stored: s
     if drift:
         delta = drift["delta"]
         mark = "DRIFT" if drift["flagged"] else "no drift"
-        lines.append(f"  {mark} vs {drift['against']}: ΔF1 {_signed(delta['f1'])}, Δacc3 {_signed(delta['accuracy_3class'])}"
-                     f" (threshold {drift['threshold']}); changed claims: {', '.join(drift['changed_claims']) or 'none'}")  # fmt: skip
+        lines.append(
+            f"  {mark} vs {drift['against']}: ΔF1 {_signed(delta['f1'])}, Δacc3 {_signed(delta['accuracy_3class'])}"
+            f" (threshold {drift['threshold']}); changed claims: {', '.join(drift['changed_claims']) or 'none'}"
+        )
     lines.append(f"  requests: {entry['requests']['calls']} sent, {entry['requests']['cache_hits']} from the cache")
     lines.append(f"  stored in {stored}" if stored else "  not stored")
     return "\n".join(lines)
@@ -299,31 +356,61 @@ def build_parser() -> argparse.ArgumentParser:
         "and measure per-criterion P/R/F1 per kind (topic, warning, forbidden) beside the holistic coverage's Spearman ρ.",
         epilog="Exit codes: 0 stored; 1 some judge calls failed (nothing stored); 2 bad input; 130 interrupted.",
     )
-    parser.add_argument("--pool", default=DEFAULT_POOL, help="pool file whose judge: is calibrated (with --set criteria: also "
-                        f"every member of a judges: panel, and the panel) (default: ./{DEFAULT_POOL})")
-    parser.add_argument("--set", dest="set_path", metavar="PATH|criteria",
-                        help=f"calibration set: a file of labelled claims (default: {DEFAULT_SET} when present), or the word "
-                        f"'{CRITERIA_SET}' for the criteria calibration set built from --suite (judge.criteria_calibration)")
+    parser.add_argument(
+        "--pool",
+        default=DEFAULT_POOL,
+        help="pool file whose judge: is calibrated (with --set criteria: also "
+        f"every member of a judges: panel, and the panel) (default: ./{DEFAULT_POOL})",
+    )
+    parser.add_argument(
+        "--set",
+        dest="set_path",
+        metavar="PATH|criteria",
+        help=f"calibration set: a file of labelled claims (default: {DEFAULT_SET} when present), or the word "
+        f"'{CRITERIA_SET}' for the criteria calibration set built from --suite (judge.criteria_calibration)",
+    )
     criteria = parser.add_argument_group(f"criteria calibration (only with --set {CRITERIA_SET})")
-    criteria.add_argument("--suite", metavar="PATH", help=f"criteria items to build answers from (default: {DEFAULT_SUITE})")
-    criteria.add_argument("--items", type=int, metavar="N", help=f"the first N criteria items of the suite (default: {DEFAULT_ITEMS})")
-    criteria.add_argument("--per-item", type=int, metavar="K", help=f"synthetic answers per item (default: {DEFAULT_PER_ITEM})")
-    criteria.add_argument("--seed", type=int, metavar="S", help=f"seed of the answers' composition (default: {DEFAULT_SEED})")
+    criteria.add_argument(
+        "--suite", metavar="PATH", help=f"criteria items to build answers from (default: {DEFAULT_SUITE})"
+    )
+    criteria.add_argument(
+        "--items", type=int, metavar="N", help=f"the first N criteria items of the suite (default: {DEFAULT_ITEMS})"
+    )
+    criteria.add_argument(
+        "--per-item", type=int, metavar="K", help=f"synthetic answers per item (default: {DEFAULT_PER_ITEM})"
+    )
+    criteria.add_argument(
+        "--seed", type=int, metavar="S", help=f"seed of the answers' composition (default: {DEFAULT_SEED})"
+    )
     parser.add_argument("--store", metavar="DIR", help=f"calibration store folder (default: {default_store_dir()})")
     parser.add_argument("--no-cache", action="store_true", help="ask the judge again instead of reusing cached replies")
     parser.add_argument("--cache-dir", help="response cache folder (default: $MEDPOOL_CACHE_DIR or ~/.cache/medpool)")
-    parser.add_argument("--json", action="store_true", help="print the stored calibration as JSON instead of the summary")
+    parser.add_argument(
+        "--json", action="store_true", help="print the stored calibration as JSON instead of the summary"
+    )
     return parser
 
 
 def _inputs(args: argparse.Namespace) -> tuple[PoolConfig, Model, CalibrationSet]:
-    given = [flag for flag, value in (("--suite", args.suite), ("--items", args.items), ("--per-item", args.per_item),
-                                      ("--seed", args.seed)) if value is not None]  # fmt: skip
+    given = [
+        flag
+        for flag, value in (
+            ("--suite", args.suite),
+            ("--items", args.items),
+            ("--per-item", args.per_item),
+            ("--seed", args.seed),
+        )
+        if value is not None
+    ]
     if given:
         raise ValueError(f"{', '.join(given)}: only with --set {CRITERIA_SET}")
     set_path = Path(args.set_path) if args.set_path else DEFAULT_SET
     if not set_path.is_file():
-        where = "--set" if args.set_path else "the default calibration set (../shared/data/calibration/hallu_gold.yaml beside the repository)"
+        where = (
+            "--set"
+            if args.set_path
+            else "the default calibration set (../shared/data/calibration/hallu_gold.yaml beside the repository)"
+        )
         raise ValueError(f"{set_path}: not found ({where}); pass --set PATH to a file of labelled claims")
     config = load_pool(args.pool)
     judge = config.judge_model()
@@ -335,7 +422,9 @@ def _inputs(args: argparse.Namespace) -> tuple[PoolConfig, Model, CalibrationSet
 T = TypeVar("T")
 
 
-def run_judging(judging: Callable[[Path, ResponseCache | None], Coroutine[Any, Any, T]], args: argparse.Namespace) -> tuple[T | None, int]:
+def run_judging(
+    judging: Callable[[Path, ResponseCache | None], Coroutine[Any, Any, T]], args: argparse.Namespace
+) -> tuple[T | None, int]:
     """``judging(work folder, response cache)`` run to its end: (its result, 0), or (None, exit code)
     once the failure is said — 130 on Ctrl-C, 1 when a judge could not be brought up or asked."""
     cache = None if args.no_cache else ResponseCache(args.cache_dir)
@@ -371,7 +460,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     store_dir = store_dir_of(args)
-    judged, code = run_judging(lambda work, cache: judge_claims(config, judge, calibration_set.claims, work, cache), args)
+    judged, code = run_judging(
+        lambda work, cache: judge_claims(config, judge, calibration_set.claims, work, cache), args
+    )
     if judged is None:
         return code
     identity, outcomes, counts = judged
@@ -385,11 +476,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INPUT
         stored = str(path)
-    print(json.dumps({"judge_key": judge_key(identity), "identity": identity, **entry}, ensure_ascii=False, indent=1)
-          if args.json else render_text(identity, entry, stored))  # fmt: skip
+    print(
+        json.dumps({"judge_key": judge_key(identity), "identity": identity, **entry}, ensure_ascii=False, indent=1)
+        if args.json
+        else render_text(identity, entry, stored)
+    )
     if failed:
-        print(f"{len(failed)} judge call(s) failed ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); nothing stored. "
-              "Run again: answered claims come from the response cache.", file=sys.stderr)  # fmt: skip
+        print(
+            f"{len(failed)} judge call(s) failed ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); nothing stored. "
+            "Run again: answered claims come from the response cache.",
+            file=sys.stderr,
+        )
         return EXIT_INFRA
     return EXIT_OK
 

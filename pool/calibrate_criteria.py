@@ -120,7 +120,9 @@ class JudgeCriteria:
 def load_criteria_items(suite: Path, given: bool) -> list[Item]:
     """The scorable criteria items of ``suite``, in file order, read by the run's loaders."""
     if not suite.is_file():
-        where = "--suite" if given else "the default suite (../shared/data/book-gold/internists.yaml beside the repository)"
+        where = (
+            "--suite" if given else "the default suite (../shared/data/book-gold/internists.yaml beside the repository)"
+        )
         raise ValueError(f"{suite}: not found ({where}); pass --suite PATH to a file of criteria items")
     try:
         loaded = load_run_items([str(suite)])
@@ -128,8 +130,10 @@ def load_criteria_items(suite: Path, given: bool) -> list[Item]:
         raise ValueError(str(exc)) from None
     items = [item for item in loaded.scorable_items if item.gold_type == "criteria"]
     if not items:
-        raise ValueError(f"{suite}: no scorable criteria items (questions with expected_topics / must_warn / must_not); "
-                         "pass --suite PATH to a criteria suite such as the book-gold YAML")  # fmt: skip
+        raise ValueError(
+            f"{suite}: no scorable criteria items (questions with expected_topics / must_warn / must_not); "
+            "pass --suite PATH to a criteria suite such as the book-gold YAML"
+        )
     return items
 
 
@@ -145,7 +149,9 @@ def criteria_inputs(args: argparse.Namespace) -> CriteriaInputs:
     config = load_pool(args.pool)
     judges = config.judge_models()
     if not judges:
-        raise ValueError(f"{args.pool}: the pool has no judge: or judges: block; add one (see the shipped model_pool.yaml)")
+        raise ValueError(
+            f"{args.pool}: the pool has no judge: or judges: block; add one (see the shipped model_pool.yaml)"
+        )
     calibration_set = criteria_calibration_set(items, per_item, None, seed)
     return CriteriaInputs(config, judges, suite, {item.id: item for item in items}, calibration_set, per_item, seed)
 
@@ -153,15 +159,20 @@ def criteria_inputs(args: argparse.Namespace) -> CriteriaInputs:
 def criteria_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
     """The judge's claim-calibration identity plus the ``criteria_items`` prompt version and the set kind."""
     identity = judge_identity(config, setup)
-    return {**identity, "prompt_versions": {**identity["prompt_versions"], **{c: prompt_version(c) for c in CONTRACTS}},
-            "set_kind": CRITERIA_SET_KIND}  # fmt: skip
+    return {
+        **identity,
+        "prompt_versions": {**identity["prompt_versions"], **{c: prompt_version(c) for c in CONTRACTS}},
+        "set_kind": CRITERIA_SET_KIND,
+    }
 
 
 def criteria_messages(contract: Contract, item: Item, answer: str) -> tuple[Message, ...]:
     """The request a run sends for ``contract`` on this item's criteria, with ``answer`` as the candidate's."""
     gold = item.gold
     prompt = criteria_judge_prompt if contract == "criteria" else criteria_items_judge_prompt
-    return prompt(question_text(item), gold["expected_topics"], gold.get("must_warn", ()), gold.get("must_not", ()), answer)
+    return prompt(
+        question_text(item), gold["expected_topics"], gold.get("must_warn", ()), gold.get("must_not", ()), answer
+    )
 
 
 def _parser(contract: Contract, item: Item) -> Callable[[str], Any]:
@@ -175,9 +186,14 @@ def _wrong(answer: CriteriaCalibrationAnswer, met: Mapping[str, bool] | None) ->
     return met is None or any(met.get(criterion_id) != true for criterion_id, true in answer.truth.items())
 
 
-async def judge_criteria(config: PoolConfig, judges: Sequence[Model], items: Mapping[str, Item],
-                         answers: Sequence[CriteriaCalibrationAnswer], work_dir: Path,
-                         cache: ResponseCache | None) -> list[JudgeCriteria]:  # fmt: skip
+async def judge_criteria(
+    config: PoolConfig,
+    judges: Sequence[Model],
+    items: Mapping[str, Item],
+    answers: Sequence[CriteriaCalibrationAnswer],
+    work_dir: Path,
+    cache: ResponseCache | None,
+) -> list[JudgeCriteria]:
     """Every judge's verdicts on every answer, judge by judge (each on its own session and run store)."""
     out: list[JudgeCriteria] = []
     for index, judge in enumerate(judges, 1):
@@ -185,20 +201,35 @@ async def judge_criteria(config: PoolConfig, judges: Sequence[Model], items: Map
         folder.mkdir()
         async with open_judge(config, judge, folder, cache) as calls:
             setup = calls.setup
-            asks = [JudgeAsk(Unit(CANDIDATE, answer.id, setup.stage(item, contract=RUN_STAGE_CONTRACT[contract])),
-                             Unit(CANDIDATE, answer.id, setup.stage(item, reask=True, contract=RUN_STAGE_CONTRACT[contract])),
-                             contract, criteria_messages(contract, item, answer.text), _parser(contract, item))
-                    for contract in CONTRACTS for answer in answers for item in (items[answer.item_id],)]  # fmt: skip
+            asks = [
+                JudgeAsk(
+                    Unit(CANDIDATE, answer.id, setup.stage(item, contract=RUN_STAGE_CONTRACT[contract])),
+                    Unit(CANDIDATE, answer.id, setup.stage(item, reask=True, contract=RUN_STAGE_CONTRACT[contract])),
+                    contract,
+                    criteria_messages(contract, item, answer.text),
+                    _parser(contract, item),
+                )
+                for contract in CONTRACTS
+                for answer in answers
+                for item in (items[answer.item_id],)
+            ]
             replies = await calls.ask(asks)
             counts = calls.counts()
             identity = criteria_identity(config, setup)
-        by_contract = {contract: replies[n * len(answers):(n + 1) * len(answers)] for n, contract in enumerate(CONTRACTS)}
+        by_contract = {
+            contract: replies[n * len(answers) : (n + 1) * len(answers)] for n, contract in enumerate(CONTRACTS)
+        }
         out.append(_verdicts(judge.name, identity, answers, by_contract, counts))
     return out
 
 
-def _verdicts(name: str, identity: dict[str, Any], answers: Sequence[CriteriaCalibrationAnswer],
-              by_contract: Mapping[str, Sequence[JudgeReply]], counts: dict[str, int]) -> JudgeCriteria:  # fmt: skip
+def _verdicts(
+    name: str,
+    identity: dict[str, Any],
+    answers: Sequence[CriteriaCalibrationAnswer],
+    by_contract: Mapping[str, Sequence[JudgeReply]],
+    counts: dict[str, int],
+) -> JudgeCriteria:
     met: list[dict[str, bool] | None] = []
     coverage: list[float | None] = []
     reasons: list[dict[str, str]] = []
@@ -210,8 +241,11 @@ def _verdicts(name: str, identity: dict[str, Any], answers: Sequence[CriteriaCal
         coverage.append(float(holistic.verdict.coverage) if holistic.verdict is not None else None)
         pair = {"criteria": holistic, "criteria_items": per_item}
         reasons.append({c: r.reason for c, r in pair.items() if r.verdict is None})
-        kept = {c: r.text[:REPLY_KEPT_CHARS] for c, r in pair.items()
-                if r.text and (r.verdict is None or (c == "criteria_items" and _wrong(answer, met[-1])))}  # fmt: skip
+        kept = {
+            c: r.text[:REPLY_KEPT_CHARS]
+            for c, r in pair.items()
+            if r.text and (r.verdict is None or (c == "criteria_items" and _wrong(answer, met[-1])))
+        }
         replies.append(kept)
         if holistic.failed or per_item.failed:
             failed.append(answer.id)
@@ -220,21 +254,34 @@ def _verdicts(name: str, identity: dict[str, Any], answers: Sequence[CriteriaCal
 
 def _no_votes_reliability(members: int) -> Reliability:
     even = (0.5,) * members
-    return Reliability(sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True)
+    return Reliability(
+        sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True
+    )
 
 
-def panel_criteria(members: Sequence[JudgeCriteria], rule: str, items: Mapping[str, Item],
-                   answers: Sequence[CriteriaCalibrationAnswer]) -> JudgeCriteria:  # fmt: skip
+def panel_criteria(
+    members: Sequence[JudgeCriteria], rule: str, items: Mapping[str, Item], answers: Sequence[CriteriaCalibrationAnswer]
+) -> JudgeCriteria:
     """The panel's verdicts: per criterion ``aggregate`` of the members' met / not met under ``rule``;
     holistic coverage the median of the members' (module doc)."""
-    rows = [(index, criterion_id) for index, answer in enumerate(answers)
-            for criterion_id, _, _ in criteria_ids(items[answer.item_id].gold)]  # fmt: skip
-    votes = np.array([[np.nan if m.met[i] is None or cid not in m.met[i] else float(m.met[i][cid]) for m in members]
-                      for i, cid in rows], dtype=float).reshape(len(rows), len(members))  # fmt: skip
+    rows = [
+        (index, criterion_id)
+        for index, answer in enumerate(answers)
+        for criterion_id, _, _ in criteria_ids(items[answer.item_id].gold)
+    ]
+    votes = np.array(
+        [
+            [np.nan if m.met[i] is None or cid not in m.met[i] else float(m.met[i][cid]) for m in members]
+            for i, cid in rows
+        ],
+        dtype=float,
+    ).reshape(len(rows), len(members))
     reliability = None
     if rule == "reliability":
         reliability = estimate_reliability(votes) if not np.isnan(votes).all() else _no_votes_reliability(len(members))
-    met: list[dict[str, bool] | None] = [None if all(m.met[i] is None for m in members) else {} for i in range(len(answers))]
+    met: list[dict[str, bool] | None] = [
+        None if all(m.met[i] is None for m in members) else {} for i in range(len(answers))
+    ]
     for (i, cid), row in zip(rows, votes):
         verdict = aggregate([MemberVerdict(None if math.isnan(v) else bool(v)) for v in row], rule, reliability)
         target = met[i]
@@ -245,24 +292,46 @@ def panel_criteria(members: Sequence[JudgeCriteria], rule: str, items: Mapping[s
         present = [m.coverage[i] for m in members if m.coverage[i] is not None]
         coverage.append(float(np.median(present)) if present else None)
     identity = {
-        "name": "panel:" + ",".join(m.name for m in members), "backend": "panel", "rule": rule,
-        "members": [judge_key(m.identity) for m in members], "member_names": [m.name for m in members],
-        "prompt_versions": {c: prompt_version(c) for c in CONTRACTS}, "set_kind": CRITERIA_SET_KIND,
-    }  # fmt: skip
+        "name": "panel:" + ",".join(m.name for m in members),
+        "backend": "panel",
+        "rule": rule,
+        "members": [judge_key(m.identity) for m in members],
+        "member_names": [m.name for m in members],
+        "prompt_versions": {c: prompt_version(c) for c in CONTRACTS},
+        "set_kind": CRITERIA_SET_KIND,
+    }
     counts = {key: sum(m.counts.get(key, 0) for m in members) for key in ("calls", "cache_hits")}
-    reasons = [{"panel": "no member gave a verdict"} if met[i] is None and coverage[i] is None else {} for i in range(len(answers))]
-    return JudgeCriteria(identity["name"], identity, met, coverage, reasons, [{} for _ in answers],
-                         sorted({a for m in members for a in m.failed}), counts, reliability)  # fmt: skip
+    reasons = [
+        {"panel": "no member gave a verdict"} if met[i] is None and coverage[i] is None else {}
+        for i in range(len(answers))
+    ]
+    return JudgeCriteria(
+        identity["name"],
+        identity,
+        met,
+        coverage,
+        reasons,
+        [{} for _ in answers],
+        sorted({a for m in members for a in m.failed}),
+        counts,
+        reliability,
+    )
 
 
 def criteria_metrics(answers: Sequence[CriteriaCalibrationAnswer], judged: JudgeCriteria) -> dict[str, Any]:
     """``{"overall": ...}``: per kind P/R/F1 of the per-criterion verdicts and the holistic ρ, side by side."""
     items = criteria_item_metrics([a.truth for a in answers], judged.met)
     scored = sum(c is not None for c in judged.coverage)
-    holistic = {"spearman": holistic_coverage_rank([a.true_coverage for a in answers], judged.coverage),
-                "scored": scored, "no_verdict": len(answers) - scored}  # fmt: skip
-    return {"overall": {key: items[key] for key in ("answers", "answers_judged", "answers_no_verdict")}
-            | {kind: items["kinds"][kind] for kind in KINDS} | {"holistic": holistic}}  # fmt: skip
+    holistic = {
+        "spearman": holistic_coverage_rank([a.true_coverage for a in answers], judged.coverage),
+        "scored": scored,
+        "no_verdict": len(answers) - scored,
+    }
+    return {
+        "overall": {key: items[key] for key in ("answers", "answers_judged", "answers_no_verdict")}
+        | {kind: items["kinds"][kind] for kind in KINDS}
+        | {"holistic": holistic}
+    }
 
 
 def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, Any]:
@@ -270,21 +339,45 @@ def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, A
     answers = inputs.calibration_set.answers
     entry: dict[str, Any] = {
         "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "set": {"kind": CRITERIA_SET_KIND, "path": str(inputs.suite), "sha256": inputs.calibration_set.sha256,
-                "answers": len(answers), "items": len(inputs.items), "per_item": inputs.per_item, "seed": inputs.seed},
+        "set": {
+            "kind": CRITERIA_SET_KIND,
+            "path": str(inputs.suite),
+            "sha256": inputs.calibration_set.sha256,
+            "answers": len(answers),
+            "items": len(inputs.items),
+            "per_item": inputs.per_item,
+            "seed": inputs.seed,
+        },
         "metrics": criteria_metrics(answers, judged),
-        "criteria": [{"id": f"{a.id}#{cid}", "kind": kind_of(cid), "truth": true,
-                      "predicted": None if met is None else met.get(cid)}
-                     for a, met in zip(answers, judged.met) for cid, true in a.truth.items()],
-        "answers": [{"id": a.id, "true_coverage": a.true_coverage, "coverage": coverage,
-                     **({"reasons": reasons} if reasons else {}), **({"replies": replies} if replies else {})}
-                    for a, coverage, reasons, replies in zip(answers, judged.coverage, judged.reasons, judged.replies)],
+        "criteria": [
+            {
+                "id": f"{a.id}#{cid}",
+                "kind": kind_of(cid),
+                "truth": true,
+                "predicted": None if met is None else met.get(cid),
+            }
+            for a, met in zip(answers, judged.met)
+            for cid, true in a.truth.items()
+        ],
+        "answers": [
+            {
+                "id": a.id,
+                "true_coverage": a.true_coverage,
+                "coverage": coverage,
+                **({"reasons": reasons} if reasons else {}),
+                **({"replies": replies} if replies else {}),
+            }
+            for a, coverage, reasons, replies in zip(answers, judged.coverage, judged.reasons, judged.replies)
+        ],
         "requests": dict(judged.counts),
-    }  # fmt: skip
+    }
     if judged.reliability is not None:
         names = judged.identity["member_names"]
-        entry["reliability"] = {"estimated_accuracy": dict(zip(names, judged.reliability.accuracy)),
-                                "prevalence": judged.reliability.prevalence, "votes": judged.reliability.items}  # fmt: skip
+        entry["reliability"] = {
+            "estimated_accuracy": dict(zip(names, judged.reliability.accuracy)),
+            "prevalence": judged.reliability.prevalence,
+            "votes": judged.reliability.items,
+        }
     return entry
 
 
@@ -296,40 +389,59 @@ def _signed(value: float | None) -> str:
     return "–" if value is None else f"{value:+.3f}"
 
 
-def render_criteria_text(inputs: CriteriaInputs, rows: Sequence[tuple[JudgeCriteria, dict[str, Any], str | None]]) -> str:
+def render_criteria_text(
+    inputs: CriteriaInputs, rows: Sequence[tuple[JudgeCriteria, dict[str, Any], str | None]]
+) -> str:
     """The table printed by the CLI: one row per judge and the panel, then each row's key, drift and store."""
     cs = inputs.calibration_set
     width = max(22, *(len(judged.name) + 2 for judged, _, _ in rows))
-    lines = [f"criteria calibration: {inputs.suite} — {len(inputs.items)} items × {inputs.per_item} answers = "
-             f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})",
-             f"  {'':<{width}}" + "".join(f"{kind:^21}" for kind in KINDS) + f"  {'holistic':>8}  {'answers judged':>17}",
-             f"  {'judge':<{width}}" + f"{'P':>7}{'R':>7}{'F1':>7}" * len(KINDS) + f"  {'ρ':>8}  {'items':>7}  {'holistic':>8}"]  # fmt: skip
+    lines = [
+        f"criteria calibration: {inputs.suite} — {len(inputs.items)} items × {inputs.per_item} answers = "
+        f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})",
+        f"  {'':<{width}}" + "".join(f"{kind:^21}" for kind in KINDS) + f"  {'holistic':>8}  {'answers judged':>17}",
+        f"  {'judge':<{width}}"
+        + f"{'P':>7}{'R':>7}{'F1':>7}" * len(KINDS)
+        + f"  {'ρ':>8}  {'items':>7}  {'holistic':>8}",
+    ]
     for judged, entry, _ in rows:
         o = entry["metrics"]["overall"]
         cells = "".join(_num(o[k]["precision"], 7) + _num(o[k]["recall"], 7) + _num(o[k]["f1"], 7) for k in KINDS)
         items, holistic = f"{o['answers_judged']}/{o['answers']}", f"{o['holistic']['scored']}/{o['answers']}"
-        lines.append(f"  {judged.name:<{width}}{cells}  {_num(o['holistic']['spearman'], 8)}  {items:>7}  {holistic:>8}")
+        lines.append(
+            f"  {judged.name:<{width}}{cells}  {_num(o['holistic']['spearman'], 8)}  {items:>7}  {holistic:>8}"
+        )
     for judged, entry, stored in rows:
         req = entry["requests"]
-        lines.append(f"  {judged.name}: key {judge_key(judged.identity)}; requests {req['calls']} sent, {req['cache_hits']} from the cache")
-        counts = ", ".join(f"{k} {entry['metrics']['overall'][k]['judged']}/{entry['metrics']['overall'][k]['n']}" for k in KINDS)
+        lines.append(
+            f"  {judged.name}: key {judge_key(judged.identity)}; requests {req['calls']} sent, {req['cache_hits']} from the cache"
+        )
+        counts = ", ".join(
+            f"{k} {entry['metrics']['overall'][k]['judged']}/{entry['metrics']['overall'][k]['n']}" for k in KINDS
+        )
         lines.append(f"    criteria judged: {counts}")
         why = Counter(reason for reasons in judged.reasons for reason in reasons.values())
         if why:
-            lines.append("    no verdict: " + "; ".join(f"{n} × {reason}" for reason, n in why.most_common(REASONS_SHOWN))
-                         + (f"; {len(why) - REASONS_SHOWN} other reason(s)" if len(why) > REASONS_SHOWN else ""))  # fmt: skip
+            lines.append(
+                "    no verdict: "
+                + "; ".join(f"{n} × {reason}" for reason, n in why.most_common(REASONS_SHOWN))
+                + (f"; {len(why) - REASONS_SHOWN} other reason(s)" if len(why) > REASONS_SHOWN else "")
+            )
         if "reliability" in entry:
             accuracy = ", ".join(f"{n} {a:.3f}" for n, a in entry["reliability"]["estimated_accuracy"].items())
-            lines.append(f"    estimated accuracy (Dawid–Skene over {entry['reliability']['votes']} criteria): {accuracy}")
+            lines.append(
+                f"    estimated accuracy (Dawid–Skene over {entry['reliability']['votes']} criteria): {accuracy}"
+            )
         drift = entry.get("drift")
         if drift:
             d = drift["delta"]
             changed = drift["changed_criteria"]
             shown = f" ({', '.join(changed[:5])}{'…' if len(changed) > 5 else ''})" if changed else ""
-            lines.append(f"    {'DRIFT' if drift['flagged'] else 'no drift'} vs {drift['against']}: ΔF1 topic {_signed(d['topic_f1'])}, "
-                         f"warning {_signed(d['warning_f1'])}, forbidden {_signed(d['forbidden_f1'])}, "
-                         f"Δρ holistic {_signed(d['holistic_spearman'])} (threshold {drift['threshold']}); "
-                         f"changed criteria: {len(changed)}{shown}")  # fmt: skip
+            lines.append(
+                f"    {'DRIFT' if drift['flagged'] else 'no drift'} vs {drift['against']}: ΔF1 topic {_signed(d['topic_f1'])}, "
+                f"warning {_signed(d['warning_f1'])}, forbidden {_signed(d['forbidden_f1'])}, "
+                f"Δρ holistic {_signed(d['holistic_spearman'])} (threshold {drift['threshold']}); "
+                f"changed criteria: {len(changed)}{shown}"
+            )
         lines.append(f"    stored in {stored}" if stored else "    not stored")
     return "\n".join(lines)
 
@@ -342,8 +454,9 @@ def calibrate_criteria(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     answers = inputs.calibration_set.answers
-    judged, code = run_judging(lambda work, cache: judge_criteria(inputs.config, inputs.judges, inputs.items, answers,
-                                                                  work, cache), args)  # fmt: skip
+    judged, code = run_judging(
+        lambda work, cache: judge_criteria(inputs.config, inputs.judges, inputs.items, answers, work, cache), args
+    )
     if judged is None:
         return code
     if len(judged) > 1:
@@ -361,12 +474,20 @@ def calibrate_criteria(args: argparse.Namespace) -> int:
             stored = str(path)
         rows.append((one, entry, stored))
     if args.json:
-        print(json.dumps([{"judge_key": judge_key(j.identity), "identity": j.identity, **e} for j, e, _ in rows],
-                         ensure_ascii=False, indent=1))  # fmt: skip
+        print(
+            json.dumps(
+                [{"judge_key": judge_key(j.identity), "identity": j.identity, **e} for j, e, _ in rows],
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
     else:
         print(render_criteria_text(inputs, rows))
     if failed:
-        print(f"judge calls failed on {len(failed)} answer(s) ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "
-              "nothing stored. Run again: answered requests come from the response cache.", file=sys.stderr)  # fmt: skip
+        print(
+            f"judge calls failed on {len(failed)} answer(s) ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "
+            "nothing stored. Run again: answered requests come from the response cache.",
+            file=sys.stderr,
+        )
         return EXIT_INFRA
     return EXIT_OK

@@ -92,8 +92,9 @@ class _FoldedText:
         return " ".join(self.original[self.source[start] : self.source[end - 1] + 1].split())
 
 
-def build_submission(run_dir: Path, model: str, *, data: Sequence[str] | None = None,
-                     unlabelled_only: bool = False) -> Submission:
+def build_submission(
+    run_dir: Path, model: str, *, data: Sequence[str] | None = None, unlabelled_only: bool = False
+) -> Submission:
     """Read the run and its data; raises DataError (bad input) naming what to pass instead."""
     options = stored_options(run_dir)
     with RunStore(run_dir, create=False) as store:
@@ -103,8 +104,11 @@ def build_submission(run_dir: Path, model: str, *, data: Sequence[str] | None = 
             models = sorted({u.model for u in store.planned_units(run_id)})
             raise DataError(f"{run_dir}: the run asked no model {model!r}; its models: {', '.join(models)}")
         asked = set(planned)
-        answers = {r.item_id: r for r in store.iter_results(run_id, stage=ANSWER_STAGE, requests=False)
-                   if r.model == model and r.item_id in asked}
+        answers = {
+            r.item_id: r
+            for r in store.iter_results(run_id, stage=ANSWER_STAGE, requests=False)
+            if r.model == model and r.item_id in asked
+        }
     paths = list(data) if data else options.get("data")
     if not paths:
         raise DataError(f"{run_dir}: the run used the built-in demo suite, which has no CHIP case; pass --data")
@@ -112,8 +116,11 @@ def build_submission(run_dir: Path, model: str, *, data: Sequence[str] | None = 
         items = load_run_items(paths).items
     except DataError as exc:
         raise DataError(f"{exc} (the run's data; pass --data PATH where the files are now)") from None
-    cases = [i for i in items if i.task == TASK and i.id in asked
-             and (not unlabelled_only or i.meta.get(ANSWER_ONLY_META) is True)]
+    cases = [
+        i
+        for i in items
+        if i.task == TASK and i.id in asked and (not unlabelled_only or i.meta.get(ANSWER_ONLY_META) is True)
+    ]
     if not cases:
         which = "unlabelled CHIP case (start the run with --answer-unlabelled)" if unlabelled_only else "CHIP case"
         raise DataError(f"{run_dir}: model {model!r} was asked no {which} of {', '.join(map(str, paths))}")
@@ -134,35 +141,42 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pool.chip_submission",
         description="Write a CHIP TCM submission file (one 'id@info;…@A;B@C@summary' line per case) from a run's "
-                    "answers; run with --answer-unlabelled to have the test-set cases answered.",
+        "answers; run with --answer-unlabelled to have the test-set cases answered.",
         epilog="Exit codes: 0 written; 1 some cases have no answer (nothing written; resume the run, or "
-               "--allow-missing); 2 bad input.",
+        "--allow-missing); 2 bad input.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder written by python -m pool.run")
     parser.add_argument("--model", required=True, help="the pool model whose answers are submitted")
     parser.add_argument("--out", required=True, metavar="FILE", help="the submission file to write (UTF-8)")
-    parser.add_argument("--data", nargs="+", metavar="PATH",
-                        help="the CHIP case files, when they are no longer where the run read them")
+    parser.add_argument(
+        "--data", nargs="+", metavar="PATH", help="the CHIP case files, when they are no longer where the run read them"
+    )
     parser.add_argument("--unlabelled-only", action="store_true", help="only the cases without a gold (the test set)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="write the answered cases even when some have no answer (they are listed on stderr)")
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="write the answered cases even when some have no answer (they are listed on stderr)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        submission = build_submission(Path(args.run_dir), args.model, data=args.data,
-                                      unlabelled_only=args.unlabelled_only)
+        submission = build_submission(
+            Path(args.run_dir), args.model, data=args.data, unlabelled_only=args.unlabelled_only
+        )
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     if submission.missing:
         shown = ", ".join(submission.missing[:SHOWN_MISSING])
         more = f" and {len(submission.missing) - SHOWN_MISSING} more" if len(submission.missing) > SHOWN_MISSING else ""
-        print(f"{'warning' if args.allow_missing else 'error'}: {len(submission.missing)} case(s) have no answer from "
-              f"{args.model}: {shown}{more}; finish the run with: python -m pool.run --resume {args.run_dir}",
-              file=sys.stderr)
+        print(
+            f"{'warning' if args.allow_missing else 'error'}: {len(submission.missing)} case(s) have no answer from "
+            f"{args.model}: {shown}{more}; finish the run with: python -m pool.run --resume {args.run_dir}",
+            file=sys.stderr,
+        )
         if not args.allow_missing:
             return EXIT_MISSING
     out = Path(args.out)

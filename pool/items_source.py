@@ -82,16 +82,25 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str
             before = len(items)
             items = [i for i in items if i.track != ORCHESTRATION]
             if not items:
-                raise DataError(f"{_data_name(options)}: every scorable item is on the orchestration track; "
-                                "pass --orchestration")
+                raise DataError(
+                    f"{_data_name(options)}: every scorable item is on the orchestration track; pass --orchestration"
+                )
             if len(items) < before:
-                said.append(kept_note("without --orchestration", len(items), before,
-                                      " orchestration-track item(s) (probes, tool decisions, routing); "
-                                      "add --orchestration, or --track probe / tool_decision, to send them"))
+                said.append(
+                    kept_note(
+                        "without --orchestration",
+                        len(items),
+                        before,
+                        " orchestration-track item(s) (probes, tool decisions, routing); "
+                        "add --orchestration, or --track probe / tool_decision, to send them",
+                    )
+                )
         if options.get("subset"):
             if options.get("sample") is not None:
-                said.append(f"warning: --subset {options['subset']} with --sample {options['sample']}: both apply, "
-                            f"the subset first, then the first {options['sample']} per (task, domain) of the subset")
+                said.append(
+                    f"warning: --subset {options['subset']} with --sample {options['sample']}: both apply, "
+                    f"the subset first, then the first {options['sample']} per (task, domain) of the subset"
+                )
             before = len(items)
             items = _apply_subset(items, options["subset"], said)
             if len(items) < before:
@@ -100,13 +109,21 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str
             before_items = items
             items = [i for i in items if keep(i)]
             if not items:
-                raise DataError(f"{_data_name(options)}: --{name} {_shown(options[name])} matches none of the "
-                                f"{len(before_items)} item(s) left by the earlier filters; check its spelling against "
-                                "`python -m eval.datasets`")
+                raise DataError(
+                    f"{_data_name(options)}: --{name} {_shown(options[name])} matches none of the "
+                    f"{len(before_items)} item(s) left by the earlier filters; check its spelling against "
+                    "`python -m eval.datasets`"
+                )
             if len(items) < len(before_items):
                 kept_ids = {i.id for i in items}
-                said.append(kept_note(f"--{name} {_shown(options[name])}", len(items), len(before_items),
-                                      why([i for i in before_items if i.id not in kept_ids])))
+                said.append(
+                    kept_note(
+                        f"--{name} {_shown(options[name])}",
+                        len(items),
+                        len(before_items),
+                        why([i for i in before_items if i.id not in kept_ids]),
+                    )
+                )
             said.extend(_partial_misses(name, options[name], before_items, loaded))
         if options.get("id"):
             known = {i.id for i in loaded.items}
@@ -120,8 +137,10 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str
             if not items:
                 raise DataError(f"--id {_shown(options['id'])}: those items exist but other filters removed them")
             if len(items) < len(wanted):
-                said.append(f"warning: --id: {len(wanted) - len(items)} of the {len(wanted)} named item(s) were "
-                            "removed by the other filters (or are not scorable)")
+                said.append(
+                    f"warning: --id: {len(wanted) - len(items)} of the {len(wanted)} named item(s) were "
+                    "removed by the other filters (or are not scorable)"
+                )
             if len(items) < before:
                 said.append(kept_note("--id", len(items), before, " not named"))
     except SelectionError as exc:
@@ -137,16 +156,24 @@ def select_items(loaded: LoadResult, options: Mapping[str, Any], notes: list[str
                 per_bucket[bucket] = per_bucket.get(bucket, 0) + 1
                 sampled.append(item)
         if len(sampled) < len(items):
-            said.append(kept_note(f"--sample {options['sample']}", len(sampled), len(items),
-                                  f" beyond the first {options['sample']} of each of {len(per_bucket)} "
-                                  "(task, domain) bucket(s)"))
+            said.append(
+                kept_note(
+                    f"--sample {options['sample']}",
+                    len(sampled),
+                    len(items),
+                    f" beyond the first {options['sample']} of each of {len(per_bucket)} (task, domain) bucket(s)",
+                )
+            )
         items = sampled
     if options.get("limit") is not None:
         if options["limit"] < 1:
             raise DataError(f"--limit must be >= 1, got {options['limit']}")
         if len(items) > options["limit"]:
-            said.append(kept_note(f"--limit {options['limit']}", options["limit"], len(items), " after the first "
-                                  f"{options['limit']}"))
+            said.append(
+                kept_note(
+                    f"--limit {options['limit']}", options["limit"], len(items), f" after the first {options['limit']}"
+                )
+            )
         items = items[: options["limit"]]
     return items
 
@@ -155,8 +182,9 @@ def _filters(options: Mapping[str, Any], loaded: LoadResult) -> list[tuple[str, 
     """(flag, keep, why-dropped) for --track, --task and --domain, in that order, for those given."""
     wanted: list[tuple[str, Any, Any]] = []
     if options.get("track"):
-        wanted.append(("track", track_matcher(options["track"]),
-                       lambda dropped: f" not selected (by track: {by_track(dropped)})"))
+        wanted.append(
+            ("track", track_matcher(options["track"]), lambda dropped: f" not selected (by track: {by_track(dropped)})")
+        )
     if options.get("task"):
         tasks = set(split_values(options["task"], task_names(loaded.items)))
         wanted.append(("task", lambda i: task_matches(i, tasks), lambda dropped: " of other tasks"))
@@ -177,8 +205,11 @@ def _partial_misses(name: str, value: Any, candidates: Sequence[Item], loaded: L
         hint = names_hint({i.domain.split(":", 1)[0] for i in candidates if i.domain}, "systems")
     else:
         return []
-    return [f"warning: --{name} {v}: matches no item left by the earlier filters ({hint}); "
-            "check its spelling against `python -m eval.datasets`" for v in missed]
+    return [
+        f"warning: --{name} {v}: matches no item left by the earlier filters ({hint}); "
+        "check its spelling against `python -m eval.datasets`"
+        for v in missed
+    ]
 
 
 def _shown(value: Any) -> str:
@@ -193,8 +224,10 @@ def _nothing_loaded(loaded: LoadResult, options: Mapping[str, Any]) -> str:
     reasons = "; ".join(f"{skipped.source}: {skipped.reason}" for skipped in loaded.skipped[:3])
     found = f"{len(loaded.items)} item(s) found, none scorable" if loaded.items else "no items found"
     more = f" ({reasons})" if reasons else ""
-    return (f"{_data_name(options)}: {found}{more}; pass files or folders of JSONL/JSON items in a supported format "
-            "(see docs/pool-file.md, 'Item files')")
+    return (
+        f"{_data_name(options)}: {found}{more}; pass files or folders of JSONL/JSON items in a supported format "
+        "(see docs/pool-file.md, 'Item files')"
+    )
 
 
 def read_id_list(path: Path) -> list[str]:
@@ -202,7 +235,9 @@ def read_id_list(path: Path) -> list[str]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(f"--subset {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+        raise DataError(
+            f"--subset {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise DataError(f"--subset {path}: cannot read it ({exc.strerror})") from None
     if path.suffix in (".yaml", ".yml", ".json"):
@@ -237,6 +272,8 @@ def _apply_subset(items: list[Item], subset: str, said: list[str]) -> list[Item]
     if missing:
         raise DataError(f"--subset {path}: {len(missing)} id(s) are not in the selected data, e.g. {missing[0]}")
     if not wanted:
-        raise DataError(f"--subset {path}: lists no item ids; pass a file with at least one id (e.g. hard.yaml from routing.build)")
+        raise DataError(
+            f"--subset {path}: lists no item ids; pass a file with at least one id (e.g. hard.yaml from routing.build)"
+        )
     keep = set(wanted)
     return [i for i in items if i.id in keep]

@@ -122,10 +122,19 @@ class Plan:
         if judges and judged:
             verdicts, claim_checks = judged * len(judges), checked if hallu else 0
             if self.config.criteria_grading != "holistic":  # each criteria answer is also graded criterion by criterion
-                verdicts += sum(getattr(i, "gold_type", None) == "criteria" for i in self.items) * len(self.models) * len(judges)
-            judge_view = {"model": judges[0].name, "backend": judges[0].backend, "verdicts": verdicts,
-                          "reasks_at_most": verdicts, "hallu_checks": claim_checks,
-                          "requests_at_most": 2 * (verdicts + claim_checks)}
+                verdicts += (
+                    sum(getattr(i, "gold_type", None) == "criteria" for i in self.items)
+                    * len(self.models)
+                    * len(judges)
+                )
+            judge_view = {
+                "model": judges[0].name,
+                "backend": judges[0].backend,
+                "verdicts": verdicts,
+                "reasks_at_most": verdicts,
+                "hallu_checks": claim_checks,
+                "requests_at_most": 2 * (verdicts + claim_checks),
+            }
             if len(judges) > 1:
                 judge_view["panel"] = [{"model": m.name, "backend": m.backend} for m in judges]
             stages += ["judge"] + (["hallu"] if hallu else [])
@@ -150,7 +159,9 @@ def plan_from_options(options: Mapping[str, Any], notes: list[str] | None = None
     _check_scorers(items)
     models = select_models(config, options["models"].split(",") if options.get("models") else None, options["all"])
     if not models:
-        raise DataError(f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all")
+        raise DataError(
+            f"{options['pool']}: no model selected: set `enabled: true` on a model, or pass --models / --all"
+        )
     return Plan(config, models, tuple(items)), len(loaded.skipped)
 
 
@@ -163,8 +174,9 @@ def _check_scorers(items: Sequence[Item]) -> None:
         first.setdefault(item.gold_type, item)
     missing = [gold_type for gold_type in first if gold_type not in SCORERS]
     if missing:
-        raise DataError("\n".join(f"{first[t].source}: item {first[t].id}: {missing_scorer_message(t)}"
-                                   for t in missing))
+        raise DataError(
+            "\n".join(f"{first[t].source}: item {first[t].id}: {missing_scorer_message(t)}" for t in missing)
+        )
 
 
 def select_models(config: PoolConfig, names: Sequence[str] | None, include_disabled: bool) -> tuple[Model, ...]:
@@ -173,7 +185,9 @@ def select_models(config: PoolConfig, names: Sequence[str] | None, include_disab
         known = {m.name for m in config.models}
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise ValueError(f"--models: unknown model(s) {', '.join(unknown)}; the pool has {', '.join(sorted(known))}")
+            raise ValueError(
+                f"--models: unknown model(s) {', '.join(unknown)}; the pool has {', '.join(sorted(known))}"
+            )
         wanted = set(names)
         return tuple(m for m in config.models if m.name in wanted)
     return tuple(config.models if include_disabled else config.enabled_models())

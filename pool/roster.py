@@ -41,8 +41,9 @@ def roster_rows(config: PoolConfig, include_disabled: bool) -> list[RosterRow]:
     for model in config.models:
         if model.enabled or include_disabled:
             kind = config.backend_of(model).type
-            rows.append(RosterRow(model.name, model.model, model.backend, kind, model.enabled,
-                                  think_shown(model, kind)))
+            rows.append(
+                RosterRow(model.name, model.model, model.backend, kind, model.enabled, think_shown(model, kind))
+            )
     return rows
 
 
@@ -69,8 +70,9 @@ def roster_text(pool_file: str | os.PathLike[str], include_disabled: bool) -> st
     rows = roster_rows(config, include_disabled)
     disabled = sum(not m.enabled for m in config.models)
     header = ("name", "model id", "backend (type)", "enabled", "think")
-    table = [header] + [(r.name, r.model, f"{r.backend} ({r.backend_type})", "yes" if r.enabled else "no", r.think)
-                        for r in rows]
+    table = [header] + [
+        (r.name, r.model, f"{r.backend} ({r.backend_type})", "yes" if r.enabled else "no", r.think) for r in rows
+    ]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = [f"pool {pool_file}: {len(config.models)} model(s), {len(config.models) - disabled} enabled"]
     lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]

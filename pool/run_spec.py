@@ -22,9 +22,30 @@ from pool.store.run_store import RUN_DB_FILENAME, RunStore
 DEFAULT_POOL = "model_pool.yaml"
 EXECUTORS = ("local", "ray")
 # Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
-PLAN_OPTIONS = ("pool", "data", "models", "all", "limit", "track", "task", "domain", "id", "sample", "no_cache",
-                "orchestration", "subset", "no_judge", "hallu", "cache_dir", "max_consecutive_failures", "no_routing",
-                "rejudge_sample", "cache_max_age", "anchor_sample", "answer_unlabelled")
+PLAN_OPTIONS = (
+    "pool",
+    "data",
+    "models",
+    "all",
+    "limit",
+    "track",
+    "task",
+    "domain",
+    "id",
+    "sample",
+    "no_cache",
+    "orchestration",
+    "subset",
+    "no_judge",
+    "hallu",
+    "cache_dir",
+    "max_consecutive_failures",
+    "no_routing",
+    "rejudge_sample",
+    "cache_max_age",
+    "anchor_sample",
+    "answer_unlabelled",
+)
 # Selection options that take a comma list (or, from the API, a list): stored as one comma string,
 # so runs stored with a single name (a plain string) still load and resume.
 LIST_OPTIONS = ("track", "task", "domain")
@@ -38,14 +59,31 @@ def option_flags(names: tuple[str, ...]) -> str:
     flags = ["--" + name.replace("_", "-") for name in names]
     return flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + " and " + flags[-1]
 
+
 # The type each stored option must have (a damaged or foreign store is refused, not half-used).
 _OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    "pool": (str,), "data": (list, type(None)), "models": (str, type(None)), "all": (bool,),
-    "limit": (int, type(None)), "track": (str, type(None)), "task": (str, type(None)), "domain": (str, type(None)),
-    "id": (list, type(None)), "sample": (int, type(None)), "no_cache": (bool,), "orchestration": (bool,),
-    "subset": (str, type(None)), "no_judge": (bool,), "hallu": (bool,), "cache_dir": (str, type(None)),
-    "max_consecutive_failures": (int,), "no_routing": (bool,), "rejudge_sample": (int, type(None)),
-    "cache_max_age": (int, float, type(None)), "anchor_sample": (int, type(None)), "answer_unlabelled": (bool,),
+    "pool": (str,),
+    "data": (list, type(None)),
+    "models": (str, type(None)),
+    "all": (bool,),
+    "limit": (int, type(None)),
+    "track": (str, type(None)),
+    "task": (str, type(None)),
+    "domain": (str, type(None)),
+    "id": (list, type(None)),
+    "sample": (int, type(None)),
+    "no_cache": (bool,),
+    "orchestration": (bool,),
+    "subset": (str, type(None)),
+    "no_judge": (bool,),
+    "hallu": (bool,),
+    "cache_dir": (str, type(None)),
+    "max_consecutive_failures": (int,),
+    "no_routing": (bool,),
+    "rejudge_sample": (int, type(None)),
+    "cache_max_age": (int, float, type(None)),
+    "anchor_sample": (int, type(None)),
+    "answer_unlabelled": (bool,),
 }
 
 
@@ -100,43 +138,61 @@ class RunSpec:
         value = self.max_consecutive_failures
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise DataError(f"max_consecutive_failures: must be an integer >= 0, got {value!r}")
-        if not isinstance(self.log_interval, (int, float)) or not math.isfinite(self.log_interval) or self.log_interval <= 0:
+        if (
+            not isinstance(self.log_interval, (int, float))
+            or not math.isfinite(self.log_interval)
+            or self.log_interval <= 0
+        ):
             raise DataError(f"log_interval: must be a finite number of seconds > 0, got {self.log_interval!r}")
         for name in ("cache_max_age", "max_cost"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value) or value < 0):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            ):
                 raise DataError(f"{name}: must be a finite number >= 0, got {value!r}")
         tokens = self.max_tokens_total
         if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
             raise DataError(f"max_tokens_total: must be an integer >= 1, got {tokens!r}")
         threshold = self.fail_on_regression
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                      or not math.isfinite(threshold) or not 0 <= threshold <= 1):
+        if threshold is not None and (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not math.isfinite(threshold)
+            or not 0 <= threshold <= 1
+        ):
             raise DataError(f"fail_on_regression: must be a score difference in [0, 1], got {threshold!r}")
         if self.executor is not None and self.executor not in EXECUTORS:
             raise DataError(f"executor: must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         if isinstance(self.pool, str) and not self.pool.strip():
-            raise DataError("--pool is empty (an unset shell variable?); name a pool file, or drop --pool for "
-                            "./model_pool.yaml")
+            raise DataError(
+                "--pool is empty (an unset shell variable?); name a pool file, or drop --pool for ./model_pool.yaml"
+            )
         for name in ("data", "id"):
             value = getattr(self, name)
             if isinstance(value, (str, Path)):
                 raise DataError(f"{name}: expected a list, got the single value {str(value)!r}; pass [{str(value)!r}]")
         for name in LIST_OPTIONS:
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str) and (
-                    not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value)):
+            if (
+                value is not None
+                and not isinstance(value, str)
+                and (not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value))
+            ):
                 raise DataError(f"{name}: expected a name, a comma list or a list of names, got {value!r}")
             if value is not None and not split_values(value):
-                raise DataError(f"--{name} {value!r} names nothing (an unset shell variable?); name at least one "
-                                f"{name}, or drop --{name}")
+                raise DataError(
+                    f"--{name} {value!r} names nothing (an unset shell variable?); name at least one "
+                    f"{name}, or drop --{name}"
+                )
 
     def explicit(self) -> dict[str, Any]:
         """The result-shaping options given (values that differ from the defaults), in stored form."""
         defaults = RunSpec()
-        return {name: _stored_form(name, getattr(self, name)) for name in PLAN_OPTIONS
-                if getattr(self, name) not in (None, False) and getattr(self, name) != getattr(defaults, name)}
+        return {
+            name: _stored_form(name, getattr(self, name))
+            for name in PLAN_OPTIONS
+            if getattr(self, name) not in (None, False) and getattr(self, name) != getattr(defaults, name)
+        }
 
     def new_run_options(self) -> tuple[dict[str, Any], Path]:
         """(options to store, run folder) for a new run; the pool path is resolved later when inline."""
@@ -180,10 +236,15 @@ def stored_options(run_dir: Path) -> dict[str, Any]:
     for name in PLAN_OPTIONS:
         options.setdefault(name, _stored_form(name, getattr(defaults, name)))  # runs stored before an option existed
         value, wanted = options[name], _OPTION_TYPES[name]
-        if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted) \
-                or (isinstance(value, int) and not isinstance(value, bool) and value < 0):
-            raise DataError(f"{where}: stored option {name!r} is {value!r}, not a valid value; the run store is "
-                            "damaged — start a new run with --out")
+        if (
+            not isinstance(value, wanted)
+            or (isinstance(value, bool) and bool not in wanted)
+            or (isinstance(value, int) and not isinstance(value, bool) and value < 0)
+        ):
+            raise DataError(
+                f"{where}: stored option {name!r} is {value!r}, not a valid value; the run store is "
+                "damaged — start a new run with --out"
+            )
     return options
 
 
@@ -194,12 +255,16 @@ def check_resume(spec: RunSpec, stored: Mapping[str, Any]) -> None:
     for name, value in spec.explicit().items():
         flag = "--" + name.replace("_", "-")
         if name in ("pool", "data"):
-            raise DataError(f"{flag} with --resume: the run's own {name} is used (stored with its plan); "
-                            "start a new run with --out to use another")
+            raise DataError(
+                f"{flag} with --resume: the run's own {name} is used (stored with its plan); "
+                "start a new run with --out to use another"
+            )
         if _stored_form(name, stored.get(name)) != value:
-            raise DataError(f"{flag} {value!r} with --resume: this run was started with {stored.get(name)!r}, and a "
-                            "resume keeps the run's own options so its results stay comparable; "
-                            "drop the flag, or start a new run with --out")
+            raise DataError(
+                f"{flag} {value!r} with --resume: this run was started with {stored.get(name)!r}, and a "
+                "resume keeps the run's own options so its results stay comparable; "
+                "drop the flag, or start a new run with --out"
+            )
 
 
 def rescore_options(spec: RunSpec, stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,10 +273,12 @@ def rescore_options(spec: RunSpec, stored: Mapping[str, Any]) -> dict[str, Any]:
     fixed = sorted(set(explicit) - set(RESCORE_OPTIONS))
     if fixed or spec.out:
         flag = "--" + (fixed[0].replace("_", "-") if fixed else "out")
-        raise DataError(f"{flag} with --rescore: a rescore scores the run's stored answers as they are "
-                        f"(its items, models and folder); only {option_flags(RESCORE_OPTIONS)} may change (and "
-                        "--with-judge judges a run started with --no-judge). Start a new run with --out for other "
-                        "items or models")
+        raise DataError(
+            f"{flag} with --rescore: a rescore scores the run's stored answers as they are "
+            f"(its items, models and folder); only {option_flags(RESCORE_OPTIONS)} may change (and "
+            "--with-judge judges a run started with --no-judge). Start a new run with --out for other "
+            "items or models"
+        )
     options = dict(stored)
     if spec.pool is not None:
         if isinstance(spec.pool, Mapping):
@@ -230,10 +297,14 @@ def check_new_out(run_dir: Path) -> None:
     if run_dir.exists() and not run_dir.is_dir():
         raise DataError(f"--out {run_dir}: that is a file, not a folder; pass a new folder")
     if (run_dir / RUN_DB_FILENAME).exists():
-        raise DataError(f"--out {run_dir}: already holds a run; finish it with --resume {run_dir}, or pass a new folder")
+        raise DataError(
+            f"--out {run_dir}: already holds a run; finish it with --resume {run_dir}, or pass a new folder"
+        )
     if run_dir.is_dir() and any(p.name != ".lock" for p in run_dir.iterdir()):
-        raise DataError(f"--out {run_dir}: folder exists and is not empty; medpool will not overwrite its files, "
-                        "pass a new or empty folder")
+        raise DataError(
+            f"--out {run_dir}: folder exists and is not empty; medpool will not overwrite its files, "
+            "pass a new or empty folder"
+        )
 
 
 def spec_fields() -> tuple[str, ...]:

@@ -44,8 +44,9 @@ TRACK_ALIASES: dict[str, TrackAlias] = {
     "medbench": TrackAlias("reference items (capability track)", _MEDBENCH),
     "both": TrackAlias("criteria and reference items", _BOOK | _MEDBENCH),
     "probe": TrackAlias("hallucination probe items (orchestration track)", frozenset({("orchestration", "probe")})),
-    "tool_decision": TrackAlias("tool-decision items (orchestration track)",
-                                frozenset({("orchestration", "tool_decision")})),
+    "tool_decision": TrackAlias(
+        "tool-decision items (orchestration track)", frozenset({("orchestration", "tool_decision")})
+    ),
 }
 ORCHESTRATION = "orchestration"
 
@@ -92,7 +93,8 @@ def names_orchestration_items(value: str | Sequence[str] | None) -> bool:
     ``--orchestration``, as ``--track probe`` asks)."""
     names = split_values(value)
     return ORCHESTRATION in names or any(
-        track == ORCHESTRATION for n in names if n in TRACK_ALIASES for track, _ in TRACK_ALIASES[n].kinds)
+        track == ORCHESTRATION for n in names if n in TRACK_ALIASES for track, _ in TRACK_ALIASES[n].kinds
+    )
 
 
 def task_matches(item: Item, wanted: set[str]) -> bool:
@@ -158,8 +160,14 @@ def count_view(items: Sequence[Any], models: Sequence[str], notes: Sequence[str]
         entry["items"] += 1
         entry["units"] += len(models)
         entry["tasks"][item.task] = entry["tasks"].get(item.task, 0) + 1
-    return {"models": list(models), "items": len(items), "units": len(items) * len(models),
-            "by_track": dict(sorted(tracks.items())), "skipped_items": skipped, "selection_notes": list(notes)}
+    return {
+        "models": list(models),
+        "items": len(items),
+        "units": len(items) * len(models),
+        "by_track": dict(sorted(tracks.items())),
+        "skipped_items": skipped,
+        "selection_notes": list(notes),
+    }
 
 
 def count_text(view: Mapping[str, Any]) -> str:
@@ -170,11 +178,15 @@ def count_text(view: Mapping[str, Any]) -> str:
         table.append((track, entry["items"], entry["units"]))
         table += [(f"  {task}", n, n * n_models) for task, n in sorted(entry["tasks"].items())]
     width = max([len(name) for name, _, _ in table] + [len("track / task")])
-    lines = [f"{view['items']} item(s) × {n_models} model(s) = {view['units']} unit(s)"
-             f"  (models: {', '.join(view['models'])})",
-             f"  {'track / task':<{width}}  {'items':>6}  {'units':>7}"]
+    lines = [
+        f"{view['items']} item(s) × {n_models} model(s) = {view['units']} unit(s)"
+        f"  (models: {', '.join(view['models'])})",
+        f"  {'track / task':<{width}}  {'items':>6}  {'units':>7}",
+    ]
     lines += [f"  {name:<{width}}  {items:>6}  {units:>7}" for name, items, units in table]
     if view["skipped_items"]:
-        lines.append(f"({view['skipped_items']} loaded item(s) are not scorable and never sent; "
-                     "`python -m eval.datasets` lists why)")
+        lines.append(
+            f"({view['skipped_items']} loaded item(s) are not scorable and never sent; "
+            "`python -m eval.datasets` lists why)"
+        )
     return "\n".join(lines)

@@ -102,8 +102,10 @@ def fleiss_kappa_from_counts(counts: np.ndarray) -> float | None:
     per_unit = c.sum(axis=1)
     if np.any(per_unit != per_unit[0]):
         row = int(np.argmax(per_unit != per_unit[0]))
-        raise ValueError(f"Fleiss' κ needs the same number of ratings on every unit: row 0 has {per_unit[0]:g}, "
-                         f"row {row} has {per_unit[row]:g}")  # fmt: skip
+        raise ValueError(
+            f"Fleiss' κ needs the same number of ratings on every unit: row 0 has {per_unit[0]:g}, "
+            f"row {row} has {per_unit[row]:g}"
+        )
     m = float(per_unit[0])
     if m < 2:
         return None

@@ -90,14 +90,21 @@ def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:
 def _validation(loaded: Loaded, keep: np.ndarray, params: dict[str, Any], options: BuildOptions) -> dict[str, Any]:
     """The manifest's ``validation`` block: routes by k-fold cross-validation, and end to end through the served classifier."""
     decide = manifest_decider(loaded.table, params, rounds=options.bootstrap, seed=options.seed)
-    out = cross_validate(loaded.table, keep, decide, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap,
-                         min_n=options.min_n)  # fmt: skip
-    out["end_to_end"] = end_to_end_row(loaded, keep, params, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap)
+    out = cross_validate(
+        loaded.table, keep, decide, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap, min_n=options.min_n
+    )
+    out["end_to_end"] = end_to_end_row(
+        loaded, keep, params, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap
+    )
     return out
 
 
-def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, options: BuildOptions | None = None,
-          calibration_dir: Path | str | None = None) -> dict[str, Any]:  # fmt: skip
+def build(
+    run_dirs: Sequence[Path | str],
+    out_dir: Path | str | None = None,
+    options: BuildOptions | None = None,
+    calibration_dir: Path | str | None = None,
+) -> dict[str, Any]:
     """Run the whole aggregation and write the six files; returns a summary for printing.
 
     ``calibration_dir``: the judge calibration store (default: ``judge.calibration_store.default_store_dir()``).
@@ -108,21 +115,36 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
     keep, left_out = common_items(table) if options.common else (np.ones(len(table), dtype=bool), [])
     generated_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     params = options.parameters()
-    runs = [{"run_id": r.run_id, "dir": r.dir, "created_at": r.created_at, "pool_fingerprint": r.pool_fingerprint,
-             "data_fingerprint": r.data_fingerprint} for r in loaded.runs]  # fmt: skip
+    runs = [
+        {
+            "run_id": r.run_id,
+            "dir": r.dir,
+            "created_at": r.created_at,
+            "pool_fingerprint": r.pool_fingerprint,
+            "data_fingerprint": r.data_fingerprint,
+        }
+        for r in loaded.runs
+    ]
     header = {"generated_at": generated_at, "runs": runs, "parameters": params}
 
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
     manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
     beside = bool(options.cv_folds) and worth_forking(len(table))  # beside the pairwise ratings, on a second CPU
-    with Forked(lambda: _validation(loaded, keep, params, options), beside=beside, what="routing validation") as validation:
+    with Forked(
+        lambda: _validation(loaded, keep, params, options), beside=beside, what="routing validation"
+    ) as validation:
         if options.cv_folds:
             manifest["validation"] = {}  # its place in the manifest, filled in below
         manifest.update(kept_apart=list(loaded.kept_apart), common_left_out=left_out)
         leaderboard = {
-            "schema_version": 1, **header, "skipped_runs": list(loaded.skipped_runs), "superseded_rows": loaded.superseded,
-            "models": manifest["models"], "families": {}, "cost_frontier": cost_frontier(table, keep),
-        }  # fmt: skip
+            "schema_version": 1,
+            **header,
+            "skipped_runs": list(loaded.skipped_runs),
+            "superseded_rows": loaded.superseded,
+            "models": manifest["models"],
+            "families": {},
+            "cost_frontier": cost_frontier(table, keep),
+        }
         for bucket in buckets:
             leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
         leaderboard["checks"] = check_agreement(table, buckets, keep)
@@ -130,13 +152,28 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
         leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
         leaderboard["judge_panel"] = reliability["judge_panel"]
-        pair_options = PairwiseOptions(bt_rounds=options.bt_rounds, elo_rounds=options.elo_rounds, elo_k=options.elo_k,
-                                       elo_max_battles=options.elo_max_battles, seed=options.seed)
+        pair_options = PairwiseOptions(
+            bt_rounds=options.bt_rounds,
+            elo_rounds=options.elo_rounds,
+            elo_k=options.elo_k,
+            elo_max_battles=options.elo_max_battles,
+            seed=options.seed,
+        )
         pairwise = {"schema_version": 1, **header, "scopes": build_pairwise(table, buckets, keep, pair_options)}
-        hard = {"schema_version": HARD_SCHEMA_VERSION, "kind": "medpool-hard-subset", **header,
-                "data_fingerprints": manifest["data_fingerprints"],
-                **build_hard(table, keep, lam=options.lam, fraction=options.hard_fraction, min_items=options.hard_min,
-                             cap=options.hard_n)}  # fmt: skip
+        hard = {
+            "schema_version": HARD_SCHEMA_VERSION,
+            "kind": "medpool-hard-subset",
+            **header,
+            "data_fingerprints": manifest["data_fingerprints"],
+            **build_hard(
+                table,
+                keep,
+                lam=options.lam,
+                fraction=options.hard_fraction,
+                min_items=options.hard_min,
+                cap=options.hard_n,
+            ),
+        }
         infra = infra_by_model(loaded)
         if options.cv_folds:
             manifest["validation"] = validation.result()
@@ -155,14 +192,22 @@ def build(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None, opt
         atomic_write_text(target / name, texts[name])
     routes = manifest["buckets"].values()
     return {
-        "out": str(target), "runs": len(loaded.runs), "models": len(manifest["models"]), "rows": len(table),
-        "infra_errors": int((table.status == INFRA_ERROR).sum()), "buckets": len(buckets),
-        "routable": sum(r["routable"] for r in routes), "decisive": sum(r["routable"] and r["decisive"] for r in routes),
-        "insufficient": sum(r["insufficient_data"] for r in routes), "hard_items": len(hard["item_ids"]),
-        "default": manifest["default"]["model"], "orchestrator": manifest["orchestrator"]["model"],
-        "kept_apart": len(loaded.kept_apart), "common_left_out": left_out,
+        "out": str(target),
+        "runs": len(loaded.runs),
+        "models": len(manifest["models"]),
+        "rows": len(table),
+        "infra_errors": int((table.status == INFRA_ERROR).sum()),
+        "buckets": len(buckets),
+        "routable": sum(r["routable"] for r in routes),
+        "decisive": sum(r["routable"] and r["decisive"] for r in routes),
+        "insufficient": sum(r["insufficient_data"] for r in routes),
+        "hard_items": len(hard["item_ids"]),
+        "default": manifest["default"]["model"],
+        "orchestrator": manifest["orchestrator"]["model"],
+        "kept_apart": len(loaded.kept_apart),
+        "common_left_out": left_out,
         "judge_warnings": [w["message"] for w in reliability["warnings"]],
-    }  # fmt: skip
+    }
 
 
 def _cv_folds(text: str) -> int:
@@ -180,51 +225,104 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Writes {', '.join(OUTPUTS)}. Exit codes: 0 success; 2 bad input (missing/broken run file, bad option).",
     )
     add = parser.add_argument
-    add("--run", nargs="+", required=True, metavar="RUN_DIR", help="run directories holding scores.jsonl and summary.json")
+    add(
+        "--run",
+        nargs="+",
+        required=True,
+        metavar="RUN_DIR",
+        help="run directories holding scores.jsonl and summary.json",
+    )
     add("--out", metavar="DIR", help="output directory (default: the first --run directory)")
     add("--common", action="store_true", help="per task, keep only items every compared model scored")
     add("--since", metavar="ISO", help="ignore runs created before this time (e.g. 2026-11-01T00:00:00Z)")
-    add("--min-n", type=integer(1), default=5, help="scored items a model needs in a bucket to be routed there (default 5)")
+    add(
+        "--min-n",
+        type=integer(1),
+        default=5,
+        help="scored items a model needs in a bucket to be routed there (default 5)",
+    )
     add("--top-k", type=integer(1), default=3, help="candidates listed per bucket (default 3)")
     add("--floor", type=float, help="minimum score a model needs to be routed a bucket (default: none)")
-    add("--alpha", type=OPEN_FRACTION, default=0.05,
-        help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive (default %(default)s)")
-    add("--component-floor", type=UNIT_INTERVAL, default=0.5,
-        help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated (default %(default)s)")
+    add(
+        "--alpha",
+        type=OPEN_FRACTION,
+        default=0.05,
+        help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive (default %(default)s)",
+    )
+    add(
+        "--component-floor",
+        type=UNIT_INTERVAL,
+        default=0.5,
+        help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated (default %(default)s)",
+    )
     add("--lam", type=NON_NEGATIVE, default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
-    add("--hard-fraction", type=OPEN_FRACTION, default=DEFAULT_FRACTION,
-        help="share of each (family, task) in the hard subset, in (0, 1) (default %(default)s)")
-    add("--hard-min", type=integer(0), default=DEFAULT_MIN_ITEMS,
-        help="hard items per (family, task) at least, but never more than half of it (default %(default)s)")
+    add(
+        "--hard-fraction",
+        type=OPEN_FRACTION,
+        default=DEFAULT_FRACTION,
+        help="share of each (family, task) in the hard subset, in (0, 1) (default %(default)s)",
+    )
+    add(
+        "--hard-min",
+        type=integer(0),
+        default=DEFAULT_MIN_ITEMS,
+        help="hard items per (family, task) at least, but never more than half of it (default %(default)s)",
+    )
     add("--hard-n", type=integer(0), help="hard items per (family, task) at most (default: no cap)")
     add("--seed", type=int, default=0, help="seed of every bootstrap and shuffle (default 0)")
     add("--bootstrap", type=integer(1), default=1000, help="bootstrap resamples for leaderboard CIs (default 1000)")
     add("--bt-rounds", type=integer(1), default=100, help="bootstrap rounds for Bradley–Terry CIs (default 100)")
     add("--elo-rounds", type=integer(1), default=50, help="shuffled orders for online Elo (default 50)")
-    add("--elo-k", type=NON_NEGATIVE, default=16.0,
-        help="online Elo K factor (default 16: battles from a few hundred items; FastChat's 4 suits millions)")
-    add("--elo-max-battles", type=integer(1), default=4_000,
-        help="online Elo shuffles a seeded sample of at most this many battles per scope (default 4000)")
-    add("--orchestration-tasks", default=",".join(ORCHESTRATION_TASKS),
-        help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)")
-    add("--cv-folds", type=_cv_folds, default=DEFAULT_K,
-        help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); 0 skips it (default %(default)s)")
-    add("--calibrations", metavar="DIR",
-        help=f"judge calibration store read for the judge-reliability section (default: {default_store_dir()})")
+    add(
+        "--elo-k",
+        type=NON_NEGATIVE,
+        default=16.0,
+        help="online Elo K factor (default 16: battles from a few hundred items; FastChat's 4 suits millions)",
+    )
+    add(
+        "--elo-max-battles",
+        type=integer(1),
+        default=4_000,
+        help="online Elo shuffles a seeded sample of at most this many battles per scope (default 4000)",
+    )
+    add(
+        "--orchestration-tasks",
+        default=",".join(ORCHESTRATION_TASKS),
+        help="comma-separated capability tasks counted in the orchestrator composite (default: %(default)s)",
+    )
+    add(
+        "--cv-folds",
+        type=_cv_folds,
+        default=DEFAULT_K,
+        help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); 0 skips it (default %(default)s)",
+    )
+    add(
+        "--calibrations",
+        metavar="DIR",
+        help=f"judge calibration store read for the judge-reliability section (default: {default_store_dir()})",
+    )
     return parser
 
 
 def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     """What a build did, for a person: rows, buckets, winners, warnings, files written."""
     lines: list[str] = []
-    lines.append(f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
-                 f"({summary['infra_errors']} infra errors, excluded)")
-    lines.append(f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
-                 f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data")
-    lines.append(f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
-                 f"hard subset: {summary['hard_items']} items")
+    lines.append(
+        f"routing.build: {summary['runs']} run(s), {summary['models']} model(s), {summary['rows']} score rows "
+        f"({summary['infra_errors']} infra errors, excluded)"
+    )
+    lines.append(
+        f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
+        f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data"
+    )
+    lines.append(
+        f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
+        f"hard subset: {summary['hard_items']} items"
+    )
     if summary["kept_apart"]:
-        lines.append(f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)")
+        lines.append(
+            f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)"
+        )
     for gap in summary["common_left_out"]:
         lines.append(f"  --common: {gap['model']} left out of {gap['family']}/{gap['task']}: {gap['reason']}")
     for warning in summary["judge_warnings"]:
@@ -236,20 +334,35 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = BuildOptions(
-        common=args.common, since=args.since, min_n=args.min_n, top_k=args.top_k, floor=args.floor, lam=args.lam,
-        alpha=args.alpha, component_floor=args.component_floor,
-        hard_fraction=args.hard_fraction, hard_min=args.hard_min, hard_n=args.hard_n,
-        seed=args.seed, bootstrap=args.bootstrap, bt_rounds=args.bt_rounds,
-        elo_rounds=args.elo_rounds, elo_k=args.elo_k, elo_max_battles=args.elo_max_battles,
+        common=args.common,
+        since=args.since,
+        min_n=args.min_n,
+        top_k=args.top_k,
+        floor=args.floor,
+        lam=args.lam,
+        alpha=args.alpha,
+        component_floor=args.component_floor,
+        hard_fraction=args.hard_fraction,
+        hard_min=args.hard_min,
+        hard_n=args.hard_n,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        bt_rounds=args.bt_rounds,
+        elo_rounds=args.elo_rounds,
+        elo_k=args.elo_k,
+        elo_max_battles=args.elo_max_battles,
         orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
         cv_folds=args.cv_folds,
-    )  # fmt: skip
+    )
     return build_and_report(args.run, args.out, options, calibration_dir=args.calibrations)[0]
 
 
-def build_and_report(run_dirs: Sequence[Path | str], out_dir: Path | str | None = None,
-                     options: BuildOptions | None = None,
-                     calibration_dir: Path | str | None = None) -> tuple[int, dict[str, Any] | None]:
+def build_and_report(
+    run_dirs: Sequence[Path | str],
+    out_dir: Path | str | None = None,
+    options: BuildOptions | None = None,
+    calibration_dir: Path | str | None = None,
+) -> tuple[int, dict[str, Any] | None]:
     """:func:`build`, its summary printed, or why it failed said in one line: (exit code, summary or None)."""
     try:
         summary = build(run_dirs, out_dir, options, calibration_dir=calibration_dir)

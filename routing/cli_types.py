@@ -29,8 +29,14 @@ def integer(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def number(low: float = -math.inf, high: float = math.inf, *, open_low: bool = False, open_high: bool = False,
-           what: str = "a number") -> Callable[[str], float]:  # fmt: skip
+def number(
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+    what: str = "a number",
+) -> Callable[[str], float]:
     """A finite float in [low, high] (``open_low`` / ``open_high`` exclude the ends)."""
     shown = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
 

@@ -66,11 +66,30 @@ COLUMNS_DIRNAME = "scores.columns"
 FORMAT, VERSION = "medpool-score-columns", 2  # a copy of another version is ignored: readers go back to scores.jsonl
 CODE_COLUMNS = ("item", "suite", "task", "domain", "broad_area", "gold_type", "family")
 FLOAT_COLUMNS = ("value", "passed", "latency_s", "completion_tokens", "cost")
-FIXED_DTYPES = {"ident": "<i4", "judge": "<i4", **dict.fromkeys(CODE_COLUMNS, "<i4"), "status": "i1",
-                **dict.fromkeys(FLOAT_COLUMNS, "<f8"), "answered": "u1", "line": "<i4"}  # fmt: skip
+FIXED_DTYPES = {
+    "ident": "<i4",
+    "judge": "<i4",
+    **dict.fromkeys(CODE_COLUMNS, "<i4"),
+    "status": "i1",
+    **dict.fromkeys(FLOAT_COLUMNS, "<f8"),
+    "answered": "u1",
+    "line": "<i4",
+}
 # The details judge reliability audits (routing.reliability, routing.panel_agreement).
-JUDGED_DETAILS = ("parse_stage", "reasked", "judge_error", "primary", "rejudge", "panel", "context_awareness", "behavior",
-                  "error", "reason", "flags", "judge_flag_dropped")  # fmt: skip
+JUDGED_DETAILS = (
+    "parse_stage",
+    "reasked",
+    "judge_error",
+    "primary",
+    "rejudge",
+    "panel",
+    "context_awareness",
+    "behavior",
+    "error",
+    "reason",
+    "flags",
+    "judge_flag_dropped",
+)
 LAZY_COLUMNS = ("line",)
 CHUNK_ROWS = 65_536  # rows built before a written copy appends them to its files
 
@@ -97,10 +116,17 @@ class RunColumns:
 def judged_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """What judge reliability needs of a judged row (its identities are added back when loaded)."""
     details = row.get("details") or {}
-    return {"item_id": row["item_id"], "status": row["status"], "family": row["family"], "task": row["task"],
-            "domain": row.get("domain"), "value": row["value"], "passed": row.get("passed"),
-            "metrics": row.get("metrics") or {},
-            "details": {k: details[k] for k in JUDGED_DETAILS if k in details}}  # fmt: skip
+    return {
+        "item_id": row["item_id"],
+        "status": row["status"],
+        "family": row["family"],
+        "task": row["task"],
+        "domain": row.get("domain"),
+        "value": row["value"],
+        "passed": row.get("passed"),
+        "metrics": row.get("metrics") or {},
+        "details": {k: details[k] for k in JUDGED_DETAILS if k in details},
+    }
 
 
 @dataclass
@@ -127,8 +153,10 @@ class _Builder:
         self._reset()
 
     def _reset(self) -> None:
-        self.fixed = {name: array("i" if dtype.endswith("i4") else "b" if dtype == "i1" else "B" if dtype == "u1" else "d")
-                      for name, dtype in FIXED_DTYPES.items()}  # fmt: skip
+        self.fixed = {
+            name: array("i" if dtype.endswith("i4") else "b" if dtype == "i1" else "B" if dtype == "u1" else "d")
+            for name, dtype in FIXED_DTYPES.items()
+        }
         self.metrics: dict[str, array[float]] = {}
         self.flags = {name: array("d") for name in FLAG_COLUMNS}
         self.labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
@@ -185,10 +213,17 @@ class _Builder:
 
     def take(self) -> _Chunk:
         """The rows added since the last take, as arrays; the builder starts a new chunk."""
-        fixed = {name: np.frombuffer(self.fixed[name], dtype=FIXED_DTYPES[name].replace("<", "=")).copy()
-                 if self.count else np.zeros(0, dtype=FIXED_DTYPES[name]) for name in FIXED_DTYPES}  # fmt: skip
+        fixed = {
+            name: np.frombuffer(self.fixed[name], dtype=FIXED_DTYPES[name].replace("<", "=")).copy()
+            if self.count
+            else np.zeros(0, dtype=FIXED_DTYPES[name])
+            for name in FIXED_DTYPES
+        }
         metrics = {name: np.frombuffer(col, dtype=float).copy() for name, col in self.metrics.items()}
-        flags = {name: np.frombuffer(col, dtype=float).copy() if self.count else np.zeros(0) for name, col in self.flags.items()}
+        flags = {
+            name: np.frombuffer(col, dtype=float).copy() if self.count else np.zeros(0)
+            for name, col in self.flags.items()
+        }
         chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels, self.sources, self.judged)
         self.rows += self.count
         self._reset()
@@ -205,10 +240,17 @@ def build_from_jsonl(run_dir: Path) -> RunColumns:
         builder.add(line_no, key, row)
     chunk = builder.take()
     return RunColumns(
-        identities=list(builder.interner.identities), judges=list(builder.interner.judges), vocab=builder.vocab(),
-        columns=chunk.fixed, metrics=chunk.metrics, flags=chunk.flags, labels=chunk.labels, sources=chunk.sources,
-        judged=chunk.judged, judge_records=builder.judge_records,
-    )  # fmt: skip
+        identities=list(builder.interner.identities),
+        judges=list(builder.interner.judges),
+        vocab=builder.vocab(),
+        columns=chunk.fixed,
+        metrics=chunk.metrics,
+        flags=chunk.flags,
+        labels=chunk.labels,
+        sources=chunk.sources,
+        judged=chunk.judged,
+        judge_records=builder.judge_records,
+    )
 
 
 # --- the columnar copy ----------------------------------------------------------------------------
@@ -238,7 +280,11 @@ def write_columns(run_dir: Path | str) -> Path:
     building.mkdir()
     try:
         rows = _write_chunks(run_dir, building)
-        meta = rows | {"format": FORMAT, "version": VERSION, "source": {"file": SCORES_FILENAME, **(stamp_before or {})}}
+        meta = rows | {
+            "format": FORMAT,
+            "version": VERSION,
+            "source": {"file": SCORES_FILENAME, **(stamp_before or {})},
+        }
         with (building / "meta.json").open("w", encoding="utf-8") as f:
             json.dump(meta, f, ensure_ascii=False)
             f.flush()
@@ -261,6 +307,7 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
         if column.dtype.kind == "f" and name not in known and not np.isnan(column).all():
             known.add(name)
         return column
+
     extras = (folder / "rows.jsonl").open("w", encoding="utf-8")
 
     def flush() -> None:
@@ -276,7 +323,10 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
             column = note(f"metric.{name}", metrics.get(name, np.full(count, np.nan)))
             _append(files, folder, f"metric.{name}", column.astype("<f8", copy=False))
         for row, label in chunk.labels.items():
-            extras.write(json.dumps({"row": first + row, "label": [label[0], label[1], list(label[2])]}, ensure_ascii=False) + "\n")
+            extras.write(
+                json.dumps({"row": first + row, "label": [label[0], label[1], list(label[2])]}, ensure_ascii=False)
+                + "\n"
+            )
         for row, source in chunk.sources.items():
             extras.write(json.dumps({"row": first + row, "source": source}, ensure_ascii=False) + "\n")
         for row, record in chunk.judged.items():
@@ -293,11 +343,19 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
             handle.close()
         extras.close()
     floats = [*FLOAT_COLUMNS, *(f"flag.{k}" for k in FLAG_COLUMNS), *(f"metric.{k}" for k in sorted(written_metrics))]
-    return {"rows": builder.rows, "vocab": builder.vocab(), "nan_columns": [name for name in floats if name not in known],
-            "identities": [identity.as_dict() for identity in builder.interner.identities],
-            "judges": builder.judge_records, "columns": {**FIXED_DTYPES, **{f"flag.{k}": "<f8" for k in FLAG_COLUMNS},
-                                                         **{f"metric.{k}": "<f8" for k in sorted(written_metrics)}},
-            "metrics": sorted(written_metrics)}  # fmt: skip
+    return {
+        "rows": builder.rows,
+        "vocab": builder.vocab(),
+        "nan_columns": [name for name in floats if name not in known],
+        "identities": [identity.as_dict() for identity in builder.interner.identities],
+        "judges": builder.judge_records,
+        "columns": {
+            **FIXED_DTYPES,
+            **{f"flag.{k}": "<f8" for k in FLAG_COLUMNS},
+            **{f"metric.{k}": "<f8" for k in sorted(written_metrics)},
+        },
+        "metrics": sorted(written_metrics),
+    }
 
 
 def _append(files: dict[str, Any], folder: Path, name: str, column: np.ndarray) -> None:
@@ -349,18 +407,32 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
     vocab = {name: list(meta["vocab"][name]) for name in CODE_COLUMNS}
     for name in CODE_COLUMNS:
         if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
-            raise LoadError(f"{folder / (name + '.bin')}: a code outside its vocabulary; rebuild with python -m routing.columns {run_dir}")
-    identities = [ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]]
+            raise LoadError(
+                f"{folder / (name + '.bin')}: a code outside its vocabulary; rebuild with python -m routing.columns {run_dir}"
+            )
+    identities = [
+        ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]
+    ]
     judges = [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]]
-    if n and {"ident", "judge"} <= wanted and (columns["ident"].max() >= len(identities) or columns["judge"].max() >= len(judges)):
-        raise LoadError(f"{folder}: an identity index outside meta.json; rebuild with python -m routing.columns {run_dir}")
+    if (
+        n
+        and {"ident", "judge"} <= wanted
+        and (columns["ident"].max() >= len(identities) or columns["judge"].max() >= len(judges))
+    ):
+        raise LoadError(
+            f"{folder}: an identity index outside meta.json; rebuild with python -m routing.columns {run_dir}"
+        )
     out = RunColumns(
-        identities=identities, judges=judges, vocab=vocab,
-        columns={name: columns[name].astype(dtype.replace("<", "="), copy=False) for name, dtype in FIXED_DTYPES.items()},
+        identities=identities,
+        judges=judges,
+        vocab=vocab,
+        columns={
+            name: columns[name].astype(dtype.replace("<", "="), copy=False) for name, dtype in FIXED_DTYPES.items()
+        },
         metrics={name: columns[f"metric.{name}"] for name in meta["metrics"]},
         flags={name: columns.get(f"flag.{name}", np.broadcast_to(np.nan, n)) for name in FLAG_COLUMNS},
         judge_records=list(meta["judges"]),
-    )  # fmt: skip
+    )
     if only is None:
         _read_extras(folder / "rows.jsonl", out)
     return out
@@ -392,8 +464,10 @@ def run_columns(run_dir: Path | str) -> RunColumns:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m routing.columns",
-                                     description="Write the columnar copy (scores.columns/) of each run folder's scores.jsonl.")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.columns",
+        description="Write the columnar copy (scores.columns/) of each run folder's scores.jsonl.",
+    )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders holding scores.jsonl")
     args = parser.parse_args(list(argv) if argv is not None else None)
     for run_dir in map(Path, args.run_dirs):

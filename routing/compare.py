@@ -91,11 +91,25 @@ class Delta:
 
     def to_json(self, threshold: float) -> dict[str, Any]:
         direction = "none" if not self.significant else "regression" if self.diff < 0 else "improvement"
-        return {"bucket": self.bucket, "family": self.family, "model": self.model, "identity": self.identity, "judge": self.judge,
-                "n": self.n, "base": json_number(self.base), "new": json_number(self.new), "diff": json_number(self.diff),
-                "ci": [json_number(self.ci[0]), json_number(self.ci[1])], "ci_method": self.ci_method, "test": self.test,
-                "p_value": p_number(self.p_value), "p_holm": p_number(self.p_holm), "significant": self.significant,
-                "direction": direction, "beyond_threshold": self.regression_beyond(threshold)}  # fmt: skip
+        return {
+            "bucket": self.bucket,
+            "family": self.family,
+            "model": self.model,
+            "identity": self.identity,
+            "judge": self.judge,
+            "n": self.n,
+            "base": json_number(self.base),
+            "new": json_number(self.new),
+            "diff": json_number(self.diff),
+            "ci": [json_number(self.ci[0]), json_number(self.ci[1])],
+            "ci_method": self.ci_method,
+            "test": self.test,
+            "p_value": p_number(self.p_value),
+            "p_holm": p_number(self.p_holm),
+            "significant": self.significant,
+            "direction": direction,
+            "beyond_threshold": self.regression_beyond(threshold),
+        }
 
 
 @dataclass(frozen=True)
@@ -123,18 +137,32 @@ class Comparison:
         return bool(self.regressions(threshold))
 
     def to_json(self) -> dict[str, Any]:
-        deltas = sorted(self.deltas, key=lambda d: (not d.significant, d.diff if d.significant else 0.0, d.bucket, d.model))
+        deltas = sorted(
+            self.deltas, key=lambda d: (not d.significant, d.diff if d.significant else 0.0, d.bucket, d.model)
+        )
         return {
-            "schema_version": 1, "kind": "medpool-compare", "generated_at": self.generated_at,
-            "alpha": self.alpha, "correction": "holm", "threshold": self.threshold, "min_n": self.min_n,
-            "base": dict(self.base), "new": dict(self.new),
+            "schema_version": 1,
+            "kind": "medpool-compare",
+            "generated_at": self.generated_at,
+            "alpha": self.alpha,
+            "correction": "holm",
+            "threshold": self.threshold,
+            "min_n": self.min_n,
+            "base": dict(self.base),
+            "new": dict(self.new),
             "same_data": self.base.get("data_fingerprint") == self.new.get("data_fingerprint"),
             "same_pool": self.base.get("pool_fingerprint") == self.new.get("pool_fingerprint"),
-            "regressions": len(self.regressions()), "significant": sum(d.significant for d in self.deltas),
-            "tested": len(self.deltas), "families": dict(self.families), "models": dict(self.models),
-            "deltas": [d.to_json(self.threshold) for d in deltas], "untested": list(self.untested),
-            "decisions": dict(self.decisions), "cache": dict(self.cache), "notes": list(self.notes),
-        }  # fmt: skip
+            "regressions": len(self.regressions()),
+            "significant": sum(d.significant for d in self.deltas),
+            "tested": len(self.deltas),
+            "families": dict(self.families),
+            "models": dict(self.models),
+            "deltas": [d.to_json(self.threshold) for d in deltas],
+            "untested": list(self.untested),
+            "decisions": dict(self.decisions),
+            "cache": dict(self.cache),
+            "notes": list(self.notes),
+        }
 
 
 # --- reading a run -----------------------------------------------------------------------------
@@ -160,17 +188,25 @@ def scored_rows(table: ScoreTable) -> dict[Key, tuple[float, str, tuple[str, ...
     model_keys = [e.model.key for e in table.entrants]
     judge_keys = [e.judge_key or "" for e in table.entrants]
     out = {}
-    places: dict[tuple[int, ...], tuple[str, tuple[str, ...]]] = {}  # one (family, bucket ids) object per bucket combination
+    places: dict[
+        tuple[int, ...], tuple[str, tuple[str, ...]]
+    ] = {}  # one (family, bucket ids) object per bucket combination
     for r in np.flatnonzero(table.status == SCORED).tolist():
         entrant, family_code = int(table.entrant[r]), int(table.family[r])
         family = families[family_code]
         codes = (family_code, *(int(columns[c][0][r]) for _, c in BUCKET_KINDS[family]))
         place = places.get(codes)
         if place is None:
-            buckets = tuple(f"{family}/{kind}/{columns[c][1][code]}" for (kind, c), code in zip(BUCKET_KINDS[family], codes[1:]))
+            buckets = tuple(
+                f"{family}/{kind}/{columns[c][1][code]}" for (kind, c), code in zip(BUCKET_KINDS[family], codes[1:])
+            )
             place = places[codes] = (family, (*buckets, f"{family}/all"))
         out[(model_keys[entrant], judge_keys[entrant], table.items[table.item[r]])] = (
-            float(table.value[r]), place[0], place[1], table.entrants[entrant].model.name)
+            float(table.value[r]),
+            place[0],
+            place[1],
+            table.entrants[entrant].model.name,
+        )
     return out
 
 
@@ -184,8 +220,11 @@ def _calibration(run_dir: Path) -> dict[str, Any] | None:
     for judge in ((board.get("judge_reliability") or {}).get("judges") or {}).values():
         for c in judge.get("calibration") or []:
             if c.get("judge_key"):
-                out[c["judge_key"]] = {"set": (c.get("set") or {}).get("sha256"), "overall": c.get("overall"),
-                                       "calibrated_at": c.get("calibrated_at")}  # fmt: skip
+                out[c["judge_key"]] = {
+                    "set": (c.get("set") or {}).get("sha256"),
+                    "overall": c.get("overall"),
+                    "calibrated_at": c.get("calibrated_at"),
+                }
     return out
 
 
@@ -212,10 +251,15 @@ def read_side(run_dir: Path) -> _Side:
         keys = {table.entrants[e].judge_key for e in np.unique(table.entrant[table.family == code]).tolist()}
         judges[family] = {k for k in keys if k}
     flags = answer_cache_flags(run_dir)
-    info = {"run_id": summary["run_id"], "dir": str(run_dir), "created_at": summary["created_at"],
-            "pool_fingerprint": summary.get("pool_fingerprint"), "data_fingerprint": summary.get("data_fingerprint"),
-            "cached": cached_share(flags),
-            "judge_anchors": ((summary.get("extra") or {}).get("scoring") or {}).get("anchors")}  # fmt: skip
+    info = {
+        "run_id": summary["run_id"],
+        "dir": str(run_dir),
+        "created_at": summary["created_at"],
+        "pool_fingerprint": summary.get("pool_fingerprint"),
+        "data_fingerprint": summary.get("data_fingerprint"),
+        "cached": cached_share(flags),
+        "judge_anchors": ((summary.get("extra") or {}).get("scoring") or {}).get("anchors"),
+    }
     return _Side(info, scored_rows(table), identities, judges, _calibration(run_dir), _manifest(run_dir), flags)
 
 
@@ -241,30 +285,52 @@ def family_comparability(base: _Side, new: _Side) -> dict[str, dict[str, Any]]:
         if family not in base.judges or family not in new.judges:
             entry.update(comparable=False, reason=f"scored in the {'new' if family in new.judges else 'base'} run only")
         elif b != n:
-            entry.update(comparable=False, reason=f"judge changed: {', '.join(sorted(b)) or 'none'} → {', '.join(sorted(n)) or 'none'}; "
-                                                  "scores are not comparable")  # fmt: skip
+            entry.update(
+                comparable=False,
+                reason=f"judge changed: {', '.join(sorted(b)) or 'none'} → {', '.join(sorted(n)) or 'none'}; "
+                "scores are not comparable",
+            )
         elif b and base.calibration is not None and new.calibration is not None:
-            moved = [k for k in sorted(b) if k in base.calibration and k in new.calibration
-                     and (base.calibration[k]["set"], base.calibration[k]["overall"]) != (new.calibration[k]["set"], new.calibration[k]["overall"])]  # fmt: skip
+            moved = [
+                k
+                for k in sorted(b)
+                if k in base.calibration
+                and k in new.calibration
+                and (base.calibration[k]["set"], base.calibration[k]["overall"])
+                != (new.calibration[k]["set"], new.calibration[k]["overall"])
+            ]
             if moved:
-                entry.update(comparable=False, reason=f"judge calibration changed ({', '.join(moved)}); scores are not comparable")
+                entry.update(
+                    comparable=False,
+                    reason=f"judge calibration changed ({', '.join(moved)}); scores are not comparable",
+                )
         out[family] = entry
     return out
 
 
 def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    return sorted(k for k in a.keys() | b.keys() if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True))
+    return sorted(
+        k for k in a.keys() | b.keys() if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True)
+    )
 
 
 def model_changes(base: _Side, new: _Side) -> dict[str, Any]:
     """Models (pool names) added, removed, or run under another identity (with the fields that differ)."""
-    added = [{"name": m, "identities": sorted(new.identities[m])} for m in sorted(new.identities.keys() - base.identities.keys())]
-    removed = [{"name": m, "identities": sorted(base.identities[m])} for m in sorted(base.identities.keys() - new.identities.keys())]
+    added = [
+        {"name": m, "identities": sorted(new.identities[m])}
+        for m in sorted(new.identities.keys() - base.identities.keys())
+    ]
+    removed = [
+        {"name": m, "identities": sorted(base.identities[m])}
+        for m in sorted(base.identities.keys() - new.identities.keys())
+    ]
     changed = []
     for name in sorted(base.identities.keys() & new.identities.keys()):
         b, n = base.identities[name], new.identities[name]
         if set(b) != set(n):
-            fields = sorted({f for kb in b.keys() - n.keys() for kn in n.keys() - b.keys() for f in _differing(b[kb], n[kn])})
+            fields = sorted(
+                {f for kb in b.keys() - n.keys() for kn in n.keys() - b.keys() for f in _differing(b[kb], n[kn])}
+            )
             changed.append({"name": name, "base": sorted(b), "new": sorted(n), "fields": fields})
     return {"added": added, "removed": removed, "changed": changed}
 
@@ -292,7 +358,9 @@ def distinct_groups(groups: Mapping[tuple[str, str, str], Any]) -> dict[tuple[st
     return dict(kept.values())
 
 
-def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float = 0.05, min_n: int = MIN_N) -> Comparison:
+def compare_runs(
+    base: Path, new: Path, *, threshold: float = 0.0, alpha: float = 0.05, min_n: int = MIN_N
+) -> Comparison:
     """Compare two run folders (module docstring); raises :class:`HistoryError` / :class:`LoadError` on bad input."""
     b, n = read_side(Path(base)), read_side(Path(new))
     families = family_comparability(b, n)
@@ -321,12 +389,35 @@ def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float 
         family = bucket.split("/", 1)[0]
         label = _label(name, identity, judge, b, n, len(families[family]["judges"]["new"]))
         if len(xs) < min_n:
-            untested.append({"bucket": bucket, "model": label, "n": len(xs), "reason": f"only {len(xs)} paired items (< min_n {min_n})"})
+            untested.append(
+                {
+                    "bucket": bucket,
+                    "model": label,
+                    "n": len(xs),
+                    "reason": f"only {len(xs)} paired items (< min_n {min_n})",
+                }
+            )
             continue
         before, after = np.asarray(xs), np.asarray(ys)
         p, mean, test = paired_difference_test(after, before)
         ci, method = difference_interval(after - before)
-        tested.append((bucket, family, label, identity, judge or None, len(xs), float(before.mean()), float(after.mean()), mean, ci, method, test, p))
+        tested.append(
+            (
+                bucket,
+                family,
+                label,
+                identity,
+                judge or None,
+                len(xs),
+                float(before.mean()),
+                float(after.mean()),
+                mean,
+                ci,
+                method,
+                test,
+                p,
+            )
+        )
     adjusted = holm([t[-1] for t in tested])
     deltas = tuple(Delta(*t, p_holm=float(q), alpha=alpha) for t, q in zip(tested, adjusted))
     notes = []
@@ -337,21 +428,43 @@ def compare_runs(base: Path, new: Path, *, threshold: float = 0.0, alpha: float 
     anchors = n.info.get("judge_anchors") or {}
     if anchors.get("drift_warning"):
         previous = anchors["previous"]
-        notes.append(f"JUDGE DRIFT: fresh verdicts on {previous['n']} anchor answers agree with the earlier nights' "
-                     f"verdicts on pass/fail for {previous['pass_agreement']:.0%} (floor {anchors['floor']:.0%}; mean "
-                     f"|Δ total| {previous['mean_abs_total_diff']}/40): judged scores may not be comparable")
+        notes.append(
+            f"JUDGE DRIFT: fresh verdicts on {previous['n']} anchor answers agree with the earlier nights' "
+            f"verdicts on pass/fail for {previous['pass_agreement']:.0%} (floor {anchors['floor']:.0%}; mean "
+            f"|Δ total| {previous['mean_abs_total_diff']}/40): judged scores may not be comparable"
+        )
     if b.manifest is None or n.manifest is None:
         missing = ", ".join(s.info["dir"] for s in (b, n) if s.manifest is None)
-        decisions: dict[str, Any] = {"compared": False, "reason": f"no readable routing_manifest.yaml in {missing}", "changes": []}
+        decisions: dict[str, Any] = {
+            "compared": False,
+            "reason": f"no readable routing_manifest.yaml in {missing}",
+            "changes": [],
+        }
     else:
         decisions = {"compared": True, "changes": decision_changes(b.manifest, n.manifest)}
-    cache = {"paired_answers": paired_answers, "cached_in_new": cached_new, "cached_in_both": cached_both,
-             "share_cached_in_new": round(cached_new / paired_answers, 4) if paired_answers and n.cache_flags is not None else None}  # fmt: skip
+    cache = {
+        "paired_answers": paired_answers,
+        "cached_in_new": cached_new,
+        "cached_in_both": cached_both,
+        "share_cached_in_new": round(cached_new / paired_answers, 4)
+        if paired_answers and n.cache_flags is not None
+        else None,
+    }
     return Comparison(
-        base=b.info, new=n.info, alpha=alpha, threshold=threshold, min_n=min_n, families=families,
-        models=model_changes(b, n), deltas=deltas, untested=tuple(untested), decisions=decisions, cache=cache,
-        notes=tuple(notes), generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )  # fmt: skip
+        base=b.info,
+        new=n.info,
+        alpha=alpha,
+        threshold=threshold,
+        min_n=min_n,
+        families=families,
+        models=model_changes(b, n),
+        deltas=deltas,
+        untested=tuple(untested),
+        decisions=decisions,
+        cache=cache,
+        notes=tuple(notes),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
 
 
 def write_comparison(out_dir: Path, comparison: Comparison) -> tuple[Path, Path]:
@@ -371,19 +484,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m routing.compare",
         description="Compare two runs: paired differences per family, bucket and model (Holm-adjusted), models added / "
-                    "removed / changed, judge changes, routing decisions changed. Writes compare.json and compare.md.",
+        "removed / changed, judge changes, routing decisions changed. Writes compare.json and compare.md.",
         epilog=f"Exit codes: {EXIT_OK} compared; {EXIT_WRITE} writing the files failed; {EXIT_INPUT} bad input; "
-               f"{EXIT_REGRESSION} with --fail-on-regression: a "
-               "significant regression larger than the threshold.")  # fmt: skip
+        f"{EXIT_REGRESSION} with --fail-on-regression: a "
+        "significant regression larger than the threshold.",
+    )
     parser.add_argument("base", metavar="BASE", help="the earlier run directory")
     parser.add_argument("new", metavar="NEW", help="the later run directory")
-    parser.add_argument("--out", metavar="DIR", help="where compare.json / compare.md go (default: NEW); a report.html there gets "
-                                                     "a 'Since last night' section")  # fmt: skip
-    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=SCORE_DIFFERENCE, metavar="THRESHOLD",
-                        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
-                             "(default when given without a value: 0, i.e. any significant regression)")  # fmt: skip
-    parser.add_argument("--alpha", type=OPEN_FRACTION, default=0.05, help="family-wise level of the Holm-adjusted tests (default %(default)s)")
-    parser.add_argument("--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where compare.json / compare.md go (default: NEW); a report.html there gets a 'Since last night' section",
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        nargs="?",
+        const=0.0,
+        default=None,
+        type=SCORE_DIFFERENCE,
+        metavar="THRESHOLD",
+        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
+        "(default when given without a value: 0, i.e. any significant regression)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=OPEN_FRACTION,
+        default=0.05,
+        help="family-wise level of the Holm-adjusted tests (default %(default)s)",
+    )
+    parser.add_argument(
+        "--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)"
+    )
     return parser
 
 
@@ -391,7 +522,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     threshold = 0.0 if args.fail_on_regression is None else args.fail_on_regression
     try:
-        comparison = compare_runs(Path(args.base), Path(args.new), threshold=threshold, alpha=args.alpha, min_n=max(1, args.min_n))
+        comparison = compare_runs(
+            Path(args.base), Path(args.new), threshold=threshold, alpha=args.alpha, min_n=max(1, args.min_n)
+        )
     except (HistoryError, LoadError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT

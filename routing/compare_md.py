@@ -39,8 +39,10 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
     regressions, significant = doc["regressions"], doc["significant"]
     worse = sum(d["direction"] == "regression" for d in doc["deltas"])
     if regressions:
-        return (f"**REGRESSION**: {regressions} significant regression(s) larger than {doc['threshold']:.3f} "
-                f"(Holm, α = {doc['alpha']}); {significant} significant change(s) of {doc['tested']} tested")  # fmt: skip
+        return (
+            f"**REGRESSION**: {regressions} significant regression(s) larger than {doc['threshold']:.3f} "
+            f"(Holm, α = {doc['alpha']}); {significant} significant change(s) of {doc['tested']} tested"
+        )
     if worse:
         return f"OK: {worse} significant regression(s), none larger than {doc['threshold']:.3f}; {significant} significant of {doc['tested']} tested"
     return f"OK: no significant regression ({significant} significant change(s) of {doc['tested']} tested, Holm, α = {doc['alpha']})"
@@ -49,9 +51,16 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
 def render_compare_md(doc: Mapping[str, Any]) -> str:
     """The comparison document (``Comparison.to_json()``) as short Markdown."""
     base, new = doc["base"], doc["new"]
-    lines = [f"# medpool: {md_text(base['run_id'])} → {md_text(new['run_id'])}", "", verdict_line(doc), "",
-             (f"- runs: base {md_text(base['created_at'])}, new {md_text(new['created_at'])}; data "
-             f"{'same' if doc['same_data'] else 'DIFFERENT'}, pool {'same' if doc['same_pool'] else 'changed'}")]  # fmt: skip
+    lines = [
+        f"# medpool: {md_text(base['run_id'])} → {md_text(new['run_id'])}",
+        "",
+        verdict_line(doc),
+        "",
+        (
+            f"- runs: base {md_text(base['created_at'])}, new {md_text(new['created_at'])}; data "
+            f"{'same' if doc['same_data'] else 'DIFFERENT'}, pool {'same' if doc['same_pool'] else 'changed'}"
+        ),
+    ]
     cache = doc.get("cache") or {}
     line = f"- cached answers: base {_share(base['cached'])}, new {_share(new['cached'])}"
     if cache.get("cached_in_both"):
@@ -60,38 +69,62 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
     anchors = new.get("judge_anchors") or {}
     if anchors.get("asked"):
         previous = anchors.get("previous") or {}
-        agreement = "no earlier verdict to compare" if not previous.get("n") else \
-            f"pass/fail agreement with earlier nights' verdicts {previous['pass_agreement']:.0%} (n={previous['n']})"
-        lines.append(f"- judge anchors: {anchors['verdicts']} of {anchors['asked']} judged afresh; {agreement}"
-                     f"{' ⚠ JUDGE DRIFT' if anchors.get('drift_warning') else ''}")
+        agreement = (
+            "no earlier verdict to compare"
+            if not previous.get("n")
+            else f"pass/fail agreement with earlier nights' verdicts {previous['pass_agreement']:.0%} (n={previous['n']})"
+        )
+        lines.append(
+            f"- judge anchors: {anchors['verdicts']} of {anchors['asked']} judged afresh; {agreement}"
+            f"{' ⚠ JUDGE DRIFT' if anchors.get('drift_warning') else ''}"
+        )
     blocked = [(f, e["reason"]) for f, e in doc["families"].items() if not e["comparable"]]
     for family, reason in blocked:
         lines.append(f"- NOT COMPARABLE {md_text(family)}: {md_text(reason)}")
     models = doc["models"]
     if models["added"] or models["removed"]:
-        lines.append(f"- models added: {_names(models['added']) or 'none'}; removed: {_names(models['removed']) or 'none'}")
+        lines.append(
+            f"- models added: {_names(models['added']) or 'none'}; removed: {_names(models['removed']) or 'none'}"
+        )
     for change in models["changed"][:MAX_NAMES]:
-        lines.append(f"- identity changed: {md_text(change['name'])} ({md_text(', '.join(change['fields'])) or 'fields unknown'}): not paired")
+        lines.append(
+            f"- identity changed: {md_text(change['name'])} ({md_text(', '.join(change['fields'])) or 'fields unknown'}): not paired"
+        )
     significant = [d for d in doc["deltas"] if d["significant"]]
     if significant:
-        lines += ["", f"Significant changes (new − base, 95% CI, Holm p), worst first{'' if len(significant) <= MAX_DELTAS else f' — {MAX_DELTAS} of {len(significant)}'}:"]
+        lines += [
+            "",
+            f"Significant changes (new − base, 95% CI, Holm p), worst first{'' if len(significant) <= MAX_DELTAS else f' — {MAX_DELTAS} of {len(significant)}'}:",
+        ]
         for d in significant[:MAX_DELTAS]:
             mark = "▼" if d["direction"] == "regression" else "▲"
             flag = " ⚠" if d["beyond_threshold"] else ""
-            lines.append(f"- {mark}{flag} {md_text(d['bucket'])} · {md_text(d['model'])}: {_num(d['base'])} → {_num(d['new'])} "
-                         f"(Δ {_num(d['diff'], signed=True)} [{_num(d['ci'][0], signed=True)}, {_num(d['ci'][1], signed=True)}], "
-                         f"n={d['n']}, p={d['p_holm']:.3g})")  # fmt: skip
+            lines.append(
+                f"- {mark}{flag} {md_text(d['bucket'])} · {md_text(d['model'])}: {_num(d['base'])} → {_num(d['new'])} "
+                f"(Δ {_num(d['diff'], signed=True)} [{_num(d['ci'][0], signed=True)}, {_num(d['ci'][1], signed=True)}], "
+                f"n={d['n']}, p={d['p_holm']:.3g})"
+            )
     decisions = doc["decisions"]
     if not decisions.get("compared"):
         lines += ["", f"Routing decisions not compared: {md_text(decisions.get('reason', ''))}"]
     elif decisions["changes"]:
         changes = decisions["changes"]
-        lines += ["", f"Routing changes ({len(changes)}{'' if len(changes) <= MAX_DECISIONS else f', first {MAX_DECISIONS}'}):"]
+        lines += [
+            "",
+            f"Routing changes ({len(changes)}{'' if len(changes) <= MAX_DECISIONS else f', first {MAX_DECISIONS}'}):",
+        ]
         for c in changes[:MAX_DECISIONS]:
-            lines.append(f"- {md_text(c['id'])}: {md_text(c['base_model'] or '–')} → {md_text(c['new_model'] or '–')} — {md_text(c['reason'])}")
+            lines.append(
+                f"- {md_text(c['id'])}: {md_text(c['base_model'] or '–')} → {md_text(c['new_model'] or '–')} — {md_text(c['reason'])}"
+            )
     untested = len(doc.get("untested") or [])
-    lines += ["", (f"{doc['tested']} comparisons tested (paired items, same model and judge identity; min_n {doc['min_n']}), "
-                  f"{untested} too small to test. Details: compare.json.")]  # fmt: skip
+    lines += [
+        "",
+        (
+            f"{doc['tested']} comparisons tested (paired items, same model and judge identity; min_n {doc['min_n']}), "
+            f"{untested} too small to test. Details: compare.json."
+        ),
+    ]
     for note in doc.get("notes") or []:
         lines.append(f"Note: {md_text(note)}")
     return "\n".join(lines) + "\n"

@@ -145,7 +145,9 @@ def _common_items(items_a: np.ndarray, items_b: np.ndarray) -> tuple[np.ndarray 
     return ia, at[ia]
 
 
-def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, salt: str, bootstrap: bool = False) -> Decision:
+def decide(
+    contestants: Sequence[Contestant], alpha: float, min_paired: int, salt: str, bootstrap: bool = False
+) -> Decision:
     """The leader, the paired tests against it and the tie-rule order (see the module docstring).
 
     ``bootstrap``: test with the contestants' paired ``draws`` instead of their per-item values.
@@ -169,14 +171,32 @@ def decide(contestants: Sequence[Contestant], alpha: float, min_paired: int, sal
     test = " + ".join(sorted({t for _, _, _, t in tests if t})) or None
     for i, (contestant, (n, p, mean, _)) in enumerate(zip(others, tests)):
         if i not in adjusted:
-            verdicts.append(Verdict(contestant, TIED, n, None, None,
-                                    f"only {n} items answered by both (< {min_paired}): cannot be shown worse"))  # fmt: skip
+            verdicts.append(
+                Verdict(
+                    contestant,
+                    TIED,
+                    n,
+                    None,
+                    None,
+                    f"only {n} items answered by both (< {min_paired}): cannot be shown worse",
+                )
+            )
         elif adjusted[i] < alpha and mean > 0:
-            verdicts.append(Verdict(contestant, WORSE, n, p, float(adjusted[i]), f"significantly worse (Holm p < {alpha})"))
+            verdicts.append(
+                Verdict(contestant, WORSE, n, p, float(adjusted[i]), f"significantly worse (Holm p < {alpha})")
+            )
         else:
-            verdicts.append(Verdict(contestant, TIED, n, p, float(adjusted[i]), f"not significantly worse (Holm p >= {alpha})"))
-    tied = [verdicts[0], *sorted((v for v in verdicts[1:] if v.verdict != WORSE), key=lambda v: tie_key(v.contestant, salt))]
-    worse = sorted((v for v in verdicts if v.verdict == WORSE), key=lambda v: (-_finite(v.contestant.score), tie_key(v.contestant, salt)))
+            verdicts.append(
+                Verdict(contestant, TIED, n, p, float(adjusted[i]), f"not significantly worse (Holm p >= {alpha})")
+            )
+    tied = [
+        verdicts[0],
+        *sorted((v for v in verdicts[1:] if v.verdict != WORSE), key=lambda v: tie_key(v.contestant, salt)),
+    ]
+    worse = sorted(
+        (v for v in verdicts if v.verdict == WORSE),
+        key=lambda v: (-_finite(v.contestant.score), tie_key(v.contestant, salt)),
+    )
     return Decision(tuple(tied + worse), test, alpha)
 
 

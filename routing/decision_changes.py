@@ -42,7 +42,11 @@ def _decisions(manifest: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def _reason(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     was, now = before.get("routable", True), after.get("routable", True)
     if was and not now:
-        why = "fell below min_n" if after.get("insufficient_data") else f"not routable: {after.get('reason') or 'no eligible model'}"
+        why = (
+            "fell below min_n"
+            if after.get("insufficient_data")
+            else f"not routable: {after.get('reason') or 'no eligible model'}"
+        )
         return f"{why}; served by {after.get('served_by') or 'nobody'}"
     if now and not was:
         return "routable again (enough data)"
@@ -51,8 +55,11 @@ def _reason(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     if before.get("leader") != after.get("leader"):
         return f"new leader {after.get('leader') or 'none'} (was {before.get('leader') or 'none'})"
     if bool(before.get("decisive")) != bool(after.get("decisive")):
-        return "now decisive (leader significantly better than every other)" if after.get("decisive") else \
-            f"no longer decisive (tied: {', '.join(after.get('tied_top') or [])})"  # fmt: skip
+        return (
+            "now decisive (leader significantly better than every other)"
+            if after.get("decisive")
+            else f"no longer decisive (tied: {', '.join(after.get('tied_top') or [])})"
+        )
     how = after.get("chosen_by") or after.get("method") or "tie_rule"
     return f"tie broken differently ({how})"
 
@@ -62,17 +69,31 @@ def decision_changes(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[di
     (``default`` and ``orchestrator`` first, then families, then buckets)."""
     before, after = _decisions(base), _decisions(new)
     order = {name: i for i, name in enumerate(DECISION_BLOCKS)}
-    ids = sorted(before.keys() | after.keys(), key=lambda d: (order.get(d, len(order) + (0 if d.startswith("family/") else 1)), d))
+    ids = sorted(
+        before.keys() | after.keys(),
+        key=lambda d: (order.get(d, len(order) + (0 if d.startswith("family/") else 1)), d),
+    )
     changes = []
     for decision_id in ids:
         b, a = before.get(decision_id), after.get(decision_id)
         if b is None or a is None:
             reason = "new bucket" if b is None else "bucket gone"
-        elif (b.get("model"), b.get("served_by"), bool(b.get("decisive"))) == (a.get("model"), a.get("served_by"), bool(a.get("decisive"))):
+        elif (b.get("model"), b.get("served_by"), bool(b.get("decisive"))) == (
+            a.get("model"),
+            a.get("served_by"),
+            bool(a.get("decisive")),
+        ):
             continue
         else:
             reason = _reason(b, a)
-        changes.append({"id": decision_id, "base_model": (b or {}).get("model"), "new_model": (a or {}).get("model"),
-                        "base_decisive": (b or {}).get("decisive"), "new_decisive": (a or {}).get("decisive"),
-                        "reason": reason})  # fmt: skip
+        changes.append(
+            {
+                "id": decision_id,
+                "base_model": (b or {}).get("model"),
+                "new_model": (a or {}).get("model"),
+                "base_decisive": (b or {}).get("decisive"),
+                "new_decisive": (a or {}).get("decisive"),
+                "reason": reason,
+            }
+        )
     return changes

@@ -71,8 +71,10 @@ class Tally:
         parts = [counted, f"通过率 {100 * self.passed / self.n:.1f}%" if self.n else "通过率 -"]
         if self.with_dims:
             means = {short: self.dims[short] / self.with_dims for short, _ in DIMENSIONS}
-            parts.append(" ".join(f"{short}:{means[short]:.1f}" for short, _ in DIMENSIONS)
-                         + f" → 综合 {sum(means.values()):.1f}/{TOTAL_MAX}")
+            parts.append(
+                " ".join(f"{short}:{means[short]:.1f}" for short, _ in DIMENSIONS)
+                + f" → 综合 {sum(means.values()):.1f}/{TOTAL_MAX}"
+            )
         if self.no_verdict:
             parts.append(f"无评分 {self.no_verdict}")
         return " ".join(parts)
@@ -103,7 +105,9 @@ class ModelDigest:
     def headline(self) -> str:
         line = f"{self.model}: {self.overall.text(count='passed')}"
         if self.criteria_scored:
-            line += f"；遗漏 must_warn {sum(self.omitted.values())} 条（{self.answers_omitting}/{self.criteria_scored} 题）"
+            line += (
+                f"；遗漏 must_warn {sum(self.omitted.values())} 条（{self.answers_omitting}/{self.criteria_scored} 题）"
+            )
         return line
 
     def ordered(self, label: str) -> list[tuple[str, Tally]]:
@@ -121,9 +125,15 @@ def iter_rubric_rows(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not a JSON object ({exc.msg}); the run's scores.jsonl is "
-                                 "damaged: python -m pool.run --rescore RUN_DIR writes it again") from None
-            if isinstance(row, dict) and row.get("gold_type") in RUBRIC_GOLD_TYPES and isinstance(row.get("model"), str):
+                raise ValueError(
+                    f"{path}:{number}: not a JSON object ({exc.msg}); the run's scores.jsonl is "
+                    "damaged: python -m pool.run --rescore RUN_DIR writes it again"
+                ) from None
+            if (
+                isinstance(row, dict)
+                and row.get("gold_type") in RUBRIC_GOLD_TYPES
+                and isinstance(row.get("model"), str)
+            ):
                 yield row
 
 
@@ -147,8 +157,10 @@ def digest_lines(models: Sequence[ModelDigest], *, see: str = "leaderboard.md", 
     """The digest as terminal lines; unless ``full``, cut to the first lines per model on a big run."""
     if not models:
         return ["judged answers: none in this run (no reference or criteria item was judged)"]
-    lines = ["judged answers (通过率, 四维均分 C/A/S/G each of 10, 综合 of 40; reference items per task, criteria "
-             "items per domain):"]
+    lines = [
+        "judged answers (通过率, 四维均分 C/A/S/G each of 10, 综合 of 40; reference items per task, criteria "
+        "items per domain):"
+    ]
     brief = not full and len(models) > SHOWN_MODELS_IN_FULL
     cut = False
     for model in models:
@@ -166,20 +178,29 @@ def digest_lines(models: Sequence[ModelDigest], *, see: str = "leaderboard.md", 
         top = model.omitted.most_common(None if full else SHOWN_WARNINGS)
         if top:
             more = len(model.omitted) - len(top)
-            lines.append("    ⚠ 遗漏 must_warn: " + "；".join(f"{text} ×{count}" for text, count in top)
-                         + (f"；… {more} more" if more > 0 else ""))
+            lines.append(
+                "    ⚠ 遗漏 must_warn: "
+                + "；".join(f"{text} ×{count}" for text, count in top)
+                + (f"；… {more} more" if more > 0 else "")
+            )
             cut = cut or more > 0
     if cut:
-        lines.append(f"  (the first lines only: every task, domain and warning in {DIGEST_FILENAME}; the rankings in {see})")
+        lines.append(
+            f"  (the first lines only: every task, domain and warning in {DIGEST_FILENAME}; the rankings in {see})"
+        )
     return lines
 
 
 def digest_markdown(models: Sequence[ModelDigest], run_name: str) -> str:
     """``digest.md``: every model, task, domain and omitted warning (nothing cut)."""
-    out = [f"# Digest of run {run_name}", "",
-           "Judged answers only: reference items per task, criteria items per domain. 通过率 = pass rate; 四维均分 = "
-           "mean coverage (C), accuracy (A), safety (S) and grounding (G), each of 10, 综合 their sum of 40; 遗漏 "
-           "must_warn = gold warnings the judge did not find in the answer. Other families are in leaderboard.md.", ""]
+    out = [
+        f"# Digest of run {run_name}",
+        "",
+        "Judged answers only: reference items per task, criteria items per domain. 通过率 = pass rate; 四维均分 = "
+        "mean coverage (C), accuracy (A), safety (S) and grounding (G), each of 10, 综合 their sum of 40; 遗漏 "
+        "must_warn = gold warnings the judge did not find in the answer. Other families are in leaderboard.md.",
+        "",
+    ]
     if not models:
         return "\n".join([*out, "No reference or criteria item was judged in this run.", ""])
     for model in models:
@@ -187,11 +208,16 @@ def digest_markdown(models: Sequence[ModelDigest], run_name: str) -> str:
         for label in ("task", "domain"):
             groups = model.ordered(label)
             if groups:
-                out += [f"| {label} | n | 通过率 | C | A | S | G | 综合 /40 | 无评分 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                out += [
+                    f"| {label} | n | 通过率 | C | A | S | G | 综合 /40 | 无评分 |",
+                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+                ]
                 out += [_table_row(name, tally) for name, tally in groups]
                 out.append("")
         if model.omitted:
-            out += ["遗漏 must_warn:", ""] + [f"- {text} ×{count}" for text, count in model.omitted.most_common()] + [""]
+            out += (
+                ["遗漏 must_warn:", ""] + [f"- {text} ×{count}" for text, count in model.omitted.most_common()] + [""]
+            )
     return "\n".join(out)
 
 
@@ -213,14 +239,20 @@ def report(run_dir: Path) -> list[str]:
     if models is None:
         return []
     atomic_write_text(run_dir / DIGEST_FILENAME, digest_markdown(models, run_dir.name))
-    see = str(run_dir / "leaderboard.md") if (run_dir / "leaderboard.md").is_file() else "leaderboard.md (python -m routing.build)"
+    see = (
+        str(run_dir / "leaderboard.md")
+        if (run_dir / "leaderboard.md").is_file()
+        else "leaderboard.md (python -m routing.build)"
+    )
     return digest_lines(models, see=see)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m routing.digest",
-                                     description="Print a run's digest of judged answers (pass rate, mean C/A/S/G, "
-                                                 "omitted must_warn; per task and domain) and write RUN_DIR/digest.md.")
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.digest",
+        description="Print a run's digest of judged answers (pass rate, mean C/A/S/G, "
+        "omitted must_warn; per task and domain) and write RUN_DIR/digest.md.",
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run folder holding scores.jsonl")
     parser.add_argument("--full", action="store_true", help="print every task, domain and warning, not the first lines")
     args = parser.parse_args(argv)
@@ -228,8 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         models = digest_run(run_dir)
         if models is None:
-            print(f"error: {run_dir / SCORES_FILENAME}: not found; pass a run folder that pool.run has scored",
-                  file=sys.stderr)
+            print(
+                f"error: {run_dir / SCORES_FILENAME}: not found; pass a run folder that pool.run has scored",
+                file=sys.stderr,
+            )
             return 2
         atomic_write_text(run_dir / DIGEST_FILENAME, digest_markdown(models, run_dir.name))
     except ValueError as exc:

@@ -53,8 +53,11 @@ def blas_share() -> int:
 def worth_forking(rows: int) -> bool:
     """Whether a part over ``rows`` score rows should run beside the parent: a second CPU, fork, and
     enough work, but not so much that a second process's memory would outweigh the time it saves."""
-    return (FORK_MIN_ROWS <= rows <= FORK_MAX_ROWS and usable_cpus() > 1
-            and "fork" in multiprocessing.get_all_start_methods())  # fmt: skip
+    return (
+        FORK_MIN_ROWS <= rows <= FORK_MAX_ROWS
+        and usable_cpus() > 1
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
 
 
 class Forked(Generic[T]):
@@ -70,8 +73,9 @@ class Forked(Generic[T]):
         if beside:
             context = multiprocessing.get_context("fork")
             self._answer, sender = context.Pipe(duplex=False)
-            self._process = context.Process(target=_child, args=(compute, sender, os.getpid()), name=f"medpool {what}",
-                                            daemon=True)  # fmt: skip
+            self._process = context.Process(
+                target=_child, args=(compute, sender, os.getpid()), name=f"medpool {what}", daemon=True
+            )
             self._process.start()
             sender.close()  # the child holds the only sending end: its death ends the parent's wait
             self._blas = threadpool_limits(limits=blas_share(), user_api="blas")
@@ -84,8 +88,11 @@ class Forked(Generic[T]):
                 kind, value = self._answer.recv()
             except EOFError:
                 self._process.join()
-                print(f"warning: the child process computing the {self._what} ended without an answer "
-                      f"(exit code {self._process.exitcode}); computing it here instead", file=sys.stderr)
+                print(
+                    f"warning: the child process computing the {self._what} ended without an answer "
+                    f"(exit code {self._process.exitcode}); computing it here instead",
+                    file=sys.stderr,
+                )
                 return self._compute()
         finally:
             self.close()

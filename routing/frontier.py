@@ -36,15 +36,25 @@ def cost_frontier(table: ScoreTable, keep: np.ndarray) -> dict[str, list[dict[st
             _, first = np.unique(table.item[rows], return_index=True)  # one answer per item, whatever the judge
             rows = rows[first]
             costs, latency = cost[rows], table.latency_s[rows]
-            points.append({"model": label, "n": int(len(rows)), "score": json_number(table.value[rows].mean()),
-                           "mean_cost": json_number(costs.mean()) if not np.isnan(costs).any() else None,
-                           "median_latency_s": json_number(np.median(latency[~np.isnan(latency)]))
-                           if (~np.isnan(latency)).any() else None})  # fmt: skip
+            points.append(
+                {
+                    "model": label,
+                    "n": int(len(rows)),
+                    "score": json_number(table.value[rows].mean()),
+                    "mean_cost": json_number(costs.mean()) if not np.isnan(costs).any() else None,
+                    "median_latency_s": json_number(np.median(latency[~np.isnan(latency)]))
+                    if (~np.isnan(latency)).any()
+                    else None,
+                }
+            )
         for point in points:
             point["on_frontier"] = point["mean_cost"] is not None and not any(
-                other is not point and other["mean_cost"] is not None
-                and other["score"] >= point["score"] and other["mean_cost"] <= point["mean_cost"]
+                other is not point
+                and other["mean_cost"] is not None
+                and other["score"] >= point["score"]
+                and other["mean_cost"] <= point["mean_cost"]
                 and (other["score"] > point["score"] or other["mean_cost"] < point["mean_cost"])
-                for other in points)
+                for other in points
+            )
         out[family] = sorted(points, key=lambda p: (-(p["score"] or 0.0), p["model"]))
     return out

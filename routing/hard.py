@@ -46,8 +46,9 @@ DEFAULT_MIN_ITEMS = 5
 CONTINUOUS, PASS_FAIL = "continuous", "pass/fail"
 
 
-def hard_size(n_items: int, fraction: float = DEFAULT_FRACTION, min_items: int = DEFAULT_MIN_ITEMS,
-              cap: int | None = None) -> int:  # fmt: skip
+def hard_size(
+    n_items: int, fraction: float = DEFAULT_FRACTION, min_items: int = DEFAULT_MIN_ITEMS, cap: int | None = None
+) -> int:
     """k = max(⌈fraction·n⌉, min(min_items, ⌊n/2⌋)), at most ``cap`` (None: no cap) and at most n − 1."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
@@ -81,12 +82,23 @@ def _model_gap(full: np.ndarray, hard: np.ndarray) -> dict[str, Any]:
     mean_full = float(np.nanmean(full)) if n_full else None
     mean_hard = float(np.nanmean(hard)) if n_hard else None
     gap = mean_full - mean_hard if mean_full is not None and mean_hard is not None else None
-    return {"full": json_number(mean_full), "hard": json_number(mean_hard), "gap": json_number(gap),
-            "n_full": n_full, "n_hard": n_hard}  # fmt: skip
+    return {
+        "full": json_number(mean_full),
+        "hard": json_number(mean_hard),
+        "gap": json_number(gap),
+        "n_full": n_full,
+        "n_hard": n_hard,
+    }
 
 
-def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, fraction: float = DEFAULT_FRACTION,
-               min_items: int = DEFAULT_MIN_ITEMS, cap: int | None = None) -> dict[str, Any]:  # fmt: skip
+def build_hard(
+    table: ScoreTable,
+    keep: np.ndarray,
+    lam: float = 0.5,
+    fraction: float = DEFAULT_FRACTION,
+    min_items: int = DEFAULT_MIN_ITEMS,
+    cap: int | None = None,
+) -> dict[str, Any]:
     """The hard subset and the Full vs Hard table (the body of hard.yaml, minus run metadata)."""
     allowed = keep & (table.status == SCORED)
     groups: dict[str, Any] = {}
@@ -106,15 +118,26 @@ def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, fraction: 
         group_id = f"{family}/{task}"
         cut = difficulty[chosen[-1]] if k else None
         groups[group_id] = {
-            "family": family, "task": task, "score": score_scale(values), "items": len(item_ids), "selected": k,
+            "family": family,
+            "task": task,
+            "score": score_scale(values),
+            "items": len(item_ids),
+            "selected": k,
             "models": labels,
             "difficulty_range": [json_number(cut), json_number(difficulty[chosen].max())] if k else None,
             "ties_at_cut": int((difficulty[~hard_rows] == cut).sum()) if k else 0,
             "item_ids": [item_ids[i] for i in chosen],
-        }  # fmt: skip
+        }
         for i in chosen:
-            selected_items.append({"id": item_ids[i], "family": family, "task": task, "difficulty": json_number(difficulty[i]),
-                                   "mean_score": json_number(np.nanmean(values[i]))})  # fmt: skip
+            selected_items.append(
+                {
+                    "id": item_ids[i],
+                    "family": family,
+                    "task": task,
+                    "difficulty": json_number(difficulty[i]),
+                    "mean_score": json_number(np.nanmean(values[i])),
+                }
+            )
         for j, label in enumerate(labels):
             entry = _model_gap(values[:, j], values[hard_rows, j])
             full_vs_hard.setdefault(label, {"tasks": {}})["tasks"][group_id] = entry
@@ -122,15 +145,24 @@ def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, fraction: 
         both = [t for t in entry["tasks"].values() if t["gap"] is not None]
         full = float(np.mean([t["full"] for t in both])) if both else None
         hard = float(np.mean([t["hard"] for t in both])) if both else None
-        entry["macro"] = {"full": json_number(full), "hard": json_number(hard), "tasks": len(both),
-                          "gap": json_number(full - hard) if both else None}  # fmt: skip
+        entry["macro"] = {
+            "full": json_number(full),
+            "hard": json_number(hard),
+            "tasks": len(both),
+            "gap": json_number(full - hard) if both else None,
+        }
     return {
         "method": {
             "groups": "per (family, task); keys of tasks are family/task",
             "difficulty": "D = (1 - mean) + lam * variance of the per-item scores over models (population variance)",
-            "score": ("the scored row's value: continuous where the scorer has one (judge total/40, F1, CHIP total), "
-                      "else 0/1 (the group is labelled pass/fail)"),
-            "lam": lam, "fraction": fraction, "min_items": min_items, "cap": cap,
+            "score": (
+                "the scored row's value: continuous where the scorer has one (judge total/40, F1, CHIP total), "
+                "else 0/1 (the group is labelled pass/fail)"
+            ),
+            "lam": lam,
+            "fraction": fraction,
+            "min_items": min_items,
+            "cap": cap,
             "size": "k = max(ceil(fraction*n), min(min_items, floor(n/2))), at most cap, at most n - 1",
             "order": "descending D; ties keep item-id order",
         },
@@ -139,12 +171,20 @@ def build_hard(table: ScoreTable, keep: np.ndarray, lam: float = 0.5, fraction: 
         "item_ids": [item["id"] for item in selected_items],
         "items": selected_items,
         "full_vs_hard": full_vs_hard,
-    }  # fmt: skip
+    }
 
 
-def hard_recovery_simulation(seed: int, n_items: int = 400, n_models: int = 6, fraction: float = DEFAULT_FRACTION, *,
-                             lam: float = 0.5, noise: float = 1.0, levels: int = 40,
-                             pass_threshold: float = PASS_THRESHOLD) -> dict[str, Any]:  # fmt: skip
+def hard_recovery_simulation(
+    seed: int,
+    n_items: int = 400,
+    n_models: int = 6,
+    fraction: float = DEFAULT_FRACTION,
+    *,
+    lam: float = 0.5,
+    noise: float = 1.0,
+    levels: int = 40,
+    pass_threshold: float = PASS_THRESHOLD,
+) -> dict[str, Any]:
     """How many of the truly hardest items the hard subset recovers, on simulated scores.
 
     Item i has latent difficulty b_i ~ N(0, 1.5²), model j ability θ_j ~ N(0, 1); the score is
@@ -170,9 +210,14 @@ def hard_recovery_simulation(seed: int, n_items: int = 400, n_models: int = 6, f
     chosen_pass_fail = hardest(ids, composite_difficulty(passed, lam), k)
     gaps = scores.mean(axis=0) - scores[chosen].mean(axis=0) if k else np.zeros(n_models)
     return {
-        "seed": seed, "n_items": n_items, "n_models": n_models, "fraction": fraction, "k": k,
+        "seed": seed,
+        "n_items": n_items,
+        "n_models": n_models,
+        "fraction": fraction,
+        "k": k,
         "precision_continuous": len(truth.intersection(chosen)) / k if k else None,
         "precision_pass_fail": len(truth.intersection(chosen_pass_fail)) / k if k else None,
         "chance": k / n_items if n_items else None,
-        "gap_mean": float(gaps.mean()), "gap_min": float(gaps.min()),
-    }  # fmt: skip
+        "gap_mean": float(gaps.mean()),
+        "gap_min": float(gaps.min()),
+    }

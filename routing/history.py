@@ -93,10 +93,14 @@ def read_summary_json(run_dir: Path) -> dict[str, Any]:
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise HistoryError(f"{path}: not found; pass a run directory pool.run wrote (it writes {SUMMARY_FILENAME} "
-                           "when the run ends or is interrupted)") from None  # fmt: skip
+        raise HistoryError(
+            f"{path}: not found; pass a run directory pool.run wrote (it writes {SUMMARY_FILENAME} "
+            "when the run ends or is interrupted)"
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise HistoryError(f"{path}: unreadable ({exc}); re-export it with `python -m pool.run --resume {run_dir}`") from None
+        raise HistoryError(
+            f"{path}: unreadable ({exc}); re-export it with `python -m pool.run --resume {run_dir}`"
+        ) from None
     if not isinstance(summary, dict) or not all(isinstance(summary.get(k), str) for k in ("run_id", "created_at")):
         raise HistoryError(f"{path}: needs string fields run_id and created_at (written by pool.store.export)")
     try:
@@ -198,20 +202,31 @@ def snapshot(root: Path, run_dir: Path, digest: ScoreDigest | None = None) -> In
         models = {name: {"name": name, "key": None, "identity": None} for name in summary.get("models") or {}}
     else:
         for entrant in digest.entrants:
-            models[entrant.model_label] = {"name": entrant.model.name, "key": entrant.model.key,
-                                           "identity": entrant.model.as_dict()}  # fmt: skip
+            models[entrant.model_label] = {
+                "name": entrant.model.name,
+                "key": entrant.model.key,
+                "identity": entrant.model.as_dict(),
+            }
             if entrant.judge is not None:
                 judges[entrant.judge.key()] = entrant.judge.as_dict()
         by_family = {family: list(keys) for family, keys in digest.judges_by_family.items()}
         scores = family_scores(digest)
     return IndexEntry(
-        run_id=summary["run_id"], dir=_stored_dir(root, run_dir), created_at=summary["created_at"],
-        status=str(summary.get("run_status") or "unknown"), pool_fingerprint=summary.get("pool_fingerprint"),
-        data_fingerprint=summary.get("data_fingerprint"), appended_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        models=models, judges=judges, judges_by_family=by_family,
+        run_id=summary["run_id"],
+        dir=_stored_dir(root, run_dir),
+        created_at=summary["created_at"],
+        status=str(summary.get("run_status") or "unknown"),
+        pool_fingerprint=summary.get("pool_fingerprint"),
+        data_fingerprint=summary.get("data_fingerprint"),
+        appended_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        models=models,
+        judges=judges,
+        judges_by_family=by_family,
         totals=summary.get("totals") if isinstance(summary.get("totals"), dict) else {},
-        cached=summary_cached_share(summary) or counted_cached_share(run_dir), scores=scores, problems=tuple(problems),
-    )  # fmt: skip
+        cached=summary_cached_share(summary) or counted_cached_share(run_dir),
+        scores=scores,
+        problems=tuple(problems),
+    )
 
 
 # --- the index file ----------------------------------------------------------------------------
@@ -320,19 +335,28 @@ def read_index(root: Path) -> list[IndexEntry]:
     return read_index_checked(root)[0]
 
 
-def comparable_entries(entries: Sequence[IndexEntry], data_fingerprint: str | None, before: str | None = None,
-                       exclude: str | None = None) -> list[IndexEntry]:  # fmt: skip
+def comparable_entries(
+    entries: Sequence[IndexEntry], data_fingerprint: str | None, before: str | None = None, exclude: str | None = None
+) -> list[IndexEntry]:
     """Finished runs on the same data (fingerprint equal and known), created before ``before``, oldest first."""
     cutoff = parse_time(before, "before") if before else None
-    return [e for e in entries if e.status == "finished" and data_fingerprint is not None
-            and e.data_fingerprint == data_fingerprint and e.run_id != exclude
-            and (cutoff is None or _order(e)[0] < cutoff)]  # fmt: skip
+    return [
+        e
+        for e in entries
+        if e.status == "finished"
+        and data_fingerprint is not None
+        and e.data_fingerprint == data_fingerprint
+        and e.run_id != exclude
+        and (cutoff is None or _order(e)[0] < cutoff)
+    ]
 
 
 def latest_comparable(root: Path, run_dir: Path) -> Path | None:
     """The latest earlier finished run with ``run_dir``'s data fingerprint whose folder still exists."""
     summary = read_summary_json(Path(run_dir))
-    earlier = comparable_entries(read_index(Path(root)), summary.get("data_fingerprint"), summary["created_at"], summary["run_id"])
+    earlier = comparable_entries(
+        read_index(Path(root)), summary.get("data_fingerprint"), summary["created_at"], summary["run_id"]
+    )
     present = [e for e in earlier if not e.missing]
     return Path(present[-1].path) if present else None
 
@@ -354,16 +378,20 @@ def render_listing(entries: Sequence[IndexEntry]) -> list[str]:
         share = e.cached.get("share")
         cached = "–" if share is None else f"{share:.0%}"
         where = e.path + ("  [missing]" if e.missing else "")
-        lines.append(f"{_short(e.run_id, 24):<24} {_short(e.created_at, 20):<20} {e.status:<11} {_short(e.data_fingerprint):<10} "
-                     f"{len(e.models):>6} {counts:>14} {cached:>7}  {where}")  # fmt: skip
+        lines.append(
+            f"{_short(e.run_id, 24):<24} {_short(e.created_at, 20):<20} {e.status:<11} {_short(e.data_fingerprint):<10} "
+            f"{len(e.models):>6} {counts:>14} {cached:>7}  {where}"
+        )
     return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m routing.history",
-                                     description="List the runs recorded in ROOT/index.jsonl (oldest first; a moved or deleted "
-                                                 "run folder is marked missing).",
-                                     epilog="Exit codes: 0 listed (no index: nothing listed); 2 bad input.")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.history",
+        description="List the runs recorded in ROOT/index.jsonl (oldest first; a moved or deleted "
+        "run folder is marked missing).",
+        epilog="Exit codes: 0 listed (no index: nothing listed); 2 bad input.",
+    )
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the entries as a JSON array instead of a table")
     return parser
@@ -383,7 +411,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     if args.json:
-        print(json.dumps([{**e.to_json(), "path": e.path, "missing": e.missing} for e in entries], ensure_ascii=False, indent=1))
+        print(
+            json.dumps(
+                [{**e.to_json(), "path": e.path, "missing": e.missing} for e in entries], ensure_ascii=False, indent=1
+            )
+        )
         return EXIT_OK
     missing = sum(e.missing for e in entries)
     print(f"{root / INDEX_FILENAME}: {len(entries)} run(s)" + (f", {missing} missing" if missing else ""))

@@ -94,14 +94,19 @@ class Cell:
 
     def to_json(self, primary: str) -> dict[str, Any]:
         return {
-            "model": self.entrant.label, "model_key": self.entrant.model.key, "judge": self.entrant.judge_key,
-            "n": self.n, "infra_errors": self.infra_errors, "unscorable": self.unscorable, "truncated": self.truncated,
+            "model": self.entrant.label,
+            "model_key": self.entrant.model.key,
+            "judge": self.entrant.judge_key,
+            "n": self.n,
+            "infra_errors": self.infra_errors,
+            "unscorable": self.unscorable,
+            "truncated": self.truncated,
             "primary": self.stats[primary].to_json() if primary in self.stats else None,
             "metrics": {name: est.to_json() for name, est in self.stats.items()},
             "median_latency_s": _json_or_none(self.median_latency_s, 4),
             "mean_completion_tokens": _json_or_none(self.mean_completion_tokens, 1),
             "mean_cost": _json_or_none(self.mean_cost, 8),
-        }  # fmt: skip
+        }
 
 
 def _json_or_none(value: float, digits: int) -> float | None:
@@ -121,9 +126,17 @@ class Bucket:
     check: dict[str, Any] | None = None  # {"kind", "metric", "judge_fallback_items"} when an objective check ranks it
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "family": self.family, "kind": self.kind, "name": self.name, "primary": self.primary,
-                "gold_types": list(self.gold_types), "items": self.n_items, "check": self.check,
-                "cells": [cell.to_json(self.primary) for cell in self.cells]}  # fmt: skip
+        return {
+            "id": self.id,
+            "family": self.family,
+            "kind": self.kind,
+            "name": self.name,
+            "primary": self.primary,
+            "gold_types": list(self.gold_types),
+            "items": self.n_items,
+            "check": self.check,
+            "cells": [cell.to_json(self.primary) for cell in self.cells],
+        }
 
     def value_of(self, cell: Cell) -> float:
         """The cell's primary statistic; −inf when it has none (no scored item)."""
@@ -230,8 +243,9 @@ def bucket_label_set(table: ScoreTable, rows: np.ndarray) -> list[Hashable]:
     return sorted((codes.names[c] for c in used), key=str)
 
 
-def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray, labels: list[Hashable],
-                          rounds: int, seed: int) -> dict[str, Estimate]:  # fmt: skip
+def _classification_stats(
+    table: ScoreTable, rows: np.ndarray, items: np.ndarray, labels: list[Hashable], rounds: int, seed: int
+) -> dict[str, Estimate]:
     """Macro-F1 and accuracy of one cell: eval.macro_f1 for the value, the bucket's resamples for the CI."""
     codes = label_codes(table)
     at = codes.find(np.asarray(rows, dtype=np.int64))
@@ -250,12 +264,27 @@ def _classification_stats(table: ScoreTable, rows: np.ndarray, items: np.ndarray
     draws = resampled_macro_f1(gold_codes, pred_codes, len(labels), rounds, seed)
     n = len(rows)
     acc_lo, acc_hi = wilson_interval(correct, n)
-    return {"macro_f1": Estimate(float(point["macro_f1"]), hull_with_wilson(point["macro_f1"], n, draws[:, 0]), n, draws[:, 0].copy(), CI_HULL),
-            "accuracy": Estimate(float(point["accuracy"]), (float(acc_lo), float(acc_hi)), n, NO_DRAWS, CI_WILSON)}  # fmt: skip
+    return {
+        "macro_f1": Estimate(
+            float(point["macro_f1"]),
+            hull_with_wilson(point["macro_f1"], n, draws[:, 0]),
+            n,
+            draws[:, 0].copy(),
+            CI_HULL,
+        ),
+        "accuracy": Estimate(float(point["accuracy"]), (float(acc_lo), float(acc_hi)), n, NO_DRAWS, CI_WILSON),
+    }
 
 
-def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str, rounds: int, seed: int,
-                 labels: list[Hashable] | None = None, draws_of: Sequence[str] = DRAWS_KEPT) -> list[dict[str, Estimate]]:  # fmt: skip
+def bucket_stats(
+    table: ScoreTable,
+    cell_rows: Sequence[np.ndarray],
+    family: str,
+    rounds: int,
+    seed: int,
+    labels: list[Hashable] | None = None,
+    draws_of: Sequence[str] = DRAWS_KEPT,
+) -> list[dict[str, Estimate]]:
     """Every statistic of every cell of one bucket (cells given as their scored rows).
 
     The bucket's scored items are resampled together — one index matrix over them, seeded by
@@ -289,7 +318,9 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     all_num, all_den = np.hstack(nums), np.hstack(dens)
     drawn = any(name in draws_of for names in layout if names for name in names)
     draws = resampled_ratios(all_num, all_den, len(items), rounds, seed) if drawn else None
-    lo, hi, methods = ratio_intervals(all_num, all_den, np.array([scale[name] for names in layout if names for name in names]))
+    lo, hi, methods = ratio_intervals(
+        all_num, all_den, np.array([scale[name] for names in layout if names for name in names])
+    )
     num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
     out, column = [], 0
     for rows, names in zip(cell_rows, layout):
@@ -299,7 +330,9 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
         stats = {}
         for j, name in enumerate(names, start=column):
             point = num_total[j] / den_total[j] if den_total[j] > 0 else np.nan
-            kept = draws[:, j].copy() if draws is not None and name in draws_of else NO_DRAWS  # a view would keep the whole matrix
+            kept = (
+                draws[:, j].copy() if draws is not None and name in draws_of else NO_DRAWS
+            )  # a view would keep the whole matrix
             stats[name] = Estimate(float(point), (float(lo[j]), float(hi[j])), int(counts[j]), kept, methods[j])
         column += len(names)
         if labels:
@@ -308,8 +341,14 @@ def bucket_stats(table: ScoreTable, cell_rows: Sequence[np.ndarray], family: str
     return out
 
 
-def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int = 1000, seed: int = 0,
-                  draws_of: Sequence[str] = DRAWS_KEPT, skip_kinds: Sequence[str] = ()) -> list[Bucket]:  # fmt: skip
+def build_buckets(
+    table: ScoreTable,
+    keep: np.ndarray | None = None,
+    rounds: int = 1000,
+    seed: int = 0,
+    draws_of: Sequence[str] = DRAWS_KEPT,
+    skip_kinds: Sequence[str] = (),
+) -> list[Bucket]:
     """Every bucket of every family. ``keep`` marks the rows allowed into statistics (``--common``);
     infra errors and unscorable rows are counted from the whole table either way. ``draws_of``: the
     statistics whose bootstrap draws the caller reads (see :data:`DRAWS_KEPT`); ``skip_kinds``: bucket
@@ -328,7 +367,9 @@ def build_buckets(table: ScoreTable, keep: np.ndarray | None = None, rounds: int
             for (code, entrant), local in group_rows([codes, table.entrant[in_family]], order_by=table.item[in_family]):
                 groups.setdefault(code, []).append((entrant, in_family[local]))
             for code, members in groups.items():
-                buckets.append(_bucket(table, keep, family, kind, table.names(column)[code], members, rounds, seed, draws_of))
+                buckets.append(
+                    _bucket(table, keep, family, kind, table.names(column)[code], members, rounds, seed, draws_of)
+                )
     return buckets
 
 
@@ -360,8 +401,17 @@ def medians(columns: Sequence[np.ndarray]) -> list[float]:
     return out
 
 
-def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: str,
-            members: Sequence[tuple[int, np.ndarray]], rounds: int, seed: int, draws_of: Sequence[str]) -> Bucket:  # fmt: skip
+def _bucket(
+    table: ScoreTable,
+    keep: np.ndarray,
+    family: str,
+    kind: str,
+    name: str,
+    members: Sequence[tuple[int, np.ndarray]],
+    rounds: int,
+    seed: int,
+    draws_of: Sequence[str],
+) -> Bucket:
     all_rows = np.concatenate([rows for _, rows in members])
     gold_types = tuple(sorted({table.names("gold_type")[c] for c in np.unique(table.gold_type[all_rows])}))
     by_macro_f1 = len(gold_types) == 1 and primary_metric_of(gold_types[0]) == "macro_f1"
@@ -372,18 +422,31 @@ def _bucket(table: ScoreTable, keep: np.ndarray, family: str, kind: str, name: s
     latencies = medians([table.latency_s[rows] for rows in scored])
     cut = table.flags.get("truncated")  # absent from tables built without flags (benchmarks)
     cells = [
-        Cell(entrant=table.entrants[entrant], n=len(rows_scored),
-             infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
-             unscorable=int((table.status[rows] == UNSCORABLE).sum()),
-             items=table.item[rows_scored], stats=cell_stats, values=table.value[rows_scored],
-             median_latency_s=latency,
-             mean_completion_tokens=_mean(table.completion_tokens[rows_scored]),
-             mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"),
-             truncated=int((cut[rows_scored] == 1).sum()) if cut is not None else 0)
+        Cell(
+            entrant=table.entrants[entrant],
+            n=len(rows_scored),
+            infra_errors=int((table.status[rows] == INFRA_ERROR).sum()),
+            unscorable=int((table.status[rows] == UNSCORABLE).sum()),
+            items=table.item[rows_scored],
+            stats=cell_stats,
+            values=table.value[rows_scored],
+            median_latency_s=latency,
+            mean_completion_tokens=_mean(table.completion_tokens[rows_scored]),
+            mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"),
+            truncated=int((cut[rows_scored] == 1).sum()) if cut is not None else 0,
+        )
         for (entrant, rows), rows_scored, cell_stats, latency in zip(members, scored, stats, latencies)
-    ]  # fmt: skip
-    bucket = Bucket(f"{family}/{kind}/{name}", family, kind, name, "macro_f1" if classification else "score",
-                    gold_types, len(np.unique(np.concatenate([c.items for c in cells]))), (),
-                    bucket_check(table, all_rows[table.status[all_rows] == SCORED]))  # fmt: skip
+    ]
+    bucket = Bucket(
+        f"{family}/{kind}/{name}",
+        family,
+        kind,
+        name,
+        "macro_f1" if classification else "score",
+        gold_types,
+        len(np.unique(np.concatenate([c.items for c in cells]))),
+        (),
+        bucket_check(table, all_rows[table.status[all_rows] == SCORED]),
+    )
     ordered = sorted(cells, key=lambda c: (-bucket.value_of(c), c.entrant.label))
     return replace(bucket, cells=tuple(ordered))

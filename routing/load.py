@@ -63,8 +63,21 @@ from routing.table import (
     make_entrants,
 )
 
-__all__ = ["FLAG_COLUMNS", "SCORES_FILENAME", "SUMMARY_FILENAME", "LoadError", "Loaded", "RunInfo", "ScoreDigest",
-           "check_row", "digest_scores", "kept_apart", "load_runs", "parse_time", "read_summary"]  # fmt: skip
+__all__ = [
+    "FLAG_COLUMNS",
+    "SCORES_FILENAME",
+    "SUMMARY_FILENAME",
+    "LoadError",
+    "Loaded",
+    "RunInfo",
+    "ScoreDigest",
+    "check_row",
+    "digest_scores",
+    "kept_apart",
+    "load_runs",
+    "parse_time",
+    "read_summary",
+]
 
 SUMMARY_FILENAME = "summary.json"
 SORTED_CHECK_ROWS = 1 << 20
@@ -105,7 +118,9 @@ def parse_time(text: str, where: str) -> datetime:
 def read_summary(run_dir: Path) -> RunInfo:
     path = run_dir / SUMMARY_FILENAME
     if not path.is_file():
-        raise LoadError(f"{path}: not found; pass a run directory written by pool.run (it holds {SUMMARY_FILENAME} and {SCORES_FILENAME})")
+        raise LoadError(
+            f"{path}: not found; pass a run directory written by pool.run (it holds {SUMMARY_FILENAME} and {SCORES_FILENAME})"
+        )
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -119,10 +134,14 @@ def read_summary(run_dir: Path) -> RunInfo:
     models = summary.get("models") if isinstance(summary.get("models"), dict) else {}
     wall = summary.get("wall_time_s")
     return RunInfo(
-        dir=str(run_dir), run_id=summary["run_id"], created_at=summary["created_at"],
-        pool_fingerprint=summary.get("pool_fingerprint"), data_fingerprint=summary.get("data_fingerprint"),
-        models=models, wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
-    )  # fmt: skip
+        dir=str(run_dir),
+        run_id=summary["run_id"],
+        created_at=summary["created_at"],
+        pool_fingerprint=summary.get("pool_fingerprint"),
+        data_fingerprint=summary.get("data_fingerprint"),
+        models=models,
+        wall_time_s=float(wall) if isinstance(wall, (int, float)) else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -164,9 +183,13 @@ def digest_scores(run_dir: Path | str) -> ScoreDigest:
     index = {pair: e for e, pair in enumerate(pairs)}
     return ScoreDigest(
         entrants=tuple(entrants),
-        values={(index[(i, j)], family): np.frombuffer(column, dtype=float) for (i, j, family), column in values.items()},
-        judges_by_family={family: tuple(sorted(judge_keys[j] for j in ids if j)) for family, ids in sorted(judges.items())},
-    )  # fmt: skip
+        values={
+            (index[(i, j)], family): np.frombuffer(column, dtype=float) for (i, j, family), column in values.items()
+        },
+        judges_by_family={
+            family: tuple(sorted(judge_keys[j] for j in ids if j)) for family, ids in sorted(judges.items())
+        },
+    )
 
 
 def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
@@ -175,8 +198,12 @@ def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
     if not len(c["line"]):
         raise LoadError(f"no score rows in {run_dir / SCORES_FILENAME}")
     n_judges, n_items = len(cols.judges), len(cols.vocab["item"])
-    _check_duplicates(run_dir, (c["ident"].astype(np.int64) * n_judges + c["judge"]) * n_items + c["item"], c["line"],
-                      lambda r: (cols.identities[c["ident"][r]].name, cols.vocab["item"][c["item"][r]]))  # fmt: skip
+    _check_duplicates(
+        run_dir,
+        (c["ident"].astype(np.int64) * n_judges + c["judge"]) * n_items + c["item"],
+        c["line"],
+        lambda r: (cols.identities[c["ident"][r]].name, cols.vocab["item"][c["item"][r]]),
+    )
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
     entrants, index = _ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
     families = cols.vocab["family"]
@@ -189,8 +216,11 @@ def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
         p, family = int(pair[rows[0]]), families[int(c["family"][rows[0]])]
         values[(int(index[p]), family)] = c["value"][rows][c["status"][rows] == SCORED]
         judges.setdefault(family, set()).add(_judge_key(cols.judges[p % n_judges]))
-    return ScoreDigest(entrants=tuple(entrants), values=values,
-                       judges_by_family={f: tuple(sorted(k for k in keys if k)) for f, keys in sorted(judges.items())})  # fmt: skip
+    return ScoreDigest(
+        entrants=tuple(entrants),
+        values=values,
+        judges_by_family={f: tuple(sorted(k for k in keys if k)) for f, keys in sorted(judges.items())},
+    )
 
 
 # --- merging runs ---------------------------------------------------------------------------------
@@ -225,8 +255,10 @@ def _check_duplicates(run_dir: Path, key: np.ndarray, lines: np.ndarray, describ
     worst = int(np.argmin(lines[order[repeated]]))
     row, first = int(order[repeated[worst]]), int(order[group_start[worst]])
     name, item = describe(row)
-    raise LoadError(f"{run_dir / SCORES_FILENAME}:{int(lines[row])}: duplicate row for model {name!r}, item {item!r} "
-                    f"and the same judge (first at line {int(lines[first])})")  # fmt: skip
+    raise LoadError(
+        f"{run_dir / SCORES_FILENAME}:{int(lines[row])}: duplicate row for model {name!r}, item {item!r} "
+        f"and the same judge (first at line {int(lines[first])})"
+    )
 
 
 def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTable, int, list[dict[str, Any]]]:
@@ -257,8 +289,12 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     n_judges, n_items = len(judges.values), len(vocabs["item"].values)
     keys = [(m["ident"] * n_judges + m["judge"]) * n_items + m["item"] for m in mapped]
     for (run_dir, cols), key, m in zip(per_run, keys, mapped):
-        _check_duplicates(run_dir, key, cols.columns["line"],
-                          lambda r, m=m: (identities.values[m["ident"][r]].name, vocabs["item"].values[m["item"][r]]))  # fmt: skip
+        _check_duplicates(
+            run_dir,
+            key,
+            cols.columns["line"],
+            lambda r, m=m: (identities.values[m["ident"][r]].name, vocabs["item"].values[m["item"][r]]),
+        )
     sizes = [len(cols) for _, cols in per_run]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     key = np.concatenate(keys)
@@ -271,7 +307,9 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     last[:-1] = key[by_key][1:] != key[by_key][:-1]
     winners = by_key[last]
     superseded = len(key) - len(winners)
-    first_seen = np.minimum.reduceat(by_key, np.concatenate([[0], np.flatnonzero(last[:-1]) + 1])) if len(key) else by_key
+    first_seen = (
+        np.minimum.reduceat(by_key, np.concatenate([[0], np.flatnonzero(last[:-1]) + 1])) if len(key) else by_key
+    )
 
     def gathered(get: Any) -> np.ndarray:
         return np.concatenate([get(cols, m) for (_, cols), m in zip(per_run, mapped)])[winners]
@@ -299,8 +337,10 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         return np.concatenate([cols.columns[name] for _, cols in per_run])[chosen]
 
     metric_names = sorted({name for _, cols in per_run for name in cols.metrics})
-    metrics = {name: np.concatenate([cols.metrics.get(name, np.full(len(cols), np.nan)) for _, cols in per_run])[chosen]
-               for name in metric_names}  # fmt: skip
+    metrics = {
+        name: np.concatenate([cols.metrics.get(name, np.full(len(cols), np.nan)) for _, cols in per_run])[chosen]
+        for name in metric_names
+    }
     flags = {name: np.concatenate([cols.flags[name] for _, cols in per_run])[chosen] for name in FLAG_COLUMNS}
     final = np.full(len(key), -1, dtype=np.int64)
     final[chosen] = np.arange(len(chosen))
@@ -321,25 +361,48 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
             if final[base + local] >= 0:
                 identity = cols.identities[int(cols.columns["ident"][local])]
                 judge_record = cols.judge_records[int(cols.columns["judge"][local])]
-                judged_at.append((int(first_of_winner[base + local]), {**record, "model": identity.name,
-                                  "model_identity": identity.as_dict(), "judge": judge_record}))  # fmt: skip
+                judged_at.append(
+                    (
+                        int(first_of_winner[base + local]),
+                        {**record, "model": identity.name, "model_identity": identity.as_dict(), "judge": judge_record},
+                    )
+                )
     judged_at.sort(key=lambda pair: pair[0])
     table = ScoreTable(
-        entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant[order].astype(np.int32), item=item, **codes,
-        status=column("status").astype(np.int8), value=column("value"), passed=column("passed"),
-        latency_s=column("latency_s"), completion_tokens=column("completion_tokens"),
-        run=run[chosen].astype(np.int16), metrics=_narrowed(metrics), flags=_narrowed(flags), labels=labels,
-        answered=column("answered").astype(bool), sources=sources, cost=column("cost"),
-    )  # fmt: skip
+        entrants=tuple(entrants),
+        items=items,
+        vocab=vocab,
+        entrant=entrant[order].astype(np.int32),
+        item=item,
+        **codes,
+        status=column("status").astype(np.int8),
+        value=column("value"),
+        passed=column("passed"),
+        latency_s=column("latency_s"),
+        completion_tokens=column("completion_tokens"),
+        run=run[chosen].astype(np.int16),
+        metrics=_narrowed(metrics),
+        flags=_narrowed(flags),
+        labels=labels,
+        answered=column("answered").astype(bool),
+        sources=sources,
+        cost=column("cost"),
+    )
     return table, superseded, [record for _, record in judged_at]
 
 
-def _ordered_entrants(pairs: np.ndarray, identities: Sequence[ModelIdentity], judges: Sequence[JudgeIdentity | None],
-                      n_judges: int) -> tuple[list[Entrant], np.ndarray]:  # fmt: skip
+def _ordered_entrants(
+    pairs: np.ndarray, identities: Sequence[ModelIdentity], judges: Sequence[JudgeIdentity | None], n_judges: int
+) -> tuple[list[Entrant], np.ndarray]:
     """The entrants of the (identity * n_judges + judge) pair codes present, in table order — model
     name, identity key, then judge key (judge-free first) — and the entrant index of each pair code."""
-    order = sorted(pairs.tolist(), key=lambda p: ((identities[p // n_judges].name, identities[p // n_judges].key),
-                                                  _judge_key(judges[p % n_judges])))  # fmt: skip
+    order = sorted(
+        pairs.tolist(),
+        key=lambda p: (
+            (identities[p // n_judges].name, identities[p // n_judges].key),
+            _judge_key(judges[p % n_judges]),
+        ),
+    )
     rank = np.zeros(int(pairs.max()) + 1 if len(pairs) else 0, dtype=np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
     return make_entrants([(identities[p // n_judges], judges[p % n_judges]) for p in order]), rank
@@ -352,8 +415,9 @@ def _with_system(codes: dict[str, np.ndarray], vocab: dict[str, tuple[str, ...]]
     vocab["system"] = tuple(sorted(set(systems)))
     lookup = np.array([vocab["system"].index(x) for x in systems], dtype=np.int32)
     codes["system"] = lookup[codes["domain"]] if len(systems) else codes["domain"]
-    codes["broad_area"], vocab["broad_area"] = broad_area_column(vocab, codes["task"], codes["suite"], codes["system"],
-                                                                 recorded=(codes["broad_area"], vocab["broad_area"]))  # fmt: skip
+    codes["broad_area"], vocab["broad_area"] = broad_area_column(
+        vocab, codes["task"], codes["suite"], codes["system"], recorded=(codes["broad_area"], vocab["broad_area"])
+    )
 
 
 def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -382,8 +446,8 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     item_rank[sorted(range(len(item_names)), key=item_names.__getitem__)] = np.arange(len(item_names))
     last = -1
     for start in range(0, len(entrant), SORTED_CHECK_ROWS):  # in slices: no row-sized temporaries
-        position = entrant[start:start + SORTED_CHECK_ROWS].astype(np.int64) * max(len(item_names), 1)
-        position += item_rank[c["item"][start:start + SORTED_CHECK_ROWS]]
+        position = entrant[start : start + SORTED_CHECK_ROWS].astype(np.int64) * max(len(item_names), 1)
+        position += item_rank[c["item"][start : start + SORTED_CHECK_ROWS]]
         if position[0] <= last or (len(position) > 1 and not bool((position[1:] > position[:-1]).all())):
             return None
         last = int(position[-1])
@@ -394,19 +458,37 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     _with_system(codes, vocab)
     items = vocab.pop("item")
     item = codes.pop("item")
-    judged = [{**record, "model": cols.identities[int(c["ident"][row])].name,
-               "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
-               "judge": cols.judge_records[int(c["judge"][row])]} for row, record in sorted(cols.judged.items())]  # fmt: skip
+    judged = [
+        {
+            **record,
+            "model": cols.identities[int(c["ident"][row])].name,
+            "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
+            "judge": cols.judge_records[int(c["judge"][row])],
+        }
+        for row, record in sorted(cols.judged.items())
+    ]
     for name in ("ident", "judge", "line"):
         c.pop(name, None)
     table = ScoreTable(
-        entrants=tuple(entrants), items=items, vocab=vocab, entrant=entrant, item=item, **codes,
-        status=c["status"].astype(np.int8, copy=False), value=c["value"], passed=c["passed"], latency_s=c["latency_s"],
-        completion_tokens=c["completion_tokens"], run=np.broadcast_to(np.int16(0), len(entrant)),
-        metrics=_narrowed(cols.metrics), flags=_narrowed(cols.flags), labels=dict(sorted(cols.labels.items())),
+        entrants=tuple(entrants),
+        items=items,
+        vocab=vocab,
+        entrant=entrant,
+        item=item,
+        **codes,
+        status=c["status"].astype(np.int8, copy=False),
+        value=c["value"],
+        passed=c["passed"],
+        latency_s=c["latency_s"],
+        completion_tokens=c["completion_tokens"],
+        run=np.broadcast_to(np.int16(0), len(entrant)),
+        metrics=_narrowed(cols.metrics),
+        flags=_narrowed(cols.flags),
+        labels=dict(sorted(cols.labels.items())),
         answered=c["answered"].view(bool) if c["answered"].dtype == np.uint8 else c["answered"].astype(bool),
-        sources={items[int(item[row])]: source for row, source in cols.sources.items()}, cost=c["cost"],
-    )  # fmt: skip
+        sources={items[int(item[row])]: source for row, source in cols.sources.items()},
+        cost=c["cost"],
+    )
     return table, 0, judged
 
 
@@ -422,8 +504,10 @@ def _narrowed(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             out[name] = column
             continue
         narrow = column.astype(np.float32)
-        exact = all(np.array_equal(narrow[part].astype(np.float64), column[part], equal_nan=True)
-                    for part in (slice(start, start + SORTED_CHECK_ROWS) for start in range(0, len(column), SORTED_CHECK_ROWS)))
+        exact = all(
+            np.array_equal(narrow[part].astype(np.float64), column[part], equal_nan=True)
+            for part in (slice(start, start + SORTED_CHECK_ROWS) for start in range(0, len(column), SORTED_CHECK_ROWS))
+        )
         out[name] = narrow if exact else column
         del column, narrow
     return out
@@ -499,20 +583,37 @@ def kept_apart(table: ScoreTable, runs: Sequence[RunInfo]) -> list[dict[str, Any
     for name, group in sorted(models.items()):
         if len(group) > 1:
             idents = sorted(group, key=lambda i: labels[i])
-            out.append({"kind": "model", "name": name, "differs_in": _differing([i.as_dict() for i in idents]),
-                        "identities": [{"label": labels[i], "key": i.key, "runs": sorted(group[i])} for i in idents]})  # fmt: skip
+            out.append(
+                {
+                    "kind": "model",
+                    "name": name,
+                    "differs_in": _differing([i.as_dict() for i in idents]),
+                    "identities": [{"label": labels[i], "key": i.key, "runs": sorted(group[i])} for i in idents],
+                }
+            )
     families = table.names("family")
     judges: dict[tuple[str, str], dict[JudgeIdentity, set[str]]] = {}
-    triples = [(family, entrant, run) for family in range(len(families))
-               for entrant, run in _entrants_by_run(table, len(runs), family)]  # fmt: skip
+    triples = [
+        (family, entrant, run)
+        for family in range(len(families))
+        for entrant, run in _entrants_by_run(table, len(runs), family)
+    ]
     for family, entrant, run in triples:
         judge = table.entrants[int(entrant)].judge
         if judge is not None:
-            judges.setdefault((families[int(family)], judge.model), {}).setdefault(judge, set()).add(runs[int(run)].run_id)
+            judges.setdefault((families[int(family)], judge.model), {}).setdefault(judge, set()).add(
+                runs[int(run)].run_id
+            )
     for (family, name), group in sorted(judges.items()):
         if len(group) > 1:
             idents = sorted(group, key=lambda j: j.key())
-            out.append({"kind": "judge", "family": family, "name": name,
-                        "differs_in": _differing([j.as_dict() for j in idents]),
-                        "identities": [{"key": j.key(), "runs": sorted(group[j])} for j in idents]})  # fmt: skip
+            out.append(
+                {
+                    "kind": "judge",
+                    "family": family,
+                    "name": name,
+                    "differs_in": _differing([j.as_dict() for j in idents]),
+                    "identities": [{"key": j.key(), "runs": sorted(group[j])} for j in idents],
+                }
+            )
     return out

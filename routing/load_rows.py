@@ -85,7 +85,9 @@ def check_row(row: Any) -> str | None:
     if identity["name"] != row["model"]:
         return f"model_identity.name: {identity['name']!r} differs from model {row['model']!r}"
     judge = row.get("judge")
-    if judge is not None and not (isinstance(judge, dict) and all(isinstance(judge.get(k), str) for k in ("model", "backend", "prompt_version"))):
+    if judge is not None and not (
+        isinstance(judge, dict) and all(isinstance(judge.get(k), str) for k in ("model", "backend", "prompt_version"))
+    ):
         return "judge: must be null or an object with string model, backend, prompt_version"
     if row.get("answer_status") not in (None, "ok", "error", "infra_error"):
         return f"answer_status: must be ok, error, infra_error or absent, got {row.get('answer_status')!r}"
@@ -225,20 +227,26 @@ class IdentityInterner:
 
     def duplicate_row(self, path: Path, line: int, key: tuple[int, int, str], first: int) -> LoadError:
         """The error for a second row of one (model, judge, item) in a scores.jsonl."""
-        return LoadError(f"{path}:{line}: duplicate row for model {self.identities[key[0]].name!r}, item {key[2]!r} "
-                         f"and the same judge (first at line {first})")  # fmt: skip
+        return LoadError(
+            f"{path}:{line}: duplicate row for model {self.identities[key[0]].name!r}, item {key[2]!r} "
+            f"and the same judge (first at line {first})"
+        )
 
 
 # A checked row, compacted: (item_id, suite, task, domain, gold_type, family, status, value, passed,
 # latency_s, completion_tokens, metrics, flags, label, answered, source_item_id, cost, line).
 
 
-def iter_checked_rows(run_dir: Path, interner: IdentityInterner) -> Iterator[tuple[int, tuple[int, int, str], dict[str, Any]]]:
+def iter_checked_rows(
+    run_dir: Path, interner: IdentityInterner
+) -> Iterator[tuple[int, tuple[int, int, str], dict[str, Any]]]:
     """(line number, (identity id, judge id, item id), row) for every checked row of one run's scores.jsonl,
     one line in memory at a time; raises :class:`LoadError` naming ``path:line`` at the first bad row."""
     path = run_dir / SCORES_FILENAME
     if not path.is_file():
-        raise LoadError(f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)")
+        raise LoadError(
+            f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)"
+        )
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
@@ -255,4 +263,3 @@ def iter_checked_rows(run_dir: Path, interner: IdentityInterner) -> Iterator[tup
             except _IdentityError as exc:
                 raise LoadError(f"{path}:{line_no}: {exc}") from None
             yield line_no, key, row
-

@@ -118,8 +118,17 @@ def _entrant_key(cell: Cell) -> str:
 
 def cell_contestant(bucket: Bucket, cell: Cell) -> Contestant:
     est = cell.stats[bucket.primary]
-    return Contestant(label=cell.entrant.model_label, key=_entrant_key(cell), score=est.value, ci=est.ci, n=cell.n,
-                      items=cell.items, values=cell.values, latency=cell.median_latency_s, draws=est.draws)  # fmt: skip
+    return Contestant(
+        label=cell.entrant.model_label,
+        key=_entrant_key(cell),
+        score=est.value,
+        ci=est.ci,
+        n=cell.n,
+        items=cell.items,
+        values=cell.values,
+        latency=cell.median_latency_s,
+        draws=est.draws,
+    )
 
 
 def p_number(p: float | None) -> float | None:
@@ -128,15 +137,25 @@ def p_number(p: float | None) -> float | None:
 
 
 def _verdict_json(verdict: Verdict) -> dict[str, Any]:
-    return {"verdict": verdict.verdict, "n_paired": verdict.n_paired, "p_value": p_number(verdict.p_value),
-            "p_holm": p_number(verdict.p_holm), "reason": verdict.reason or None}  # fmt: skip
+    return {
+        "verdict": verdict.verdict,
+        "n_paired": verdict.n_paired,
+        "p_value": p_number(verdict.p_value),
+        "p_holm": p_number(verdict.p_holm),
+        "reason": verdict.reason or None,
+    }
 
 
 def _decision_fields(decision: Decision) -> dict[str, Any]:
     leader = decision.leader
-    return {"decisive": decision.decisive, "leader": leader.label if leader else None,
-            "tied_top": list(dict.fromkeys(v.contestant.label for v in decision.tied_top)),
-            "alpha": decision.alpha, "correction": "holm", "tie_rule": TIE_RULE_KEYS}  # fmt: skip
+    return {
+        "decisive": decision.decisive,
+        "leader": leader.label if leader else None,
+        "tied_top": list(dict.fromkeys(v.contestant.label for v in decision.tied_top)),
+        "alpha": decision.alpha,
+        "correction": "holm",
+        "tie_rule": TIE_RULE_KEYS,
+    }
 
 
 def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None, alpha: float = ALPHA) -> dict[str, Any]:
@@ -144,30 +163,52 @@ def bucket_route(bucket: Bucket, min_n: int, top_k: int, floor: float | None, al
     when it is not routable, filled in by :func:`build_manifest`."""
     ranked, excluded = split_eligible(bucket, min_n, floor)
     insufficient = not any(c.n >= min_n and np.isfinite(bucket.value_of(c)) for c in bucket.cells)
-    entry: dict[str, Any] = {"family": bucket.family, "kind": bucket.kind, "name": bucket.name, "metric": bucket.primary,
-                             "insufficient_data": insufficient, "routable": bool(ranked)}  # fmt: skip
+    entry: dict[str, Any] = {
+        "family": bucket.family,
+        "kind": bucket.kind,
+        "name": bucket.name,
+        "metric": bucket.primary,
+        "insufficient_data": insufficient,
+        "routable": bool(ranked),
+    }
     if insufficient:
         most = max((c.n for c in bucket.cells), default=0)
         entry["reason"] = f"no model has n >= {min_n} scored items (most: {most})"
     elif not ranked:
         entry["reason"] = f"no model with n >= {min_n} reaches the floor {floor}"
     cell_of = {_entrant_key(c): c for c in ranked}
-    decision = decide([cell_contestant(bucket, c) for c in ranked], alpha, min_n, bucket.id, bootstrap=bucket.primary != "score")
+    decision = decide(
+        [cell_contestant(bucket, c) for c in ranked], alpha, min_n, bucket.id, bootstrap=bucket.primary != "score"
+    )
     pick = decision.pick
-    entry.update(served_by=bucket.id if ranked else None, model=pick.label if pick else None, **_decision_fields(decision),
-                 chosen_by=decision.chosen_by, method=decision.test)  # fmt: skip
+    entry.update(
+        served_by=bucket.id if ranked else None,
+        model=pick.label if pick else None,
+        **_decision_fields(decision),
+        chosen_by=decision.chosen_by,
+        method=decision.test,
+    )
     shown = max(top_k, len(decision.tied_top))
-    entry["candidates"] = [{**_candidate(bucket, cell_of[v.contestant.key]), **_verdict_json(v)} for v in decision.verdicts[:shown]]
+    entry["candidates"] = [
+        {**_candidate(bucket, cell_of[v.contestant.key]), **_verdict_json(v)} for v in decision.verdicts[:shown]
+    ]
     entry["excluded"] = [{**_candidate(bucket, c), "reason": reason} for c, reason in excluded]
     return entry
 
 
 def _candidate(bucket: Bucket, cell: Cell) -> dict[str, Any]:
     est = cell.stats[bucket.primary]
-    return {"model": cell.entrant.model_label, "judge": cell.entrant.judge_key, "n": cell.n,
-            "score": json_number(bucket.value_of(cell)), "ci": [json_number(est.ci[0]), json_number(est.ci[1])],
-            "ci_method": est.method, "median_latency_s": json_number(cell.median_latency_s),
-            "mean_completion_tokens": json_number(cell.mean_completion_tokens), "mean_cost": json_number(cell.mean_cost)}  # fmt: skip
+    return {
+        "model": cell.entrant.model_label,
+        "judge": cell.entrant.judge_key,
+        "n": cell.n,
+        "score": json_number(bucket.value_of(cell)),
+        "ci": [json_number(est.ci[0]), json_number(est.ci[1])],
+        "ci_method": est.method,
+        "median_latency_s": json_number(cell.median_latency_s),
+        "mean_completion_tokens": json_number(cell.mean_completion_tokens),
+        "mean_cost": json_number(cell.mean_cost),
+    }
 
 
 def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
@@ -183,13 +224,19 @@ def model_profiles(table: ScoreTable) -> dict[str, dict[str, Any]]:
         cost = table.cost[answered] if table.cost is not None else np.full(len(answered), np.nan)
         entrant = table.entrants[members[0]]
         profiles[model_label] = {
-            "name": entrant.model.name, "identity": entrant.model.as_dict(),
+            "name": entrant.model.name,
+            "identity": entrant.model.as_dict(),
             "judges": sorted({table.entrants[i].judge_key for i in members if table.entrants[i].judge_key}),
-            "answered": len(answered), "infra_errors": int(len(rows) - len(answered)),
-            "median_latency_s": json_number(np.median(latency[~np.isnan(latency)])) if (~np.isnan(latency)).any() else None,
-            "median_completion_tokens": json_number(np.median(tokens[~np.isnan(tokens)])) if (~np.isnan(tokens)).any() else None,
+            "answered": len(answered),
+            "infra_errors": int(len(rows) - len(answered)),
+            "median_latency_s": json_number(np.median(latency[~np.isnan(latency)]))
+            if (~np.isnan(latency)).any()
+            else None,
+            "median_completion_tokens": json_number(np.median(tokens[~np.isnan(tokens)]))
+            if (~np.isnan(tokens)).any()
+            else None,
             "mean_cost_per_item": json_number(cost.mean()) if len(cost) and not np.isnan(cost).any() else None,
-        }  # fmt: skip
+        }
     return profiles
 
 
@@ -208,8 +255,9 @@ def _largest_cells(bucket: Bucket, min_n: int = 1) -> dict[str, Cell]:
     return out
 
 
-def pooled_decision(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float,
-                    salt: str) -> dict[str, Any]:  # fmt: skip
+def pooled_decision(
+    buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float, salt: str
+) -> dict[str, Any]:
     """A decision over every item of the leaf ``buckets``, each item counted once (see the module docstring)."""
     leaves = [b for b in buckets if b.kind not in ROLLUP_KINDS]
     items: dict[str, list[np.ndarray]] = {}
@@ -228,36 +276,69 @@ def pooled_decision(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[st
             too_few.append({"model": model, "n": len(codes), "reason": f"n={len(codes)} < min_n={min_n}"})
             continue
         lo, hi, methods = ratio_intervals(vals[:, None], np.ones((len(vals), 1)))
-        contestants.append((Contestant(label=model, key=keys[model], score=float(vals.mean()), ci=(float(lo[0]), float(hi[0])),
-                                       n=len(codes), items=codes, values=vals, latency=_latency(profiles, model)), methods[0]))  # fmt: skip
+        contestants.append(
+            (
+                Contestant(
+                    label=model,
+                    key=keys[model],
+                    score=float(vals.mean()),
+                    ci=(float(lo[0]), float(hi[0])),
+                    n=len(codes),
+                    items=codes,
+                    values=vals,
+                    latency=_latency(profiles, model),
+                ),
+                methods[0],
+            )
+        )
     ci_method = {c.key: m for c, m in contestants}
     decision = decide([c for c, _ in contestants], alpha, min_n, salt)
     pick = decision.pick
     out: dict[str, Any] = {
-        "model": pick.label if pick else None, "score": json_number(pick.score) if pick else None,
-        "method": decision.chosen_by, "test": decision.test, **_decision_fields(decision),
-        "buckets": len(leaves), "items": int(len(np.unique(np.concatenate([c.items for b in leaves for c in b.cells] or [np.zeros(0)])))),
-        "description": ("every scored item of the leaf buckets once (specialty domains, not system or broad-area rollups); "
-                        f"leader: {LEADER_RULE}; paired tests vs the leader, Holm; ties: {TIE_RULE}"),
-        "candidates": [{"model": v.contestant.label, "n": v.contestant.n, "score": json_number(v.contestant.score),
-                        "ci": [json_number(v.contestant.ci[0]), json_number(v.contestant.ci[1])],
-                        "ci_method": ci_method[v.contestant.key], **_verdict_json(v)} for v in decision.verdicts],
+        "model": pick.label if pick else None,
+        "score": json_number(pick.score) if pick else None,
+        "method": decision.chosen_by,
+        "test": decision.test,
+        **_decision_fields(decision),
+        "buckets": len(leaves),
+        "items": int(len(np.unique(np.concatenate([c.items for b in leaves for c in b.cells] or [np.zeros(0)])))),
+        "description": (
+            "every scored item of the leaf buckets once (specialty domains, not system or broad-area rollups); "
+            f"leader: {LEADER_RULE}; paired tests vs the leader, Holm; ties: {TIE_RULE}"
+        ),
+        "candidates": [
+            {
+                "model": v.contestant.label,
+                "n": v.contestant.n,
+                "score": json_number(v.contestant.score),
+                "ci": [json_number(v.contestant.ci[0]), json_number(v.contestant.ci[1])],
+                "ci_method": ci_method[v.contestant.key],
+                **_verdict_json(v),
+            }
+            for v in decision.verdicts
+        ],
         "excluded": too_few,
-    }  # fmt: skip
+    }
     if pick is None:
         out["reason"] = f"no model has n >= {min_n} scored items" if leaves else "no bucket"
     return out
 
 
-def default_model(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float = ALPHA) -> dict[str, Any]:
+def default_model(
+    buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float = ALPHA
+) -> dict[str, Any]:
     """The fallback for questions no bucket or family serves: :func:`pooled_decision` over every leaf bucket."""
     return pooled_decision(buckets, profiles, min_n, alpha, "default")
 
 
-def family_decisions(buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int,
-                     alpha: float = ALPHA) -> dict[str, dict[str, Any]]:  # fmt: skip
+def family_decisions(
+    buckets: Sequence[Bucket], profiles: Mapping[str, Mapping[str, Any]], min_n: int, alpha: float = ALPHA
+) -> dict[str, dict[str, Any]]:
     families = list(dict.fromkeys(b.family for b in buckets))
-    return {f: pooled_decision([b for b in buckets if b.family == f], profiles, min_n, alpha, f"family:{f}") for f in families}
+    return {
+        f: pooled_decision([b for b in buckets if b.family == f], profiles, min_n, alpha, f"family:{f}")
+        for f in families
+    }
 
 
 def parents(bucket_id: str, entry: Mapping[str, Any]) -> list[str]:
@@ -274,7 +355,9 @@ def undecided(entry: Mapping[str, Any]) -> bool:
     return bool(entry["routable"]) and entry.get("chosen_by") == "tie_rule" and len(entry.get("tied_top") or []) > 1
 
 
-def serve_unroutable(routes: dict[str, dict[str, Any]], families: Mapping[str, Mapping[str, Any]], default: Mapping[str, Any]) -> None:
+def serve_unroutable(
+    routes: dict[str, dict[str, Any]], families: Mapping[str, Mapping[str, Any]], default: Mapping[str, Any]
+) -> None:
     """Fill ``served_by`` / ``model`` of every unroutable bucket from its nearest parent with a model.
 
     An undecided bucket keeps its own ``served_by`` but takes the nearest parent's pick when that
@@ -284,7 +367,9 @@ def serve_unroutable(routes: dict[str, dict[str, Any]], families: Mapping[str, M
     for bucket_id, entry in routes.items():
         if undecided(entry):
             for parent in parents(bucket_id, entry):
-                source = routes.get(parent) if "/" in parent else (default if parent == "default" else families.get(parent))
+                source = (
+                    routes.get(parent) if "/" in parent else (default if parent == "default" else families.get(parent))
+                )
                 model = (source or {}).get("model") if (source or {}).get("routable", True) else None
                 if model is not None and model in entry["tied_top"]:
                     entry.update(model=model, chosen_by="parent_tie_break", tie_broken_by=parent)
@@ -301,13 +386,21 @@ def serve_unroutable(routes: dict[str, dict[str, Any]], families: Mapping[str, M
                 break
 
 
-def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str], component_floor: float = COMPONENT_FLOOR,
-                 alpha: float = ALPHA, profiles: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+def orchestrator(
+    buckets: Sequence[Bucket],
+    min_n: int,
+    tasks: Sequence[str],
+    component_floor: float = COMPONENT_FLOOR,
+    alpha: float = ALPHA,
+    profiles: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     by_id = {b.id: b for b in buckets}
     profiles = profiles or {}
-    composite = ("mean of routing accuracy, tool-decision accuracy and (when present) the mean score over the "
-                 "orchestration-like capability tasks every qualifying model ran; interval = mean of the components' bounds; "
-                 f"nominated only with every component >= {component_floor}")  # fmt: skip
+    composite = (
+        "mean of routing accuracy, tool-decision accuracy and (when present) the mean score over the "
+        "orchestration-like capability tasks every qualifying model ran; interval = mean of the components' bounds; "
+        f"nominated only with every component >= {component_floor}"
+    )
 
     def cells(bucket_id: str) -> dict[str, Cell]:
         bucket = by_id.get(bucket_id)
@@ -315,12 +408,29 @@ def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str], co
 
     routing, tool = cells(ROUTING_BUCKET), cells(TOOL_BUCKET)
     models = sorted(set(routing) & set(tool))
-    base = {"composite": composite, "components": ["routing", "tool_decision"], "capability_tasks": [], "component_floor": component_floor,
-            "alpha": alpha, "correction": "holm", "tie_rule": TIE_RULE_KEYS, "test": None, "not_nominated": []}  # fmt: skip
+    base = {
+        "composite": composite,
+        "components": ["routing", "tool_decision"],
+        "capability_tasks": [],
+        "component_floor": component_floor,
+        "alpha": alpha,
+        "correction": "holm",
+        "tie_rule": TIE_RULE_KEYS,
+        "test": None,
+        "not_nominated": [],
+    }
     if not models:
-        return {**base, "model": None, "method": "none", "decisive": False, "leader": None, "tied_top": [], "candidates": [],
-                "insufficient_data": True,
-                "reason": f"no model has n >= {min_n} in both {ROUTING_BUCKET} and {TOOL_BUCKET}"}  # fmt: skip
+        return {
+            **base,
+            "model": None,
+            "method": "none",
+            "decisive": False,
+            "leader": None,
+            "tied_top": [],
+            "candidates": [],
+            "insufficient_data": True,
+            "reason": f"no model has n >= {min_n} in both {ROUTING_BUCKET} and {TOOL_BUCKET}",
+        }
     capability = {t: cells(f"capability/task/{t}") for t in tasks}
     common = [t for t in tasks if capability[t] and all(m in capability[t] for m in models)]
     if common:
@@ -339,27 +449,54 @@ def orchestrator(buckets: Sequence[Bucket], min_n: int, tasks: Sequence[str], co
         weakest = min(value, key=lambda name: value[name])
         all_cells = [c for group in parts.values() for c in group]
         score = float(np.mean(list(value.values())))
-        details[model] = {"model": model, "score": json_number(score), "ci": [json_number(lo), json_number(hi)],
-                          "components": {k: json_number(v) for k, v in value.items()},
-                          "weakest": {"component": weakest, "score": json_number(value[weakest])}}  # fmt: skip
+        details[model] = {
+            "model": model,
+            "score": json_number(score),
+            "ci": [json_number(lo), json_number(hi)],
+            "components": {k: json_number(v) for k, v in value.items()},
+            "weakest": {"component": weakest, "score": json_number(value[weakest])},
+        }
         if value[weakest] < component_floor:
-            base["not_nominated"].append({**details[model], "reason": f"{weakest} {value[weakest]:.3f} < component_floor {component_floor}"})
+            base["not_nominated"].append(
+                {**details[model], "reason": f"{weakest} {value[weakest]:.3f} < component_floor {component_floor}"}
+            )
             continue
-        contestants.append(Contestant(label=model, key=routing[model].entrant.model.key, score=score, ci=(lo, hi),
-                                      n=sum(c.n for c in all_cells), items=np.sort(np.concatenate([c.items for c in all_cells])),
-                                      values=np.zeros(0), latency=_latency(profiles, model), draws=draws))  # fmt: skip
+        contestants.append(
+            Contestant(
+                label=model,
+                key=routing[model].entrant.model.key,
+                score=score,
+                ci=(lo, hi),
+                n=sum(c.n for c in all_cells),
+                items=np.sort(np.concatenate([c.items for c in all_cells])),
+                values=np.zeros(0),
+                latency=_latency(profiles, model),
+                draws=draws,
+            )
+        )
     decision = decide(contestants, alpha, min_n, "orchestrator", bootstrap=True)
     pick = decision.pick
-    out = {**base, "model": pick.label if pick else None, "method": decision.chosen_by, "test": decision.test,
-           **_decision_fields(decision), "insufficient_data": False,
-           "candidates": [{**details[v.contestant.label], **_verdict_json(v)} for v in decision.verdicts]}  # fmt: skip
+    out = {
+        **base,
+        "model": pick.label if pick else None,
+        "method": decision.chosen_by,
+        "test": decision.test,
+        **_decision_fields(decision),
+        "insufficient_data": False,
+        "candidates": [{**details[v.contestant.label], **_verdict_json(v)} for v in decision.verdicts],
+    }
     if pick is None:
         out["reason"] = f"every qualifying model has a component below component_floor {component_floor}"
     return out
 
 
-def build_manifest(table: ScoreTable, buckets: Sequence[Bucket], runs: Sequence[RunInfo], parameters: dict[str, Any],
-                   generated_at: str | None = None) -> dict[str, Any]:  # fmt: skip
+def build_manifest(
+    table: ScoreTable,
+    buckets: Sequence[Bucket],
+    runs: Sequence[RunInfo],
+    parameters: dict[str, Any],
+    generated_at: str | None = None,
+) -> dict[str, Any]:
     min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
     alpha = parameters.get("alpha", ALPHA)
     routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
@@ -371,18 +508,32 @@ def build_manifest(table: ScoreTable, buckets: Sequence[Bucket], runs: Sequence[
         "schema_version": SCHEMA_VERSION,
         "kind": "medpool-routing-manifest",
         "generated_at": generated_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "runs": [{"run_id": r.run_id, "dir": r.dir, "created_at": r.created_at, "pool_fingerprint": r.pool_fingerprint,
-                  "data_fingerprint": r.data_fingerprint} for r in runs],
+        "runs": [
+            {
+                "run_id": r.run_id,
+                "dir": r.dir,
+                "created_at": r.created_at,
+                "pool_fingerprint": r.pool_fingerprint,
+                "data_fingerprint": r.data_fingerprint,
+            }
+            for r in runs
+        ],
         "pool_fingerprints": sorted({r.pool_fingerprint for r in runs if r.pool_fingerprint}),
         "data_fingerprints": sorted({r.data_fingerprint for r in runs if r.data_fingerprint}),
         "parameters": dict(parameters),
         "models": profiles,
         "default": default,
         "families": families,
-        "orchestrator": orchestrator(buckets, min_n, parameters.get("orchestration_tasks", ORCHESTRATION_TASKS),
-                                     parameters.get("component_floor", COMPONENT_FLOOR), alpha, profiles),
+        "orchestrator": orchestrator(
+            buckets,
+            min_n,
+            parameters.get("orchestration_tasks", ORCHESTRATION_TASKS),
+            parameters.get("component_floor", COMPONENT_FLOOR),
+            alpha,
+            profiles,
+        ),
         "buckets": routes,
-    }  # fmt: skip
+    }
 
 
 def dump_yaml(document: dict[str, Any]) -> str:

@@ -59,7 +59,9 @@ def refresh_report(root: Path, run_dir: Path, last: int = DEFAULT_LAST) -> bool:
     """Splice "Since last night" (from ``RUN_DIR/compare.json``, when present) and "Trends" into ``RUN_DIR/report.html``."""
     sections: dict[str, str] = {}
     try:
-        sections["since-last-night"] = since_last_night_section(json.loads((Path(run_dir) / COMPARE_JSON).read_text(encoding="utf-8")))
+        sections["since-last-night"] = since_last_night_section(
+            json.loads((Path(run_dir) / COMPARE_JSON).read_text(encoding="utf-8"))
+        )
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no comparison (first night, or unreadable): the section stays empty
     trends = trend_data(Path(root), Path(run_dir), last)
@@ -68,8 +70,15 @@ def refresh_report(root: Path, run_dir: Path, last: int = DEFAULT_LAST) -> bool:
     return update_report_file(Path(run_dir) / "report.html", sections)
 
 
-def after_run(root: Path, run_dir: Path, *, fail_on_regression: float | None = None, alpha: float = 0.05,
-              last: int = DEFAULT_LAST, digest: ScoreDigest | None = None) -> NightlyOutcome:  # fmt: skip
+def after_run(
+    root: Path,
+    run_dir: Path,
+    *,
+    fail_on_regression: float | None = None,
+    alpha: float = 0.05,
+    last: int = DEFAULT_LAST,
+    digest: ScoreDigest | None = None,
+) -> NightlyOutcome:
     """Index, compare and annotate one finished run (module docstring). Raises :class:`HistoryError` only
     when ``run_dir`` itself is not a run folder. ``digest``: the run's scores.jsonl read already
     (pool.run reads it while its scoring worker still summarises)."""
@@ -90,23 +99,36 @@ def after_run(root: Path, run_dir: Path, *, fail_on_regression: float | None = N
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m routing.nightly",
-                                     description="Index a finished run, compare it with the latest earlier run on the same data "
-                                                 "and add 'Since last night' and 'Trends' to its report.html.",
-                                     epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with "
-                                            "--fail-on-regression: a significant regression larger than the threshold.")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m routing.nightly",
+        description="Index a finished run, compare it with the latest earlier run on the same data "
+        "and add 'Since last night' and 'Trends' to its report.html.",
+        epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with "
+        "--fail-on-regression: a significant regression larger than the threshold.",
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
-    parser.add_argument("--fail-on-regression", nargs="?", const=0.0, default=None, type=SCORE_DIFFERENCE, metavar="THRESHOLD",
-                        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD (default 0)")
-    parser.add_argument("--last", type=int, default=DEFAULT_LAST, help="nights in the trend charts (default %(default)s)")
+    parser.add_argument(
+        "--fail-on-regression",
+        nargs="?",
+        const=0.0,
+        default=None,
+        type=SCORE_DIFFERENCE,
+        metavar="THRESHOLD",
+        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD (default 0)",
+    )
+    parser.add_argument(
+        "--last", type=int, default=DEFAULT_LAST, help="nights in the trend charts (default %(default)s)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        outcome = after_run(Path(args.root), Path(args.run_dir), fail_on_regression=args.fail_on_regression, last=max(1, args.last))
+        outcome = after_run(
+            Path(args.root), Path(args.run_dir), fail_on_regression=args.fail_on_regression, last=max(1, args.last)
+        )
     except (HistoryError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -35,11 +35,17 @@ def mean_json(values: np.ndarray) -> dict[str, Any]:
     if not len(values):
         return {"value": None, "ci": [None, None], "n": 0, "ci_method": None}
     lo, hi, methods = ratio_intervals(values[:, None], np.ones((len(values), 1)))
-    return {"value": json_number(float(values.mean())), "ci": [json_number(lo[0]), json_number(hi[0])], "n": len(values),
-            "ci_method": methods[0]}  # fmt: skip
+    return {
+        "value": json_number(float(values.mean())),
+        "ci": [json_number(lo[0]), json_number(hi[0])],
+        "n": len(values),
+        "ci_method": methods[0],
+    }
 
 
-def check_agreement(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray | None = None) -> list[dict[str, Any]]:
+def check_agreement(
+    table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray | None = None
+) -> list[dict[str, Any]]:
     """The ``checks`` view (module docstring), one entry per bucket with a check."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
     judge_passed = table.metrics.get(JUDGE_PASSED_METRIC)
@@ -49,18 +55,33 @@ def check_agreement(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarr
         if bucket.check is None or bucket.kind != "task":
             continue
         check = table.metrics[CHECK_METRICS[bucket.check["kind"]]]
-        rows = np.flatnonzero((table.status == SCORED) & keep & (table.task == tasks.index(bucket.name))
-                              & (table.family == families.index(bucket.family)) & ~np.isnan(check))  # fmt: skip
+        rows = np.flatnonzero(
+            (table.status == SCORED)
+            & keep
+            & (table.task == tasks.index(bucket.name))
+            & (table.family == families.index(bucket.family))
+            & ~np.isnan(check)
+        )
         models = []
         for entrant in np.unique(table.entrant[rows]):
             mine = rows[table.entrant[rows] == entrant]
             both = mine[~np.isnan(judge_passed[mine])] if judge_passed is not None else mine[:0]
-            objective, judged = check[both] == 1.0, judge_passed[both] == 1.0 if judge_passed is not None else np.zeros(0, bool)
+            objective, judged = (
+                check[both] == 1.0,
+                judge_passed[both] == 1.0 if judge_passed is not None else np.zeros(0, bool),
+            )
             kappa = cohen_kappa(list(objective), list(judged)) if len(both) >= MIN_N else None
-            models.append({"model": table.entrants[int(entrant)].label, "n_checked": len(mine), "n_both": len(both),
-                           "check_pass_rate": mean_json(check[mine]), "judge_pass_rate": mean_json(judged.astype(float)),
-                           "agreement": json_number(float(np.mean(objective == judged))) if len(both) else None,
-                           "kappa": json_number(kappa) if kappa is not None else None})  # fmt: skip
+            models.append(
+                {
+                    "model": table.entrants[int(entrant)].label,
+                    "n_checked": len(mine),
+                    "n_both": len(both),
+                    "check_pass_rate": mean_json(check[mine]),
+                    "judge_pass_rate": mean_json(judged.astype(float)),
+                    "agreement": json_number(float(np.mean(objective == judged))) if len(both) else None,
+                    "kappa": json_number(kappa) if kappa is not None else None,
+                }
+            )
         out.append({"bucket": bucket.id, **bucket.check, "models": models})
     return out
 
@@ -79,17 +100,36 @@ def decision_recognition(table: ScoreTable, keep: np.ndarray | None = None) -> l
         if source is None or (entrant, source) not in where:
             continue
         other = where[(entrant, source)]
-        key = (tasks[table.task[row]], families[table.family[row]], tasks[table.task[other]], families[table.family[other]],
-               gold_types[table.gold_type[other]])  # fmt: skip
+        key = (
+            tasks[table.task[row]],
+            families[table.family[row]],
+            tasks[table.task[other]],
+            families[table.family[other]],
+            gold_types[table.gold_type[other]],
+        )
         pairs.setdefault(key, {}).setdefault(entrant, []).append((row, other))
     out = []
     for (task, family, source_task, source_family, source_type), by_entrant in sorted(pairs.items()):
         models = []
         for entrant, both in sorted(by_entrant.items(), key=lambda kv: table.entrants[kv[0]].label):
             derived, source = np.array([a for a, _ in both]), np.array([b for _, b in both])
-            models.append({"model": table.entrants[entrant].label, "n": len(both), "dr_accuracy": mean_json(table.value[derived]),
-                           "source_score": mean_json(table.value[source])})  # fmt: skip
-        out.append({"task": task, "bucket": f"{family}/task/{task}", "source_task": source_task,
-                    "source_bucket": f"{source_family}/task/{source_task}", "source_gold_type": source_type,
-                    "source_statistic": value_metric_of(source_type), "models": models})  # fmt: skip
+            models.append(
+                {
+                    "model": table.entrants[entrant].label,
+                    "n": len(both),
+                    "dr_accuracy": mean_json(table.value[derived]),
+                    "source_score": mean_json(table.value[source]),
+                }
+            )
+        out.append(
+            {
+                "task": task,
+                "bucket": f"{family}/task/{task}",
+                "source_task": source_task,
+                "source_bucket": f"{source_family}/task/{source_task}",
+                "source_gold_type": source_type,
+                "source_statistic": value_metric_of(source_type),
+                "models": models,
+            }
+        )
     return out

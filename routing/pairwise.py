@@ -50,7 +50,9 @@ class PairwiseOptions:
     seed: int = 0
 
 
-def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray | None = None) -> tuple[np.ndarray, list[int], np.ndarray]:
+def score_matrix(
+    table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray | None = None
+) -> tuple[np.ndarray, list[int], np.ndarray]:
     """(items × entrants matrix with NaN, entrant indices, item codes) for the given scored rows;
     the matrix holds the rows' ``value``, or ``values_of_rows`` (aligned with ``rows``) when given."""
     row_values = table.value[rows] if values_of_rows is None else np.asarray(values_of_rows, dtype=float)
@@ -59,7 +61,9 @@ def score_matrix(table: ScoreTable, rows: np.ndarray, values_of_rows: np.ndarray
     entrants = present.tolist()
     item_of_rows = table.item[rows]
     items = codes_in_use(item_of_rows, len(table.items))
-    position = np.zeros(len(table.items), dtype=np.int32)  # np.unique(..., return_inverse=True) without sorting the rows
+    position = np.zeros(
+        len(table.items), dtype=np.int32
+    )  # np.unique(..., return_inverse=True) without sorting the rows
     position[items] = np.arange(len(items), dtype=np.int32)
     item_pos = position[item_of_rows]
     column = np.zeros(len(table.entrants), dtype=np.int64)
@@ -80,8 +84,13 @@ def scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOp
     return result
 
 
-def _scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseOptions,
-                   pending: list[tuple[dict[str, Any], dict[str, Any]]], out: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def _scope_ratings(
+    values: np.ndarray,
+    labels: Sequence[str],
+    options: PairwiseOptions,
+    pending: list[tuple[dict[str, Any], dict[str, Any]]],
+    out: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """:func:`scope_ratings` added to ``out`` (a new dict by default), with its ``elo`` left to
     :func:`_play_elo`: ``out`` and its battles go to ``pending``."""
     out = {} if out is None else out
@@ -106,21 +115,32 @@ def _scope_ratings(values: np.ndarray, labels: Sequence[str], options: PairwiseO
     overall = overall_win_rates(counts, m)
     order = np.argsort(-bt["rating"], kind="stable")
     names = [labels[i] for i in order]
-    out.update({
-        "models": names,
-        "items": int(values.shape[0]),
-        "battles": int(counts.sum()),
-        "ties": int(counts[:, TIE].sum()),
-        "win_rate": {
-            "matrix": [[json_number(rate[i, j]) for j in order] for i in order],
-            "games": [[int(games[i, j]) for j in order] for i in order],
-            "overall": {labels[i]: json_number(overall[i]) for i in order},
-        },
-        "elo": None,  # filled in by _play_elo, in this place
-        "bradley_terry": {"rounds": options.bt_rounds, "virtual_ties": options.bt_virtual_ties, "ratings": {labels[i]: {
-            "rating": json_number(bt["rating"][i]), "ci": [json_number(bt["lower"][i]), json_number(bt["upper"][i])],
-            "rank": int(bt["rank"][i])} for i in order}},
-    })  # fmt: skip
+    out.update(
+        {
+            "models": names,
+            "items": int(values.shape[0]),
+            "battles": int(counts.sum()),
+            "ties": int(counts[:, TIE].sum()),
+            "win_rate": {
+                "matrix": [[json_number(rate[i, j]) for j in order] for i in order],
+                "games": [[int(games[i, j]) for j in order] for i in order],
+                "overall": {labels[i]: json_number(overall[i]) for i in order},
+            },
+            "elo": None,  # filled in by _play_elo, in this place
+            "bradley_terry": {
+                "rounds": options.bt_rounds,
+                "virtual_ties": options.bt_virtual_ties,
+                "ratings": {
+                    labels[i]: {
+                        "rating": json_number(bt["rating"][i]),
+                        "ci": [json_number(bt["lower"][i]), json_number(bt["upper"][i])],
+                        "rank": int(bt["rank"][i]),
+                    }
+                    for i in order
+                },
+            },
+        }
+    )
     pending.append((out, {**_elo_battles(outcomes, labels, options), "order": order}))
     return out
 
@@ -133,19 +153,28 @@ def _elo_battles(outcomes: np.ndarray, labels: Sequence[str], options: PairwiseO
     total = int(per_item.sum())
     if total > options.elo_max_battles:
         rng = np.random.default_rng([options.seed, total])
-        flat = _battle_positions(outcomes, per_item, np.sort(rng.choice(total, size=options.elo_max_battles, replace=False)))
+        flat = _battle_positions(
+            outcomes, per_item, np.sort(rng.choice(total, size=options.elo_max_battles, replace=False))
+        )
     else:
         flat = np.flatnonzero(outcomes.ravel() != NONE)
     first, second = pair_index(len(labels))
     pair = flat % outcomes.shape[1]
     codes = outcomes.ravel()[flat]
-    return {"game": ([labels[i] for i in first[pair]], [labels[i] for i in second[pair]], [ELO_SCORE[int(c)] for c in codes], list(labels)),
-            "battles_used": len(flat)}  # fmt: skip
+    return {
+        "game": (
+            [labels[i] for i in first[pair]],
+            [labels[i] for i in second[pair]],
+            [ELO_SCORE[int(c)] for c in codes],
+            list(labels),
+        ),
+        "battles_used": len(flat),
+    }
 
 
 def _battles_per_item(outcomes: np.ndarray) -> np.ndarray:
     """Battles (pairs with an outcome) per item row, counted a block of rows at a time."""
-    parts = [(outcomes[start:start + ELO_ROWS] != NONE).sum(axis=1) for start in range(0, len(outcomes), ELO_ROWS)]
+    parts = [(outcomes[start : start + ELO_ROWS] != NONE).sum(axis=1) for start in range(0, len(outcomes), ELO_ROWS)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -161,7 +190,7 @@ def _battle_positions(outcomes: np.ndarray, per_item: np.ndarray, ranks: np.ndar
     pairs = outcomes.shape[1]
     step = max(1, ELO_ROWS * 256 // max(pairs, 1))
     for start in range(0, len(holding), step):
-        block = holding[start:start + step]
+        block = holding[start : start + step]
         listed = np.flatnonzero(outcomes[block] != NONE)  # the block's battles, row by row
         first_of_row = np.cumsum(per_item[block]) - per_item[block]
         mine = (rows >= block[0]) & (rows <= block[-1])
@@ -172,15 +201,28 @@ def _battle_positions(outcomes: np.ndarray, per_item: np.ndarray, ranks: np.ndar
 
 def _play_elo(pending: Sequence[tuple[dict[str, Any], dict[str, Any]]], options: PairwiseOptions) -> None:
     """Online Elo of every pending scope, all played in one pass (each with its own seeded orders)."""
-    runs = elo_over_orders_many([battles["game"] for _, battles in pending], options.elo_rounds, options.elo_k, options.seed)
+    runs = elo_over_orders_many(
+        [battles["game"] for _, battles in pending], options.elo_rounds, options.elo_k, options.seed
+    )
     for (result, battles), elo in zip(pending, runs):
         labels = battles["game"][3]
-        result["elo"] = {"k": options.elo_k, "rounds": options.elo_rounds, "battles_used": battles["battles_used"],
-                         "ratings": {labels[i]: {"median": json_number(elo["median"][i]),
-                                                 "ci": [json_number(elo["lower"][i]), json_number(elo["upper"][i])]} for i in battles["order"]}}  # fmt: skip
+        result["elo"] = {
+            "k": options.elo_k,
+            "rounds": options.elo_rounds,
+            "battles_used": battles["battles_used"],
+            "ratings": {
+                labels[i]: {
+                    "median": json_number(elo["median"][i]),
+                    "ci": [json_number(elo["lower"][i]), json_number(elo["upper"][i])],
+                }
+                for i in battles["order"]
+            },
+        }
 
 
-def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray, options: PairwiseOptions) -> list[dict[str, Any]]:
+def build_pairwise(
+    table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarray, options: PairwiseOptions
+) -> list[dict[str, Any]]:
     """Every family scope, then every bucket scope, each with its ratings."""
     allowed = keep & (table.status == SCORED)
 
@@ -204,8 +246,15 @@ def build_pairwise(table: ScoreTable, buckets: Sequence[Bucket], keep: np.ndarra
     return scopes
 
 
-def _scope(table: ScoreTable, rows: np.ndarray, scope_id: str, family: str, level: str, options: PairwiseOptions,
-           pending: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
+def _scope(
+    table: ScoreTable,
+    rows: np.ndarray,
+    scope_id: str,
+    family: str,
+    level: str,
+    options: PairwiseOptions,
+    pending: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> dict[str, Any]:
     values, entrants, _ = score_matrix(table, rows)
     labels = [table.entrants[e].label for e in entrants]
     return _scope_ratings(values, labels, options, pending, {"scope": scope_id, "family": family, "level": level})

@@ -49,7 +49,12 @@ def _agreement(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[
     complete = ~np.isnan(passes).any(axis=1)
     alpha = krippendorff_alpha_interval(totals) if len(rows) >= MIN_ROWS else None
     kappa = fleiss_kappa(passes[complete]) if complete.sum() >= MIN_ROWS else None
-    return {"n": len(rows), "complete": int(complete.sum()), "krippendorff_alpha_total": alpha, "fleiss_kappa_pass": kappa}
+    return {
+        "n": len(rows),
+        "complete": int(complete.sum()),
+        "krippendorff_alpha_total": alpha,
+        "fleiss_kappa_pass": kappa,
+    }
 
 
 def _buckets_of(row: Mapping[str, Any]) -> list[str]:
@@ -81,7 +86,9 @@ def _judge_only_costs(run_dirs: Sequence[str], names: Sequence[str], candidates:
     costs: dict[str, float] = {}
     for run_dir in map(Path, run_dirs):
         try:
-            models = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("costs", {}).get("models", {})
+            models = (
+                json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("costs", {}).get("models", {})
+            )
         except (OSError, ValueError, AttributeError):
             continue
         for name in names:
@@ -91,7 +98,9 @@ def _judge_only_costs(run_dirs: Sequence[str], names: Sequence[str], candidates:
     return costs
 
 
-def build_panel_agreement(rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[str], candidates: set[str]) -> dict[str, Any]:
+def build_panel_agreement(
+    rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[str], candidates: set[str]
+) -> dict[str, Any]:
     """The ``judge_panel`` block: one entry per panel found in the judged ``rows`` (empty without
     panels); ``candidates``: the pool names of every model scored (a member that is not one only judges)."""
     panels: dict[str, list[Mapping[str, Any]]] = {}
@@ -113,23 +122,44 @@ def build_panel_agreement(rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[
         members = {}
         for j, name in enumerate(names):
             given = ~np.isnan(passes[:, j])
-            members[name] = {"verdicts": int(given.sum()), "missing": int((~given).sum()),
-                             "agreement_with_panel": float(np.mean(passes[given, j] == panel_pass[given])) if given.any() else None}  # fmt: skip
+            members[name] = {
+                "verdicts": int(given.sum()),
+                "missing": int((~given).sum()),
+                "agreement_with_panel": float(np.mean(passes[given, j] == panel_pass[given])) if given.any() else None,
+            }
         calls = _judge_calls(run_dirs, names)
         costs = _judge_only_costs(run_dirs, names, candidates)
         n = max(len(verdicts), 1)
-        cost = {"calls_per_verdict": round(sum(c["calls"] for c in calls.values()) / n, 3),
-                "tokens_per_verdict": round(sum(c["tokens"] for c in calls.values()) / n, 1),
-                "members": {name: {"calls_per_verdict": round(c["calls"] / n, 3), "tokens_per_verdict": round(c["tokens"] / n, 1)}
-                            for name, c in calls.items()},
-                "priced_per_verdict": round(sum(costs.values()) / n, 6) if len(costs) == len(names) else None}  # fmt: skip
-        entry = {"rule": prows[0]["details"]["panel"].get("rule"), "members": members, "overall": _agreement(verdicts, names),
-                 "families": {f: _agreement(r, names) for f, r in sorted(by_family.items())},
-                 "buckets": {b: _agreement(r, names) for b, r in sorted(by_bucket.items())}, "cost": cost}  # fmt: skip
+        cost = {
+            "calls_per_verdict": round(sum(c["calls"] for c in calls.values()) / n, 3),
+            "tokens_per_verdict": round(sum(c["tokens"] for c in calls.values()) / n, 1),
+            "members": {
+                name: {"calls_per_verdict": round(c["calls"] / n, 3), "tokens_per_verdict": round(c["tokens"] / n, 1)}
+                for name, c in calls.items()
+            },
+            "priced_per_verdict": round(sum(costs.values()) / n, 6) if len(costs) == len(names) else None,
+        }
+        entry = {
+            "rule": prows[0]["details"]["panel"].get("rule"),
+            "members": members,
+            "overall": _agreement(verdicts, names),
+            "families": {f: _agreement(r, names) for f, r in sorted(by_family.items())},
+            "buckets": {b: _agreement(r, names) for b, r in sorted(by_bucket.items())},
+            "cost": cost,
+        }
         out["panels"][label] = entry
-        for scope, stats in [("overall", entry["overall"]), *(("family " + f, s) for f, s in entry["families"].items())]:
+        for scope, stats in [
+            ("overall", entry["overall"]),
+            *(("family " + f, s) for f, s in entry["families"].items()),
+        ]:
             alpha = stats["krippendorff_alpha_total"]
             if alpha is not None and alpha < ALPHA_WARN:
-                out["warnings"].append({"kind": "panel_agreement", "subject": label, "message": f"{label}: members agree "
-                                        f"only α = {alpha:.2f} on totals ({scope}, {stats['n']} verdicts; < {ALPHA_WARN})"})  # fmt: skip
+                out["warnings"].append(
+                    {
+                        "kind": "panel_agreement",
+                        "subject": label,
+                        "message": f"{label}: members agree "
+                        f"only α = {alpha:.2f} on totals ({scope}, {stats['n']} verdicts; < {ALPHA_WARN})",
+                    }
+                )
     return out

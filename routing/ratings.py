@@ -61,15 +61,15 @@ def outcome_matrix(values: np.ndarray) -> np.ndarray:
     out = np.empty((n, m * (m - 1) // 2), dtype=np.int8)
     step = max(1, PAIR_CHUNK_ELEMENTS // max(m, 1))
     for start in range(0, n, step):
-        ranks = _ranks_within_rows(values[start:start + step])
+        ranks = _ranks_within_rows(values[start : start + step])
         missing = ranks < 0
         at = 0
         for i in range(m - 1):
-            mine, others = ranks[:, i:i + 1], ranks[:, i + 1:]
-            block = out[start:start + step, at:at + m - 1 - i]
+            mine, others = ranks[:, i : i + 1], ranks[:, i + 1 :]
+            block = out[start : start + step, at : at + m - 1 - i]
             np.less(mine, others, out=block, casting="unsafe")  # LOSS (1) where the first scored lower
             block += 2 * (mine == others)  # TIE (2); WIN (0) is what is left
-            block[missing[:, i:i + 1] | missing[:, i + 1:]] = NONE
+            block[missing[:, i : i + 1] | missing[:, i + 1 :]] = NONE
             at += m - 1 - i
     return out
 
@@ -93,7 +93,7 @@ def outcome_counts(outcomes: np.ndarray) -> np.ndarray:
     counts = np.zeros((outcomes.shape[1], 3), dtype=np.int64)
     step = max(1, PAIR_CHUNK_ELEMENTS // max(outcomes.shape[1], 1))
     for start in range(0, outcomes.shape[0], step):
-        block = outcomes[start:start + step]
+        block = outcomes[start : start + step]
         for column, code in enumerate((WIN, LOSS, TIE)):
             counts[:, column] += (block == code).sum(axis=0)
     return counts.astype(float)
@@ -108,8 +108,8 @@ def bootstrap_outcome_counts(outcomes: np.ndarray, rounds: int, seed: int) -> np
     # the resamples can come a chunk of rounds at a time (a large scope never holds rounds × items).
     for rows, tally in resample_count_chunks(n_items, rounds, seed):
         for start in range(0, n_pairs, step):
-            block = outcomes[:, start:start + step]
-            part = out[rows, start:start + block.shape[1], :]
+            block = outcomes[:, start : start + step]
+            part = out[rows, start : start + block.shape[1], :]
             # a pair with a battle on every item has ties = items − wins − losses in every resample (a
             # resample draws n items), so only the others need a tie column
             gaps = np.flatnonzero((block == NONE).any(axis=0))
@@ -164,15 +164,22 @@ def overall_win_rates(counts: np.ndarray, m: int) -> np.ndarray:
     return np.where(played > 0, points / np.where(played > 0, played, 1.0), np.nan)
 
 
-def fit_bradley_terry(counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float = 1e-8,
-                      start: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def fit_bradley_terry(
+    counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float = 1e-8, start: np.ndarray | None = None
+) -> np.ndarray:
     """θ (natural log-odds scale, mean 0) maximising the tie-as-half-win BT likelihood (see module doc)."""
     return fit_bradley_terry_rounds(np.asarray(counts, dtype=float)[None], m, virtual_ties, reg, start)[0]
 
 
-def fit_bradley_terry_rounds(counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float = 1e-8,
-                             start: np.ndarray | None = None, tol: float = 1e-12,
-                             max_iter: int = 200) -> np.ndarray:  # fmt: skip
+def fit_bradley_terry_rounds(
+    counts: np.ndarray,
+    m: int,
+    virtual_ties: float = 1.0,
+    reg: float = 1e-8,
+    start: np.ndarray | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 200,
+) -> np.ndarray:
     """θ (rounds × m, each row mean 0) for a stack of (rounds × pairs × 3) count tables, all fitted at once.
 
     The objective of every round is the module doc's: rows weighted by their counts (plus
@@ -276,18 +283,33 @@ def ranks_from_intervals(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return 1 + (lower[None, :] > upper[:, None]).sum(axis=1)
 
 
-def bradley_terry(counts: np.ndarray, boot_counts: np.ndarray, m: int, virtual_ties: float = 1.0,
-                  level: float = LEVEL) -> dict[str, np.ndarray]:  # fmt: skip
+def bradley_terry(
+    counts: np.ndarray, boot_counts: np.ndarray, m: int, virtual_ties: float = 1.0, level: float = LEVEL
+) -> dict[str, np.ndarray]:
     """Ratings (Elo scale), percentile CI over the bootstrap count tables, and CI-based ranks."""
     with single_threaded_blas():  # batches of small solves: see routing.blas
         theta = fit_bradley_terry(counts, m, virtual_ties)
         draws = elo_scale(fit_bradley_terry_rounds(boot_counts, m, virtual_ties, start=theta))
     lower, upper = percentile_ci(draws, level)
-    return {"rating": elo_scale(theta), "lower": lower, "upper": upper, "rank": ranks_from_intervals(lower, upper), "draws": draws}
+    return {
+        "rating": elo_scale(theta),
+        "lower": lower,
+        "upper": upper,
+        "rank": ranks_from_intervals(lower, upper),
+        "draws": draws,
+    }
 
 
-def elo_over_orders(first: Sequence[str], second: Sequence[str], score_first: Sequence[float], names: Sequence[str],
-                    rounds: int, k: float, seed: int, level: float = LEVEL) -> dict[str, np.ndarray]:  # fmt: skip
+def elo_over_orders(
+    first: Sequence[str],
+    second: Sequence[str],
+    score_first: Sequence[float],
+    names: Sequence[str],
+    rounds: int,
+    k: float,
+    seed: int,
+    level: float = LEVEL,
+) -> dict[str, np.ndarray]:
     """``eval.elo_ratings`` over ``rounds`` seeded shuffles of the battle order: median and CI per name.
 
     The orders are the seeded permutations ``eval.elo_ratings`` would be given one after another;
@@ -297,8 +319,13 @@ def elo_over_orders(first: Sequence[str], second: Sequence[str], score_first: Se
     return elo_over_orders_many([(first, second, score_first, names)], rounds, k, seed, level)[0]
 
 
-def elo_over_orders_many(games: Sequence[tuple[Sequence[str], Sequence[str], Sequence[float], Sequence[str]]],
-                         rounds: int, k: float, seed: int, level: float = LEVEL) -> list[dict[str, np.ndarray]]:  # fmt: skip
+def elo_over_orders_many(
+    games: Sequence[tuple[Sequence[str], Sequence[str], Sequence[float], Sequence[str]]],
+    rounds: int,
+    k: float,
+    seed: int,
+    level: float = LEVEL,
+) -> list[dict[str, np.ndarray]]:
     """:func:`elo_over_orders` for several independent battle lists (first, second, score_first, names),
     each with its own seeded orders, played side by side in one pass (what a build's scopes need)."""
     k = float(k)
@@ -314,11 +341,15 @@ def elo_over_orders_many(games: Sequence[tuple[Sequence[str], Sequence[str], Seq
         a = np.array([index[x] for x in first], dtype=np.int64)
         b = np.array([index[x] for x in second], dtype=np.int64)
         rng = np.random.default_rng([seed, len(scores)])
-        orders = np.array([rng.permutation(len(scores)) for _ in range(rounds)], dtype=np.int64).reshape(rounds, len(scores))
+        orders = np.array([rng.permutation(len(scores)) for _ in range(rounds)], dtype=np.int64).reshape(
+            rounds, len(scores)
+        )
         if (a == b).any():  # a model against itself: eval.elo_ratings' own bookkeeping, one order at a time
             matches = [[x, y, s] for x, y, s in zip(first, second, scores)]
             table = [elo_ratings([matches[i] for i in order], k) for order in orders]
-            results.append(np.array([[t.get(name, np.nan) for name in names] for t in table]).reshape(rounds, len(names)))
+            results.append(
+                np.array([[t.get(name, np.nan) for name in names] for t in table]).reshape(rounds, len(names))
+            )
         else:
             results.append(len(plays))
             plays.append((a, b, np.array(scores), orders, len(index)))
@@ -327,11 +358,19 @@ def elo_over_orders_many(games: Sequence[tuple[Sequence[str], Sequence[str], Seq
     for (_, _, _, names), draws in zip(games, results):
         draws = played[draws][:, : len(names)] if isinstance(draws, int) else draws
         lower, upper = percentile_ci(draws, level)
-        out.append({"median": np.nanmedian(draws, axis=0) if rounds else np.full(len(names), np.nan), "lower": lower, "upper": upper})
+        out.append(
+            {
+                "median": np.nanmedian(draws, axis=0) if rounds else np.full(len(names), np.nan),
+                "lower": lower,
+                "upper": upper,
+            }
+        )
     return out
 
 
-def sequential_elo(a: np.ndarray, b: np.ndarray, score_a: np.ndarray, orders: np.ndarray, k: float, m: int) -> np.ndarray:
+def sequential_elo(
+    a: np.ndarray, b: np.ndarray, score_a: np.ndarray, orders: np.ndarray, k: float, m: int
+) -> np.ndarray:
     """Online Elo from 1000 over every battle order at once: (orders × m) ratings, NaN for a model without a battle.
 
     Battle i is model ``a[i]`` against ``b[i]`` (different indices), ``score_a[i]`` ∈ {1, ½, 0};
@@ -340,7 +379,9 @@ def sequential_elo(a: np.ndarray, b: np.ndarray, score_a: np.ndarray, orders: np
     return sequential_elo_many([(a, b, score_a, orders, m)], k)[0]
 
 
-def sequential_elo_many(games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]], k: float) -> list[np.ndarray]:
+def sequential_elo_many(
+    games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]], k: float
+) -> list[np.ndarray]:
     """:func:`sequential_elo` for several games (a, b, score_a, orders, m), all orders of all games in one pass.
 
     Every order of every game is a *lane* with its own m ratings (plus two spare slots). Step t
@@ -373,7 +414,7 @@ def sequential_elo_many(games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray
             start = base[g] + np.arange(orders.shape[0], dtype=np.int64) * width
             cols = slice(lane, lane + orders.shape[0])
             used = min(sizes[g] - t0, steps)
-            chosen = orders[:, t0:t0 + used]
+            chosen = orders[:, t0 : t0 + used]
             at_a[:used, cols] = (a[chosen] + start[:, None]).T
             at_b[:used, cols] = (b[chosen] + start[:, None]).T
             s_a[:used, cols] = score_a[chosen].T
@@ -401,7 +442,7 @@ def sequential_elo_many(games: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray
             ratings.put(pb, np.add(r_b, e, out=e))
     out = []
     for g, (a, b, _, orders, m) in enumerate(games):
-        lanes = ratings[base[g]:base[g] + orders.shape[0] * (m + 2)].reshape(orders.shape[0], m + 2)[:, :m].copy()
+        lanes = ratings[base[g] : base[g] + orders.shape[0] * (m + 2)].reshape(orders.shape[0], m + 2)[:, :m].copy()
         played = np.zeros(m, dtype=bool)
         played[a] = played[b] = True
         lanes[:, ~played] = np.nan

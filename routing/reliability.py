@@ -78,8 +78,27 @@ NOTE_FLAGS = ("parsed_from_text", "grounding_source_missing", "behavior_contradi
 def is_note_flag(flag: str) -> bool:
     """A parser or consistency note (:data:`NOTE_FLAGS`, an invalid side label), not a judge's claim."""
     return flag in NOTE_FLAGS or "_invalid:" in flag
-FAMILY_WORDS = ("deepseek", "qwen", "glm", "llama", "baichuan", "gpt", "minicpm", "gemma", "mistral", "mixtral",
-                "phi", "smollm", "internlm", "yi", "claude", "gemini", "huatuo")  # fmt: skip
+
+
+FAMILY_WORDS = (
+    "deepseek",
+    "qwen",
+    "glm",
+    "llama",
+    "baichuan",
+    "gpt",
+    "minicpm",
+    "gemma",
+    "mistral",
+    "mixtral",
+    "phi",
+    "smollm",
+    "internlm",
+    "yi",
+    "claude",
+    "gemini",
+    "huatuo",
+)
 EXACT_WORDS = ("yi", "phi")  # too short to find inside other words
 
 
@@ -116,8 +135,17 @@ def length_controlled(values: Sequence[float], chars: Sequence[int], groups: Seq
     slope = float(np.cov(x, y, bias=True)[0, 1] / x.var()) if len(x) >= 3 and x.var() > 0 else 0.0
     adjusted = y - slope * (x - x.mean()) if len(x) else y
     labels = np.asarray(groups)
-    return {"slope": slope, "groups": {g: {"raw_mean": float(y[labels == g].mean()), "controlled_mean": float(adjusted[labels == g].mean()),
-                                           "mean_chars": float(np.expm1(x[labels == g]).mean())} for g in dict.fromkeys(groups)}}  # fmt: skip
+    return {
+        "slope": slope,
+        "groups": {
+            g: {
+                "raw_mean": float(y[labels == g].mean()),
+                "controlled_mean": float(adjusted[labels == g].mean()),
+                "mean_chars": float(np.expm1(x[labels == g]).mean()),
+            }
+            for g in dict.fromkeys(groups)
+        },
+    }
 
 
 def model_families(names: Iterable[Any]) -> set[str]:
@@ -158,16 +186,21 @@ def judge_verdict(row: Mapping[str, Any]) -> tuple[float | None, bool | None]:
     return row.get("value"), row.get("passed")
 
 
-def label_shares(values: Sequence[Any], labels: Sequence[str], rate_of: str | None, contract: str, what: str) -> dict[str, Any]:
+def label_shares(
+    values: Sequence[Any], labels: Sequence[str], rate_of: str | None, contract: str, what: str
+) -> dict[str, Any]:
     """Counts of a side label's values (``labels``; anything else, None included, is ``unlabelled``)
     and, with ``rate_of``, that label's share of the labelled ones; "not available" without any."""
     counts = {label: sum(1 for v in values if v == label) for label in labels}
     n = sum(counts.values())
     unlabelled = len(values) - n
     if not n:
-        reason = (f"the judge gave no valid {what} label on any of {unlabelled} {contract} verdict(s)" if unlabelled else
-                  f"no judged {contract} answer carries a {what} label (judged before the {contract} contract asked for it, "
-                  f"or no {contract} items)")  # fmt: skip
+        reason = (
+            f"the judge gave no valid {what} label on any of {unlabelled} {contract} verdict(s)"
+            if unlabelled
+            else f"no judged {contract} answer carries a {what} label (judged before the {contract} contract asked for it, "
+            f"or no {contract} items)"
+        )
         return {"available": False, "reason": reason, "unlabelled": unlabelled}
     out: dict[str, Any] = {"available": True, "n": n, "counts": counts, "unlabelled": unlabelled}
     if rate_of is not None:
@@ -192,7 +225,9 @@ def _judge_group(judge: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return json.dumps(identity, sort_keys=True, default=str), identity
 
 
-def answer_lengths(run_dirs: Sequence[str], wanted: set[tuple[str, str]]) -> tuple[dict[tuple[str, str], int], dict[str, set[str]], bool]:
+def answer_lengths(
+    run_dirs: Sequence[str], wanted: set[tuple[str, str]]
+) -> tuple[dict[tuple[str, str], int], dict[str, set[str]], bool]:
     """(answer length in characters per wanted (model, item), verdict stages per judge name, whether
     any answer text was found) from the runs' ``results.jsonl``, oldest run first (a later answer's
     length replaces an earlier one's). Only the wanted lengths are kept."""
@@ -230,8 +265,10 @@ def _labels(loaded: Loaded) -> dict[str, str]:
 def _judge_labels(groups: Mapping[str, dict[str, Any]]) -> dict[str, str]:
     plain = {g: f"{i.get('name')}@{i.get('backend')}" for g, i in groups.items()}
     clash = {p for p in plain.values() if list(plain.values()).count(p) > 1}
-    return {g: f"{p} [{i.get('endpoint') or i.get('model') or g[:40]}]" if p in clash else p
-            for (g, p), i in zip(plain.items(), groups.values())}  # fmt: skip
+    return {
+        g: f"{p} [{i.get('endpoint') or i.get('model') or g[:40]}]" if p in clash else p
+        for (g, p), i in zip(plain.items(), groups.values())
+    }
 
 
 def _ladder(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -247,7 +284,9 @@ def _ladder(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def flag_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The judge's flags over its verdicts (the rows :func:`parse_stage_of` reads as one): per flag
     count and share, the share flagged at all (:data:`NOTE_FLAGS` aside) and the dropped claims."""
-    verdicts = [row.get("details") or {} for row in rows if parse_stage_of(row) in ("strict", "repaired", "patterns", "reasked")]
+    verdicts = [
+        row.get("details") or {} for row in rows if parse_stage_of(row) in ("strict", "repaired", "patterns", "reasked")
+    ]
     counts: dict[str, int] = {}
     dropped: dict[str, int] = {}
     flagged = 0
@@ -259,24 +298,46 @@ def flag_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             dropped[str(flag)] = dropped.get(str(flag), 0) + 1
         flagged += any(not is_note_flag(f) for f in flags)
     n = len(verdicts)
-    return {"n": n, "counts": dict(sorted(counts.items())), "rates": {f: c / n for f, c in sorted(counts.items())},
-            "flagged": flagged, "flagged_rate": flagged / n if n else None, "dropped": dict(sorted(dropped.items()))}  # fmt: skip
+    return {
+        "n": n,
+        "counts": dict(sorted(counts.items())),
+        "rates": {f: c / n for f, c in sorted(counts.items())},
+        "flagged": flagged,
+        "flagged_rate": flagged / n if n else None,
+        "dropped": dict(sorted(dropped.items())),
+    }
 
 
 def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    pairs = [(r, r["details"]["rejudge"]) for r in rows if r["status"] == "scored" and isinstance((r.get("details") or {}).get("rejudge"), dict)]
+    pairs = [
+        (r, r["details"]["rejudge"])
+        for r in rows
+        if r["status"] == "scored" and isinstance((r.get("details") or {}).get("rejudge"), dict)
+    ]
     if not pairs:
         return None
-    done = [(r, s) for r, s in pairs if "total" in s and "passed" in s and ("first_total" in s or "total" in r.get("metrics", {}))]
+    done = [
+        (r, s)
+        for r, s in pairs
+        if "total" in s and "passed" in s and ("first_total" in s or "total" in r.get("metrics", {}))
+    ]
     # A panel's row holds the panel's verdict; its re-judge record carries the lead member's own (first_*).
     first = [float(s.get("first_total", r.get("metrics", {}).get("total", 0.0))) for r, s in done]
     second = [float(s["total"]) for _, s in done]
     first_pass = [bool(s["first_passed"]) if "first_passed" in s else bool(judge_verdict(r)[1]) for r, s in done]
     kappa = cohen_kappa(first_pass, [bool(s["passed"]) for _, s in done]) if len(done) >= MIN_N else None
-    return {"perturbation": sorted({str(s.get("perturbation")) for _, s in pairs}), "sampled": len(pairs), "n": len(done),
-            "failed": len(pairs) - len(done), "kappa_pass": kappa,
-            "pass_agreement": float(np.mean([p == bool(s["passed"]) for p, (_, s) in zip(first_pass, done)])) if done else None,
-            "spearman_total": spearman(first, second), "mean_abs_total_diff": float(np.mean(np.abs(np.subtract(first, second)))) if done else None}  # fmt: skip
+    return {
+        "perturbation": sorted({str(s.get("perturbation")) for _, s in pairs}),
+        "sampled": len(pairs),
+        "n": len(done),
+        "failed": len(pairs) - len(done),
+        "kappa_pass": kappa,
+        "pass_agreement": float(np.mean([p == bool(s["passed"]) for p, (_, s) in zip(first_pass, done)]))
+        if done
+        else None,
+        "spearman_total": spearman(first, second),
+        "mean_abs_total_diff": float(np.mean(np.abs(np.subtract(first, second)))) if done else None,
+    }
 
 
 def _calibration_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -285,13 +346,26 @@ def _calibration_view(record: Mapping[str, Any]) -> dict[str, Any]:
 
     def headline(m: Mapping[str, Any]) -> dict[str, Any]:
         u = m["unsupported"]
-        return {"n": m["n"], "labelled": m["labelled"], "precision": u["precision"], "recall": u["recall"], "f1": u["f1"],
-                "accuracy_3class": m["accuracy_3class"]}  # fmt: skip
+        return {
+            "n": m["n"],
+            "labelled": m["labelled"],
+            "precision": u["precision"],
+            "recall": u["recall"],
+            "f1": u["f1"],
+            "accuracy_3class": m["accuracy_3class"],
+        }
 
-    return {"judge_key": record.get("judge_key"), "file": record.get("file"), "calibrations": len(record["history"]),
-            "calibrated_at": latest.get("calibrated_at"), "set": latest.get("set"), "overall": headline(overall),
-            "tiers": {t: headline(m) for t, m in latest["metrics"].get("tiers", {}).items()},
-            "confusion": overall.get("confusion"), "drift": latest.get("drift")}  # fmt: skip
+    return {
+        "judge_key": record.get("judge_key"),
+        "file": record.get("file"),
+        "calibrations": len(record["history"]),
+        "calibrated_at": latest.get("calibrated_at"),
+        "set": latest.get("set"),
+        "overall": headline(overall),
+        "tiers": {t: headline(m) for t, m in latest["metrics"].get("tiers", {}).items()},
+        "confusion": overall.get("confusion"),
+        "drift": latest.get("drift"),
+    }
 
 
 def _fmt(x: float | None) -> str:
@@ -317,8 +391,17 @@ def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
     per_resistant = np.bincount(table.entrant[scored & np.isin(table.family, resistant_codes)], minlength=n)
     models: dict[str, dict[str, Any]] = {}
     for index, entrant in enumerate(table.entrants):
-        entry = models.setdefault(entrant.model_label, {"identity": entrant.model.as_dict(), "judges": set(), "scored": 0,
-                                                        "resistant": 0, "context": [], "behavior": []})  # fmt: skip
+        entry = models.setdefault(
+            entrant.model_label,
+            {
+                "identity": entrant.model.as_dict(),
+                "judges": set(),
+                "scored": 0,
+                "resistant": 0,
+                "context": [],
+                "behavior": [],
+            },
+        )
         entry["scored"] += int(per_scored[index])
         entry["resistant"] += int(per_resistant[index])
     return models
@@ -331,7 +414,9 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
     chars, judge_stages, any_lengths = answer_lengths(run_dirs, {(r["model"], r["item_id"]) for r in judged})
     rows = [{**r, "_chars": chars.get((r["model"], r["item_id"]))} for r in judged]
     model_label = _labels(loaded)
-    label_of = {id(r): model_label.get(json.dumps(r["model_identity"], sort_keys=True, default=str), r["model"]) for r in rows}
+    label_of = {
+        id(r): model_label.get(json.dumps(r["model_identity"], sort_keys=True, default=str), r["model"]) for r in rows
+    }
     groups: dict[str, dict[str, Any]] = {}
     group_of: dict[int, str] = {}
     for r in rows:
@@ -343,8 +428,10 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
     warnings: list[dict[str, str]] = []
     notes: list[str] = []
     if not any_lengths:
-        notes.append("answer lengths not available: no results.jsonl with answer texts beside the scores, so no length "
-                     "correlation or length-controlled score")  # fmt: skip
+        notes.append(
+            "answer lengths not available: no results.jsonl with answer texts beside the scores, so no length "
+            "correlation or length-controlled score"
+        )
 
     models = _model_tallies(loaded)
     for r in rows:
@@ -361,8 +448,14 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         jrows = [r for r in rows if group_of.get(id(r)) == gid]
         name = judge_label[gid]
         # (label, chars, the judge's own value) of every rubric verdict with a known answer length
-        rubric = [(label_of[id(r)], r["_chars"], value) for r in jrows if r["status"] == "scored" and r["family"] in RUBRIC_FAMILIES
-                  and r["_chars"] is not None and (value := judge_verdict(r)[0]) is not None]  # fmt: skip
+        rubric = [
+            (label_of[id(r)], r["_chars"], value)
+            for r in jrows
+            if r["status"] == "scored"
+            and r["family"] in RUBRIC_FAMILIES
+            and r["_chars"] is not None
+            and (value := judge_verdict(r)[0]) is not None
+        ]
         length = length_controlled([v for _, _, v in rubric], [c for _, c, _ in rubric], [m for m, _, _ in rubric])
         pooled = spearman([c for _, c, _ in rubric], [v for _, _, v in rubric])
         agreement = _agreement(jrows)
@@ -371,31 +464,69 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         flags = flag_rates(jrows)
         if flags["flagged_rate"] is not None and flags["n"] >= MIN_N and flags["flagged_rate"] > FLAGGED_RATE_MAX:
             top = ", ".join(f for f in flags["counts"] if not is_note_flag(f))
-            warnings.append({"kind": "flag_rate", "subject": name, "message": f"{name}: flags {flags['flagged']} of its {flags['n']} "
-                             f"verdicts ({flags['flagged_rate']:.0%} > {FLAGGED_RATE_MAX:.0%}; {top}): flags raised by habit say little"})  # fmt: skip
-        judges[name] = {"identity": identity, "judged": len(jrows), "parse_ladder": _ladder(jrows), "flags": flags,
-                        "length": {**pooled, "slope_per_log_char": length["slope"]}, "agreement": agreement,
-                        "calibration": [_calibration_view(c) for c in store]}  # fmt: skip
+            warnings.append(
+                {
+                    "kind": "flag_rate",
+                    "subject": name,
+                    "message": f"{name}: flags {flags['flagged']} of its {flags['n']} "
+                    f"verdicts ({flags['flagged_rate']:.0%} > {FLAGGED_RATE_MAX:.0%}; {top}): flags raised by habit say little",
+                }
+            )
+        judges[name] = {
+            "identity": identity,
+            "judged": len(jrows),
+            "parse_ladder": _ladder(jrows),
+            "flags": flags,
+            "length": {**pooled, "slope_per_log_char": length["slope"]},
+            "agreement": agreement,
+            "calibration": [_calibration_view(c) for c in store],
+        }
         if pooled["rho"] is not None and abs(pooled["rho"]) >= LENGTH_BIAS_RHO:
-            warnings.append({"kind": "length_bias", "subject": name, "message": f"{name}: its scores follow answer length "
-                             f"(Spearman ρ = {pooled['rho']:.2f} over {pooled['n']} answers, |ρ| ≥ {LENGTH_BIAS_RHO})"})  # fmt: skip
+            warnings.append(
+                {
+                    "kind": "length_bias",
+                    "subject": name,
+                    "message": f"{name}: its scores follow answer length "
+                    f"(Spearman ρ = {pooled['rho']:.2f} over {pooled['n']} answers, |ρ| ≥ {LENGTH_BIAS_RHO})",
+                }
+            )
         if agreement and agreement["kappa_pass"] is not None and agreement["kappa_pass"] < KAPPA_MIN:
-            warnings.append({"kind": "agreement", "subject": name, "message": f"{name}: judged again on a perturbed prompt, "
-                             f"pass/fail agrees only κ = {agreement['kappa_pass']:.2f} over {agreement['n']} answers (< {KAPPA_MIN})"})  # fmt: skip
+            warnings.append(
+                {
+                    "kind": "agreement",
+                    "subject": name,
+                    "message": f"{name}: judged again on a perturbed prompt, "
+                    f"pass/fail agrees only κ = {agreement['kappa_pass']:.2f} over {agreement['n']} answers (< {KAPPA_MIN})",
+                }
+            )
         for c in judges[name]["calibration"]:
             if c["drift"] and c["drift"]["flagged"]:
-                warnings.append({"kind": "calibration_drift", "subject": name, "message": f"{name}: calibration moved since "
-                                 f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})"})  # fmt: skip
+                warnings.append(
+                    {
+                        "kind": "calibration_drift",
+                        "subject": name,
+                        "message": f"{name}: calibration moved since "
+                        f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})",
+                    }
+                )
         if calibration_dir is not None and not store:
-            notes.append(f"{name}: no calibration of this exact judge in {calibration_dir} (python -m pool.calibrate --pool FILE)")
+            notes.append(
+                f"{name}: no calibration of this exact judge in {calibration_dir} (python -m pool.calibrate --pool FILE)"
+            )
         for model, view in length["groups"].items():
             m_rows = [(c, v) for m, c, v in rubric if m == model]
             corr = spearman([c for c, _ in m_rows], [v for _, v in m_rows])
             models[model].setdefault("length", {})[name] = {**corr, **view}
             if corr["rho"] is not None and abs(corr["rho"]) >= LENGTH_BIAS_RHO:
-                warnings.append({"kind": "length_bias", "subject": model, "message": f"{model}: {name}'s scores follow its answer "
-                                 f"length (Spearman ρ = {corr['rho']:.2f}, n = {corr['n']}); raw {view['raw_mean']:.3f}, "
-                                 f"length-controlled {view['controlled_mean']:.3f}"})  # fmt: skip
+                warnings.append(
+                    {
+                        "kind": "length_bias",
+                        "subject": model,
+                        "message": f"{model}: {name}'s scores follow its answer "
+                        f"length (Spearman ρ = {corr['rho']:.2f}, n = {corr['n']}); raw {view['raw_mean']:.3f}, "
+                        f"length-controlled {view['controlled_mean']:.3f}",
+                    }
+                )
 
     out_models = {}
     for model, entry in sorted(models.items()):
@@ -405,23 +536,52 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         for gid in sorted(entry["judges"]):
             for label, ji in _judges_within(judge_label[gid], groups[gid]):
                 shared = sorted(own & model_families([ji.get("name"), ji.get("model"), ji.get("gguf")]))
-                self_judged = ji.get("name") == ident.get("name") and all(ji.get(k) == ident.get(k) for k in ("model", "gguf") if k in ji)
+                self_judged = ji.get("name") == ident.get("name") and all(
+                    ji.get(k) == ident.get(k) for k in ("model", "gguf") if k in ji
+                )
                 if shared or self_judged:
                     conflicts[label] = {"families": shared, "self_judged": self_judged}
-                    why = "is judged by itself" if self_judged else f"and its judge {label} are both {'/'.join(shared)} models"
-                    warnings.append({"kind": "family_conflict", "subject": model, "message": f"{model} {why} (self-preference risk)"})
+                    why = (
+                        "is judged by itself"
+                        if self_judged
+                        else f"and its judge {label} are both {'/'.join(shared)} models"
+                    )
+                    warnings.append(
+                        {
+                            "kind": "family_conflict",
+                            "subject": model,
+                            "message": f"{model} {why} (self-preference risk)",
+                        }
+                    )
         out_models[model] = {
-            "judges": sorted(judge_label[g] for g in entry["judges"]), "length": entry.get("length", {}),
+            "judges": sorted(judge_label[g] for g in entry["judges"]),
+            "length": entry.get("length", {}),
             "family_conflict": {"conflict": bool(conflicts), "judges": conflicts},
-            "contamination_resistant": {"has": entry["resistant"] > 0, "n": entry["resistant"], "scored": entry["scored"],
-                                        "share": entry["resistant"] / entry["scored"] if entry["scored"] else None},
-            "ctx_appropriate": label_shares(entry["context"], CONTEXT_LABELS, "appropriate", "criteria", "context-awareness"),
+            "contamination_resistant": {
+                "has": entry["resistant"] > 0,
+                "n": entry["resistant"],
+                "scored": entry["scored"],
+                "share": entry["resistant"] / entry["scored"] if entry["scored"] else None,
+            },
+            "ctx_appropriate": label_shares(
+                entry["context"], CONTEXT_LABELS, "appropriate", "criteria", "context-awareness"
+            ),
             "probe_behavior": label_shares(entry["behavior"], PROBE_BEHAVIOR_LABELS, None, "probe", "behaviour"),
-        }  # fmt: skip
+        }
     panels = build_panel_agreement(rows, run_dirs, {e.model.name for e in loaded.table.entrants})
     warnings += panels.pop("warnings")
-    return {"schema_version": 1, "thresholds": {"length_bias_rho": LENGTH_BIAS_RHO, "kappa_min": KAPPA_MIN, "min_n": MIN_N,
-                                                  "flagged_rate_max": FLAGGED_RATE_MAX},
-            "judge_panel": panels,
-            "calibration_store": None if calibration_dir is None else str(calibration_dir),
-            "models": out_models, "judges": judges, "warnings": warnings, "notes": notes}  # fmt: skip
+    return {
+        "schema_version": 1,
+        "thresholds": {
+            "length_bias_rho": LENGTH_BIAS_RHO,
+            "kappa_min": KAPPA_MIN,
+            "min_n": MIN_N,
+            "flagged_rate_max": FLAGGED_RATE_MAX,
+        },
+        "judge_panel": panels,
+        "calibration_store": None if calibration_dir is None else str(calibration_dir),
+        "models": out_models,
+        "judges": judges,
+        "warnings": warnings,
+        "notes": notes,
+    }

@@ -22,17 +22,32 @@ def _signed(x: float | None) -> str:
 
 
 def _share(cached: Mapping[str, Any]) -> str:
-    return "unknown" if cached.get("share") is None else f"{cached['share']:.0%} ({cached['cached']}/{cached['answers']})"
+    return (
+        "unknown" if cached.get("share") is None else f"{cached['share']:.0%} ({cached['cached']}/{cached['answers']})"
+    )
 
 
 def _delta_rows(deltas: list[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     for d in deltas:
-        tag = {"regression": '<span class="tag none">worse</span>', "improvement": '<span class="tag ok">better</span>'}.get(d["direction"], "")
+        tag = {
+            "regression": '<span class="tag none">worse</span>',
+            "improvement": '<span class="tag ok">better</span>',
+        }.get(d["direction"], "")
         flag = ' <span class="tag none">beyond threshold</span>' if d["beyond_threshold"] else ""
-        rows.append([td(d["bucket"]), td(d["model"]), td(fmt(d["base"]), True), td(fmt(d["new"]), True),
-                     td(f"{_signed(d['diff'])} [{_signed(d['ci'][0])}, {_signed(d['ci'][1])}]", True), td(d["n"], True),
-                     td(d["test"]), td(f"{d['p_holm']:.3g}", True), f"<td>{tag}{flag}</td>"])  # fmt: skip
+        rows.append(
+            [
+                td(d["bucket"]),
+                td(d["model"]),
+                td(fmt(d["base"]), True),
+                td(fmt(d["new"]), True),
+                td(f"{_signed(d['diff'])} [{_signed(d['ci'][0])}, {_signed(d['ci'][1])}]", True),
+                td(d["n"], True),
+                td(d["test"]),
+                td(f"{d['p_holm']:.3g}", True),
+                f"<td>{tag}{flag}</td>",
+            ]
+        )
     return rows
 
 
@@ -48,21 +63,39 @@ def since_last_night_section(doc: Mapping[str, Any]) -> str:
         verdict = '<span class="tag tie">significant regressions, none beyond the threshold</span>'
     else:
         verdict = '<span class="tag ok">no significant regression</span>'
-    out = ['<h2 id="since-last-night">Since last night</h2>',
-           (f"<p>{verdict} — run {esc(new['run_id'])} against {esc(base['run_id'])} ({esc(base['created_at'])}): "
-           f"{esc(doc['significant'])} significant change(s) of {esc(doc['tested'])} tested; paired items scored with the same model "
-           f"and judge identity; Holm-adjusted, α = {esc(doc['alpha'])}. Data {'the same' if doc['same_data'] else 'DIFFERENT'}, "
-           f"pool {'the same' if doc['same_pool'] else 'changed'}.</p>"),
-           f'<p class="small">Answers from the response cache: base {esc(_share(base["cached"]))}, new {esc(_share(new["cached"]))}'
-           + (f"; {esc(doc['cache']['cached_in_both'])} of {esc(doc['cache']['paired_answers'])} compared answers were cached in both "
-              "runs (the same text: only scoring can differ)" if (doc.get("cache") or {}).get("cached_in_both") else "") + ".</p>"]  # fmt: skip
+    out = [
+        '<h2 id="since-last-night">Since last night</h2>',
+        (
+            f"<p>{verdict} — run {esc(new['run_id'])} against {esc(base['run_id'])} ({esc(base['created_at'])}): "
+            f"{esc(doc['significant'])} significant change(s) of {esc(doc['tested'])} tested; paired items scored with the same model "
+            f"and judge identity; Holm-adjusted, α = {esc(doc['alpha'])}. Data {'the same' if doc['same_data'] else 'DIFFERENT'}, "
+            f"pool {'the same' if doc['same_pool'] else 'changed'}.</p>"
+        ),
+        f'<p class="small">Answers from the response cache: base {esc(_share(base["cached"]))}, new {esc(_share(new["cached"]))}'
+        + (
+            f"; {esc(doc['cache']['cached_in_both'])} of {esc(doc['cache']['paired_answers'])} compared answers were cached in both "
+            "runs (the same text: only scoring can differ)"
+            if (doc.get("cache") or {}).get("cached_in_both")
+            else ""
+        )
+        + ".</p>",
+    ]
     blocked = [(f, e) for f, e in doc["families"].items() if not e["comparable"]]
     if blocked:
-        out.append("<ul>" + "".join(f'<li><span class="tag none">not comparable</span> {esc(f)}: {esc(e["reason"])}</li>'
-                                    for f, e in blocked) + "</ul>")  # fmt: skip
+        out.append(
+            "<ul>"
+            + "".join(
+                f'<li><span class="tag none">not comparable</span> {esc(f)}: {esc(e["reason"])}</li>'
+                for f, e in blocked
+            )
+            + "</ul>"
+        )
     models = doc["models"]
-    changes = ([f"added: {m['name']}" for m in models["added"]] + [f"removed: {m['name']}" for m in models["removed"]]
-               + [f"identity changed: {m['name']} ({', '.join(m['fields'])}) — not paired" for m in models["changed"]])  # fmt: skip
+    changes = (
+        [f"added: {m['name']}" for m in models["added"]]
+        + [f"removed: {m['name']}" for m in models["removed"]]
+        + [f"identity changed: {m['name']} ({', '.join(m['fields'])}) — not paired" for m in models["changed"]]
+    )
     if changes:
         out.append('<ul class="small">' + "".join(f"<li>{esc(c)}</li>" for c in changes) + "</ul>")
     significant = [d for d in doc["deltas"] if d["significant"]]
@@ -71,13 +104,24 @@ def since_last_night_section(doc: Mapping[str, Any]) -> str:
     decisions = doc["decisions"]
     if decisions.get("changes"):
         out.append("<h3>Routing decisions changed</h3>")
-        out.append(table(["decision", "was", "now", "why"], ([td(c["id"]), td(c["base_model"] or "–"), td(c["new_model"] or "–"),
-                                                             td(c["reason"])] for c in decisions["changes"]), "compare-decisions"))  # fmt: skip
+        out.append(
+            table(
+                ["decision", "was", "now", "why"],
+                (
+                    [td(c["id"]), td(c["base_model"] or "–"), td(c["new_model"] or "–"), td(c["reason"])]
+                    for c in decisions["changes"]
+                ),
+                "compare-decisions",
+            )
+        )
     elif not decisions.get("compared"):
         out.append(f'<p class="small muted">Routing decisions not compared: {esc(decisions.get("reason", ""))}</p>')
     if doc["deltas"]:
-        out.append(f"<details><summary>All {esc(len(doc['deltas']))} comparisons</summary>"
-                   + table(DELTA_HEAD, _delta_rows(list(doc["deltas"])), "compare-all") + "</details>")  # fmt: skip
+        out.append(
+            f"<details><summary>All {esc(len(doc['deltas']))} comparisons</summary>"
+            + table(DELTA_HEAD, _delta_rows(list(doc["deltas"])), "compare-all")
+            + "</details>"
+        )
     return "\n".join(out)
 
 
@@ -100,13 +144,17 @@ def trends_section(trends: Mapping[str, Any]) -> str:
                 continue
             last = s["points"][-1]
             note = "" if last["run"] == len(runs) - 1 else " (not in this run)"
-            cells.append(f"<td>{sparkline_svg(s['points'], runs, f'{model} · {family}')}<br>"
-                         f'<span class="small">{esc(fmt(last["value"]))}{esc(note)}</span></td>')  # fmt: skip
+            cells.append(
+                f"<td>{sparkline_svg(s['points'], runs, f'{model} · {family}')}<br>"
+                f'<span class="small">{esc(fmt(last["value"]))}{esc(note)}</span></td>'
+            )
         rows.append(cells)
     missing = sum(r["missing"] for r in runs)
-    note = (f'<p class="small muted">The last {esc(len(runs))} finished night(s) on the same data (fingerprint '
-            f"{esc(trends.get('data_fingerprint') or '–')}), oldest left: {esc(runs[0]['run_id'])} … {esc(runs[-1]['run_id'])}"
-            + (f" ({esc(missing)} run folder(s) moved or deleted; their scores come from the index)" if missing else "")
-            + ". Line: the family score (mean item value); band: its 95% CI. The line breaks where the model or judge identity "
-            "changed (red dashes) or the model was not run; hover a point for its run, CI and n.</p>")  # fmt: skip
+    note = (
+        f'<p class="small muted">The last {esc(len(runs))} finished night(s) on the same data (fingerprint '
+        f"{esc(trends.get('data_fingerprint') or '–')}), oldest left: {esc(runs[0]['run_id'])} … {esc(runs[-1]['run_id'])}"
+        + (f" ({esc(missing)} run folder(s) moved or deleted; their scores come from the index)" if missing else "")
+        + ". Line: the family score (mean item value); band: its 95% CI. The line breaks where the model or judge identity "
+        "changed (red dashes) or the model was not run; hover a point for its run, CI and n.</p>"
+    )
     return '<h2 id="trends">Trends</h2>' + note + table(["model", *families], rows, "trends")

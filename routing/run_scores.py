@@ -44,7 +44,11 @@ def family_scores(digest: ScoreDigest) -> dict[str, dict[str, dict[str, Any]]]:
         lo, hi, methods = ratio_intervals(values[:, None], np.ones((n, 1)), scale=np.array([1.0]))
         who = digest.entrants[entrant]
         out.setdefault(label, {})[family] = {
-            "value": json_number(float(values.mean())), "ci": [json_number(lo[0]), json_number(hi[0])],
-            "ci_method": methods[0], "n": int(n), "identity": who.model.key, "judge": who.judge_key,
-        }  # fmt: skip
+            "value": json_number(float(values.mean())),
+            "ci": [json_number(lo[0]), json_number(hi[0])],
+            "ci_method": methods[0],
+            "n": int(n),
+            "identity": who.model.key,
+            "judge": who.judge_key,
+        }
     return out

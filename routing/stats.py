@@ -123,7 +123,9 @@ def bootstrap_ratios(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np
     return _ratios_over(num, den, counts.shape[0], chunks)
 
 
-def _ratios_over(num: np.ndarray, den: np.ndarray, rounds: int, chunks: Iterable[tuple[slice, np.ndarray]]) -> np.ndarray:
+def _ratios_over(
+    num: np.ndarray, den: np.ndarray, rounds: int, chunks: Iterable[tuple[slice, np.ndarray]]
+) -> np.ndarray:
     """Σnum / Σden per resample, the resamples' counts given a chunk of rounds at a time."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     flat = num.ndim == 1
@@ -145,8 +147,9 @@ def bootstrap_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return bootstrap_ratios(np.where(present, values, 0.0), present.astype(float), counts)
 
 
-def _macro_f1_of_sums(tp: np.ndarray, predicted: np.ndarray, actual: np.ndarray, correct: np.ndarray,
-                      observed: np.ndarray) -> np.ndarray:  # fmt: skip
+def _macro_f1_of_sums(
+    tp: np.ndarray, predicted: np.ndarray, actual: np.ndarray, correct: np.ndarray, observed: np.ndarray
+) -> np.ndarray:
     """[macro-F1, accuracy] per row from per-class counts (rows × classes, C-contiguous) of true
     positives, predictions and gold labels, and the row's correct and observed counts: the
     eval.macro_f1 formula — per-class F1 = 2PR/(P+R), 0 when undefined, unweighted mean over all
@@ -178,15 +181,22 @@ def resampled_macro_f1(gold: np.ndarray, pred: np.ndarray, n_classes: int, round
     predicted = present & (pred >= 0)
     at = np.arange(n)
     rows = np.concatenate([at[correct], at[predicted], at[present], at[correct], at[present]])
-    columns = np.concatenate([gold[correct], c + pred[predicted], 2 * c + gold[present],
-                              np.full(int(correct.sum()), 3 * c), np.full(int(present.sum()), 3 * c + 1)])  # fmt: skip
+    columns = np.concatenate(
+        [
+            gold[correct],
+            c + pred[predicted],
+            2 * c + gold[present],
+            np.full(int(correct.sum()), 3 * c),
+            np.full(int(present.sum()), 3 * c + 1),
+        ]
+    )
     from scipy.sparse import csr_matrix  # ~25 MB of RSS, paid by builds with a classification bucket
 
     picks = csr_matrix((np.ones(len(rows), dtype=np.float32), (columns, rows)), shape=(3 * c + 2, n))
     out = np.empty((rounds, 2))
     for part, tallies in resample_count_chunks(n, rounds, seed):
         sums = np.asarray(picks @ tallies.T, dtype=float).T  # (3c + 2) × rounds -> rounds × (3c + 2)
-        tp, predictions, golds = (np.ascontiguousarray(sums[:, k * c:(k + 1) * c]) for k in range(3))
+        tp, predictions, golds = (np.ascontiguousarray(sums[:, k * c : (k + 1) * c]) for k in range(3))
         out[part] = _macro_f1_of_sums(tp, predictions, golds, sums[:, 3 * c], sums[:, 3 * c + 1])
     return out
 
@@ -208,7 +218,9 @@ def _z(level: float) -> float:
     return float(ndtri(0.5 + level / 2.0))
 
 
-def wilson_interval(successes: np.ndarray | float, n: np.ndarray | float, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(
+    successes: np.ndarray | float, n: np.ndarray | float, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval with continuity correction, clipped to [0, 1]; arrays broadcast.
 
     With p = k/n, q = 1 − p, z the two-sided normal quantile and D = 2(n + z²) (Newcombe 1998):
@@ -232,8 +244,9 @@ def wilson_interval(successes: np.ndarray | float, n: np.ndarray | float, level:
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
-def t_interval(mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray | float,
-               level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def t_interval(
+    mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray | float, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
     """x̄ ± t_{(1+level)/2, n−1} · sd/√n (NaN for n < 2)."""
     from scipy.special import stdtrit
 
@@ -244,7 +257,13 @@ def t_interval(mean: np.ndarray | float, sd: np.ndarray | float, n: np.ndarray |
 
 
 CI_WILSON, CI_T, CI_CONSTANT, CI_DELTA, CI_POOLED, CI_HULL = (
-    "wilson", "t", "wilson (constant sample)", "delta t", "wilson (pooled ratio)", "percentile ∪ wilson")  # fmt: skip
+    "wilson",
+    "t",
+    "wilson (constant sample)",
+    "delta t",
+    "wilson (pooled ratio)",
+    "percentile ∪ wilson",
+)
 # How each rule reads in a report, for a reader who does not know the keys (see the module doc).
 CI_METHOD_WORDS = {
     CI_WILSON: "Wilson score with continuity correction (pass rates)",
@@ -256,8 +275,9 @@ CI_METHOD_WORDS = {
 }
 
 
-def ratio_intervals(num: np.ndarray, den: np.ndarray, scale: np.ndarray | None = None,
-                    level: float = LEVEL) -> tuple[np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+def ratio_intervals(
+    num: np.ndarray, den: np.ndarray, scale: np.ndarray | None = None, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(lower, upper, ci_method) per column of one cell's (n × k) numerator / denominator columns.
 
     A column whose denominators are all 0 or 1 is a mean over the items with den = 1: ``wilson``
@@ -276,7 +296,11 @@ def ratio_intervals(num: np.ndarray, den: np.ndarray, scale: np.ndarray | None =
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no item, NaN interval
         top, bottom = np.nanmax(masked, axis=0), np.nanmin(masked, axis=0)
-    limit = np.maximum(1.0, np.nan_to_num(top)) if scale is None else np.maximum(np.asarray(scale, dtype=float), np.nan_to_num(top))
+    limit = (
+        np.maximum(1.0, np.nan_to_num(top))
+        if scale is None
+        else np.maximum(np.asarray(scale, dtype=float), np.nan_to_num(top))
+    )
     is_mean = ((den == 0) | (den == 1)).all(axis=0)
     binary = is_mean & np.where(present, (num == 0) | (num == 1), True).all(axis=0)
     spread = (m >= 2) & (top > bottom)
@@ -296,8 +320,10 @@ def ratio_intervals(num: np.ndarray, den: np.ndarray, scale: np.ndarray | None =
     lo = np.where(nonneg, np.clip(lo, 0.0, limit), lo)
     hi = np.where(nonneg, np.clip(hi, 0.0, limit), hi)
     lo, hi = np.where(m > 0, lo, np.nan), np.where(m > 0, hi, np.nan)
-    methods = [CI_WILSON if b else (CI_T if s else CI_CONSTANT) if mean else (CI_DELTA if s else CI_POOLED)
-               for b, mean, s in zip(binary, is_mean, spread)]  # fmt: skip
+    methods = [
+        CI_WILSON if b else (CI_T if s else CI_CONSTANT) if mean else (CI_DELTA if s else CI_POOLED)
+        for b, mean, s in zip(binary, is_mean, spread)
+    ]
     return lo, hi, methods
 
 
@@ -319,8 +345,12 @@ class Estimate:
     method: str = CI_WILSON
 
     def to_json(self) -> dict[str, object]:
-        return {"value": json_number(self.value), "ci": [json_number(self.ci[0]), json_number(self.ci[1])], "n": self.n,
-                "ci_method": self.method}  # fmt: skip
+        return {
+            "value": json_number(self.value),
+            "ci": [json_number(self.ci[0]), json_number(self.ci[1])],
+            "n": self.n,
+            "ci_method": self.method,
+        }
 
 
 def json_number(x: float) -> float | None:

@@ -170,8 +170,13 @@ def intern(values: Sequence[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values)), vocab
 
 
-def broad_area_column(vocab: Mapping[str, Sequence[str]], task: np.ndarray, suite: np.ndarray, system: np.ndarray,
-                      recorded: tuple[np.ndarray, Sequence[str]] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+def broad_area_column(
+    vocab: Mapping[str, Sequence[str]],
+    task: np.ndarray,
+    suite: np.ndarray,
+    system: np.ndarray,
+    recorded: tuple[np.ndarray, Sequence[str]] | None = None,
+) -> tuple[np.ndarray, tuple[str, ...]]:
     """(int32 codes, sorted vocabulary) of every row's broad area: the ``recorded`` one (codes into
     names, :data:`NOT_RECORDED` where a row has none), else the area of its task, then of its suite,
     then of its system (:mod:`eval.broad_areas`), else ``other``. Each rule is looked up once per
@@ -189,7 +194,10 @@ def broad_area_column(vocab: Mapping[str, Sequence[str]], task: np.ndarray, suit
 
     def derived() -> np.ndarray:
         out = lookup(vocab["system"], area_of_system, OTHER)[system] if len(system) else np.zeros(0, dtype=np.int32)
-        for by_source, column in ((lookup(vocab["suite"], area_of_source), suite), (lookup(vocab["task"], area_of_source), task)):
+        for by_source, column in (
+            (lookup(vocab["suite"], area_of_source), suite),
+            (lookup(vocab["task"], area_of_source), task),
+        ):
             if (by_source >= 0).any():  # the task outranks the suite, which outranks the system: applied last
                 found = by_source[column]
                 out = np.where(found >= 0, found, out)
@@ -199,8 +207,10 @@ def broad_area_column(vocab: Mapping[str, Sequence[str]], task: np.ndarray, suit
         area = derived()
     else:
         codes, recorded_names = recorded
-        mapped = np.array([-1 if name == NOT_RECORDED else names.setdefault(name, len(names)) for name in recorded_names],
-                          dtype=np.int32)  # fmt: skip
+        mapped = np.array(
+            [-1 if name == NOT_RECORDED else names.setdefault(name, len(names)) for name in recorded_names],
+            dtype=np.int32,
+        )
         area = mapped[codes] if (mapped >= 0).all() else np.where(mapped[codes] >= 0, mapped[codes], derived())
     name_of = dict(zip(names.values(), names))
     vocabulary = sorted(name_of[code] for code in codes_in_use(area, len(names)).tolist())  # the names some row has
@@ -214,7 +224,9 @@ def codes_in_use(codes: np.ndarray, size: int) -> np.ndarray:
     return np.flatnonzero(np.bincount(codes, minlength=size)) if len(codes) else np.zeros(0, dtype=np.int64)
 
 
-def group_rows(keys: Sequence[np.ndarray], order_by: np.ndarray | None = None) -> list[tuple[tuple[int, ...], np.ndarray]]:
+def group_rows(
+    keys: Sequence[np.ndarray], order_by: np.ndarray | None = None
+) -> list[tuple[tuple[int, ...], np.ndarray]]:
     """Row indices grouped by equal key tuples, groups in key order; inside a group rows follow ``order_by``."""
     if not len(keys[0]):
         return []
@@ -247,10 +259,19 @@ def common_items(table: ScoreTable) -> tuple[np.ndarray, list[dict[str, Any]]]:
         compared = np.unique(table.entrant[scored])
         for entrant in np.setdiff1d(np.unique(table.entrant[rows]), compared):
             mine = rows[table.entrant[rows] == entrant]
-            reason = ("no answer obtained (every answer an infra_error, e.g. model_failed)" if not answered[mine].any()
-                      else "no scored item (answers obtained, none scored)")  # fmt: skip
-            left_out.append({"family": families[family], "task": tasks[task],
-                             "model": table.entrants[int(entrant)].label, "reason": reason})  # fmt: skip
+            reason = (
+                "no answer obtained (every answer an infra_error, e.g. model_failed)"
+                if not answered[mine].any()
+                else "no scored item (answers obtained, none scored)"
+            )
+            left_out.append(
+                {
+                    "family": families[family],
+                    "task": tasks[task],
+                    "model": table.entrants[int(entrant)].label,
+                    "reason": reason,
+                }
+            )
         pairs = np.unique(np.stack([table.item[scored], table.entrant[scored]]), axis=1)
         items, count = np.unique(pairs[0], return_counts=True)
         complete = items[count == len(compared)]

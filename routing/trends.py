@@ -38,9 +38,17 @@ def build_trends(entries: Sequence[IndexEntry], current: IndexEntry, last: int =
             for family, point in sorted(families.items()):
                 if point.get("value") is None:
                     continue
-                series.setdefault((model, family), []).append({"run": index, "run_id": night.run_id, "value": point["value"],
-                                                               "ci": point.get("ci") or [None, None], "n": point.get("n"),
-                                                               "identity": point.get("identity"), "judge": point.get("judge")})  # fmt: skip
+                series.setdefault((model, family), []).append(
+                    {
+                        "run": index,
+                        "run_id": night.run_id,
+                        "value": point["value"],
+                        "ci": point.get("ci") or [None, None],
+                        "n": point.get("n"),
+                        "identity": point.get("identity"),
+                        "judge": point.get("judge"),
+                    }
+                )
     out = []
     for (model, family), points in sorted(series.items()):
         segment = 0
@@ -95,16 +103,20 @@ def sparkline_svg(points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[st
     dashed rule marks an identity or judge change.
     """
     n_runs = len(runs)
-    parts = [f'<svg class="trend" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">',
-             f"<title>{_esc(label)}</title>",
-             f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#f6f8fa"/>',
-             f'<line x1="0" x2="{WIDTH}" y1="{_y(0.5):.1f}" y2="{_y(0.5):.1f}" stroke="#d0d7de" stroke-dasharray="2,2"/>']  # fmt: skip
+    parts = [
+        f'<svg class="trend" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">',
+        f"<title>{_esc(label)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#f6f8fa"/>',
+        f'<line x1="0" x2="{WIDTH}" y1="{_y(0.5):.1f}" y2="{_y(0.5):.1f}" stroke="#d0d7de" stroke-dasharray="2,2"/>',
+    ]
     segments: dict[int, list[Mapping[str, Any]]] = {}
     for point in points:
         segments.setdefault(int(point["segment"]), []).append(point)
         if point.get("break") in ("model identity changed", "judge changed"):
             x = (_x(point["run"], n_runs) + _x(point["run"] - 1, n_runs)) / 2
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{HEIGHT}" stroke="#c0392b" stroke-dasharray="3,2"/>')
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{HEIGHT}" stroke="#c0392b" stroke-dasharray="3,2"/>'
+            )
     for members in segments.values():
         coords = [(_x(p["run"], n_runs), p) for p in members]
         bounded = [(x, p) for x, p in coords if None not in p["ci"]]
@@ -114,15 +126,20 @@ def sparkline_svg(points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[st
             parts.append(f'<polygon points="{upper} {lower}" fill="#7aa7d8" fill-opacity="0.35"/>')
         elif bounded:
             x, p = bounded[0]
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_y(p["ci"][0]):.1f}" y2="{_y(p["ci"][1]):.1f}" stroke="#7aa7d8" stroke-width="3"/>')
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_y(p["ci"][0]):.1f}" y2="{_y(p["ci"][1]):.1f}" stroke="#7aa7d8" stroke-width="3"/>'
+            )
         if len(coords) >= 2:
             line = " ".join(f"{x:.1f},{_y(p['value']):.1f}" for x, p in coords)
             parts.append(f'<polyline points="{line}" fill="none" stroke="#0b3d75" stroke-width="1.5"/>')
     for point in points:
         lo, hi = point["ci"]
-        tip = (f"{runs[point['run']]['run_id']}: {_fmt(point['value'])} [{_fmt(lo)}, {_fmt(hi)}] n={point['n']}"
-               + (f" — {point['break']}" if point.get("break") else ""))  # fmt: skip
-        parts.append(f'<circle cx="{_x(point["run"], n_runs):.1f}" cy="{_y(point["value"]):.1f}" r="2.5" fill="#0b3d75">'
-                     f"<title>{_esc(tip)}</title></circle>")  # fmt: skip
+        tip = f"{runs[point['run']]['run_id']}: {_fmt(point['value'])} [{_fmt(lo)}, {_fmt(hi)}] n={point['n']}" + (
+            f" — {point['break']}" if point.get("break") else ""
+        )
+        parts.append(
+            f'<circle cx="{_x(point["run"], n_runs):.1f}" cy="{_y(point["value"]):.1f}" r="2.5" fill="#0b3d75">'
+            f"<title>{_esc(tip)}</title></circle>"
+        )
     parts.append("</svg>")
     return "".join(parts)

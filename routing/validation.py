@@ -77,12 +77,14 @@ FOLD_DRAWS = ("macro_f1",)  # the draws a route reads: classification buckets' p
 FOLD_SKIPPED_KINDS = ("broad_area",)
 GAP_EPSILON = 1e-3  # O − B below this (a tenth of a point on the 0–1 scale): nothing to recover
 ROUTE_SOURCES = ("bucket", "parent", "family", "default", "none")  # what served a held-out item's bucket
-METHOD = ("k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
-          "and each held-out item is sent to the model it gives the item's bucket (its own pick, or its served_by fallback's) "
-          "and scored with that model's score on the item; best single = the highest mean over the family's training "
-          "items (n >= min_n); oracle = the best score any model got on the item; gap_recovered = (routed - best single) "
-          "/ (oracle - best single); CIs: percentile bootstrap over evaluated items; rebuilt manifests resample "
-          f"buckets min(bootstrap, {FOLD_ROUNDS}) times")  # fmt: skip
+METHOD = (
+    "k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
+    "and each held-out item is sent to the model it gives the item's bucket (its own pick, or its served_by fallback's) "
+    "and scored with that model's score on the item; best single = the highest mean over the family's training "
+    "items (n >= min_n); oracle = the best score any model got on the item; gap_recovered = (routed - best single) "
+    "/ (oracle - best single); CIs: percentile bootstrap over evaluated items; rebuilt manifests resample "
+    f"buckets min(bootstrap, {FOLD_ROUNDS}) times"
+)
 
 Decide = Callable[[np.ndarray], Mapping[str, Any]]  # rows allowed into statistics -> a manifest
 
@@ -124,8 +126,16 @@ def family_scores(table: ScoreTable, keep: np.ndarray) -> list[FamilyScores]:
         use = rows[scored[rows] & (column_of[table.entrant[rows]] >= 0)]
         scores = np.full((len(items), len(models)), np.nan)
         scores[np.searchsorted(items, table.item[use]), column_of[table.entrant[use]]] = table.value[use]
-        out.append(FamilyScores(family, items, tuple(f"{family}/{kind}/{names[c]}" for c in bucket_codes),
-                                bucket.astype(np.int64), models, scores))  # fmt: skip
+        out.append(
+            FamilyScores(
+                family,
+                items,
+                tuple(f"{family}/{kind}/{names[c]}" for c in bucket_codes),
+                bucket.astype(np.int64),
+                models,
+                scores,
+            )
+        )
     return out
 
 
@@ -177,15 +187,26 @@ def oracle_scores(scores: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(best), best, np.nan)
 
 
-def paired_summary(routed: np.ndarray, single: np.ndarray, oracle: np.ndarray, rounds: int, seed: int) -> dict[str, Any]:
+def paired_summary(
+    routed: np.ndarray, single: np.ndarray, oracle: np.ndarray, rounds: int, seed: int
+) -> dict[str, Any]:
     """Means, lift and gap recovered, with bootstrap CIs, over items where all three are present."""
     both = ~np.isnan(routed) & ~np.isnan(single) & ~np.isnan(oracle)
     x = np.stack([routed[both], single[both], oracle[both]], axis=1)
     n = len(x)
     if not n:
         nothing = {"value": None, "ci": [None, None]}
-        return {"evaluated": 0, "routed": nothing, "best_single": nothing, "oracle": nothing, "lift": nothing,
-                "gap_recovered": {**nothing, "reason": "no held-out item has a score from both the routed and the best single model"}}  # fmt: skip
+        return {
+            "evaluated": 0,
+            "routed": nothing,
+            "best_single": nothing,
+            "oracle": nothing,
+            "lift": nothing,
+            "gap_recovered": {
+                **nothing,
+                "reason": "no held-out item has a score from both the routed and the best single model",
+            },
+        }
     point = x.mean(axis=0)
     draws = resampled_ratios(x, np.ones_like(x), n, rounds, seed)
     gap = draws[:, 2] - draws[:, 1]
@@ -199,18 +220,34 @@ def paired_summary(routed: np.ndarray, single: np.ndarray, oracle: np.ndarray, r
     def stat(value: float, j: int) -> dict[str, Any]:
         return {"value": json_number(value), "ci": [json_number(lo[j]), json_number(hi[j])]}
 
-    out = {"evaluated": n, "routed": stat(point[0], 0), "best_single": stat(point[1], 1), "oracle": stat(point[2], 2),
-           "lift": stat(point[0] - point[1], 3)}  # fmt: skip
+    out = {
+        "evaluated": n,
+        "routed": stat(point[0], 0),
+        "best_single": stat(point[1], 1),
+        "oracle": stat(point[2], 2),
+        "lift": stat(point[0] - point[1], 3),
+    }
     if point[2] - point[1] < GAP_EPSILON:
-        out["gap_recovered"] = {"value": None, "ci": [None, None],
-                                "reason": f"oracle - best single = {point[2] - point[1]:.4f} < {GAP_EPSILON}: no gap to recover"}  # fmt: skip
+        out["gap_recovered"] = {
+            "value": None,
+            "ci": [None, None],
+            "reason": f"oracle - best single = {point[2] - point[1]:.4f} < {GAP_EPSILON}: no gap to recover",
+        }
     else:
         out["gap_recovered"] = stat((point[0] - point[1]) / (point[2] - point[1]), 4)
     return out
 
 
-def cross_validate(table: ScoreTable, keep: np.ndarray | None, decide: Decide, *, k: int = DEFAULT_K, seed: int = 0,
-                   rounds: int = 1000, min_n: int = 5) -> dict[str, Any]:  # fmt: skip
+def cross_validate(
+    table: ScoreTable,
+    keep: np.ndarray | None,
+    decide: Decide,
+    *,
+    k: int = DEFAULT_K,
+    seed: int = 0,
+    rounds: int = 1000,
+    min_n: int = 5,
+) -> dict[str, Any]:
     """The manifest's ``validation`` block (see the module docstring). ``decide(rows)`` builds a manifest
     from the rows marked in ``rows``; :func:`manifest_decider` gives the one ``routing.build`` uses."""
     if k < 2:
@@ -254,19 +291,32 @@ def cross_validate(table: ScoreTable, keep: np.ndarray | None, decide: Decide, *
         single = padded[rows, single_col[fam.family]]
         routed_to = [fam.models[c] for c in routed_col[fam.family] if c >= 0]
         entry = {
-            "items": len(fam.items), "folds": len(np.unique(folds[fam.items])),
+            "items": len(fam.items),
+            "folds": len(np.unique(folds[fam.items])),
             **paired_summary(routed, single, oracle_scores(fam.scores), rounds, seed),
-            "missing": {"no_route": int((routed_col[fam.family] < 0).sum()),
-                        "routed_unscored": int(((routed_col[fam.family] >= 0) & np.isnan(routed)).sum()),
-                        "best_single_unscored": int(((single_col[fam.family] >= 0) & np.isnan(single)).sum())},
+            "missing": {
+                "no_route": int((routed_col[fam.family] < 0).sum()),
+                "routed_unscored": int(((routed_col[fam.family] >= 0) & np.isnan(routed)).sum()),
+                "best_single_unscored": int(((single_col[fam.family] >= 0) & np.isnan(single)).sum()),
+            },
             "best_single_models": dict(sorted(single_folds[fam.family].items())),
             "routed_to": {m: routed_to.count(m) for m in sorted(set(routed_to))},
-            "route_sources": {s: int((source[fam.family] == i).sum()) for i, s in enumerate(ROUTE_SOURCES)
-                              if (source[fam.family] == i).any()},
-        }  # fmt: skip
+            "route_sources": {
+                s: int((source[fam.family] == i).sum())
+                for i, s in enumerate(ROUTE_SOURCES)
+                if (source[fam.family] == i).any()
+            },
+        }
         out_families[fam.family] = entry
-    return {"method": METHOD, "k": k, "seed": seed, "bootstrap": rounds, "ci_level": LEVEL, "gap_epsilon": GAP_EPSILON,
-            "families": out_families}  # fmt: skip
+    return {
+        "method": METHOD,
+        "k": k,
+        "seed": seed,
+        "bootstrap": rounds,
+        "ci_level": LEVEL,
+        "gap_epsilon": GAP_EPSILON,
+        "families": out_families,
+    }
 
 
 def routing_table(table: ScoreTable) -> ScoreTable:
@@ -277,8 +327,9 @@ def routing_table(table: ScoreTable) -> ScoreTable:
     return replace(table, passed=blank, metrics={}, flags={name: blank for name in table.flags})
 
 
-def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int, *,
-                     every_decision: bool = False) -> Decide:
+def manifest_decider(
+    table: ScoreTable, parameters: Mapping[str, Any], rounds: int, seed: int, *, every_decision: bool = False
+) -> Decide:
     """``decide(rows)`` = the routing part of the manifest ``routing.build`` would write if only ``rows``
     were in the runs: ``buckets`` (each with its ``model`` and ``served_by``), ``families`` and
     ``default``, composed as :func:`routing.manifest.build_manifest` composes them, minus what no
@@ -294,9 +345,13 @@ def manifest_decider(table: ScoreTable, parameters: Mapping[str, Any], rounds: i
     profiles = model_profiles(table)
 
     def decide(rows: np.ndarray) -> Mapping[str, Any]:
-        buckets = build_buckets(slim, rows, rounds=rounds, seed=seed, draws_of=FOLD_DRAWS, skip_kinds=FOLD_SKIPPED_KINDS)
+        buckets = build_buckets(
+            slim, rows, rounds=rounds, seed=seed, draws_of=FOLD_DRAWS, skip_kinds=FOLD_SKIPPED_KINDS
+        )
         routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
-        unserved = {entry["family"] for entry in routes.values() if every_decision or not entry["routable"] or undecided(entry)}
+        unserved = {
+            entry["family"] for entry in routes.values() if every_decision or not entry["routable"] or undecided(entry)
+        }
         families = family_decisions([b for b in buckets if b.family in unserved], profiles, min_n, alpha)
         default = default_model(buckets, profiles, min_n, alpha) if unserved else {}
         serve_unroutable(routes, families, default)

@@ -44,9 +44,13 @@ def parse_embeddings(obj: Any, expected: int) -> list[list[float]]:
             raise BadResponse(f"data[{position}].index {index!r} is not a distinct index below {expected}")
         vector = entry["embedding"]
         if vector and all(isinstance(x, list) for x in vector):
-            raise BadResponse(f"data[{position}].embedding is {len(vector)} per-token vectors, not one pooled vector: "
-                              "the server does no pooling for this model (llama.cpp: serve it with a pooling type)")
-        if not vector or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+            raise BadResponse(
+                f"data[{position}].embedding is {len(vector)} per-token vectors, not one pooled vector: "
+                "the server does no pooling for this model (llama.cpp: serve it with a pooling type)"
+            )
+        if not vector or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector
+        ):
             raise BadResponse(f"data[{position}].embedding is empty or holds a non-finite or non-numeric value")
         by_index[index] = [float(x) for x in vector]
     vectors = [by_index[i] for i in range(expected)]
@@ -58,16 +62,26 @@ def parse_embeddings(obj: Any, expected: int) -> list[list[float]]:
 class EmbeddingsClient:
     """One embeddings endpoint and model; ``identity`` names both, for cache keys and provenance."""
 
-    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 timeout_s: float = 120.0, policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        timeout_s: float = 120.0,
+        policy: RetryPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         if not model.strip():
             raise ValueError("model must name the embedding model the endpoint serves")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model = model
         self.batch_size = batch_size
-        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      policy=policy or RetryPolicy(), sleep=sleep)
+        self._endpoint = JsonEndpoint(
+            base_url, api_key_env=api_key_env, timeout_s=timeout_s, policy=policy or RetryPolicy(), sleep=sleep
+        )
 
     @property
     def url(self) -> str:
@@ -89,7 +103,9 @@ class EmbeddingsClient:
         for start in range(0, len(texts), self.batch_size):
             vectors.extend(await self._batch(list(texts[start : start + self.batch_size]), start))
         if len({len(v) for v in vectors}) > 1:
-            raise EmbeddingsError(f"POST {self.url}: batches returned vectors of different lengths; is the model fixed?")
+            raise EmbeddingsError(
+                f"POST {self.url}: batches returned vectors of different lengths; is the model fixed?"
+            )
         return vectors
 
     async def _batch(self, batch: list[str], start: int) -> list[list[float]]:
@@ -99,7 +115,9 @@ class EmbeddingsClient:
             # JsonEndpoint's retry loop is typed around generation responses: the vectors travel
             # beside the response, which carries only the call's accounting.
             parsed.append(parse_embeddings(obj, len(batch)))
-            return GenerationResponse(text="", finish_reason=None, prompt_tokens=None, completion_tokens=None, latency_s=0.0)
+            return GenerationResponse(
+                text="", finish_reason=None, prompt_tokens=None, completion_tokens=None, latency_s=0.0
+            )
 
         response = await self._endpoint.post("/embeddings", {"model": self.model, "input": batch}, parse)
         if not response.ok or not parsed:
@@ -113,8 +131,15 @@ class EmbeddingsClient:
         await self._endpoint.aclose()
 
 
-def embed_texts(base_url: str, model: str, texts: Sequence[str], *, api_key_env: str | None = None,
-                batch_size: int = DEFAULT_BATCH_SIZE, timeout_s: float = 120.0) -> list[list[float]]:
+def embed_texts(
+    base_url: str,
+    model: str,
+    texts: Sequence[str],
+    *,
+    api_key_env: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    timeout_s: float = 120.0,
+) -> list[list[float]]:
     """Synchronous one-shot: a fresh client and event loop, every text embedded, the session closed."""
 
     async def run() -> list[list[float]]:

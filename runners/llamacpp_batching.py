@@ -116,8 +116,7 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class BatchedModel:
     """One GGUF model served to ``slots`` concurrent requests (see the module doc)."""
 
-    def __init__(self, path: str, *, slots: int = 4, n_ctx: int = 2048, n_threads: int = 2,
-                 n_batch: int = 512) -> None:  # fmt: skip
+    def __init__(self, path: str, *, slots: int = 4, n_ctx: int = 2048, n_threads: int = 2, n_batch: int = 512) -> None:
         if slots < 1 or n_ctx < 8 or n_batch < slots:
             raise ValueError(f"need slots >= 1, n_ctx >= 8, n_batch >= slots; got {slots}, {n_ctx}, {n_batch}")
         llama.llama_backend_init()
@@ -345,7 +344,7 @@ class BatchedModel:
             # stays O(stop) per token; _finish cuts on the decoded text, where the cut is a
             # character index. A stop string may end inside a multi-byte character of the text.
             longest = max(len(s.encode()) for s in job.stop)
-            window = bytes(slot.text_bytes[max(0, before - longest):])
+            window = bytes(slot.text_bytes[max(0, before - longest) :])
             if any(s.encode() in window for s in job.stop):
                 self._finish(slot, "stop")
                 return
@@ -362,9 +361,15 @@ class BatchedModel:
             cuts = [i for i in (text.find(s) for s in job.stop) if i >= 0]
             if cuts:
                 text = text[: min(cuts)]
-        completion = Completion(text=text, finish_reason=reason, prompt_tokens=len(job.prompt),
-                                completion_tokens=slot.generated, prompt_tokens_evaluated=slot.evaluated,
-                                prompt_ms=slot.prompt_ms, predicted_ms=slot.predicted_ms)  # fmt: skip
+        completion = Completion(
+            text=text,
+            finish_reason=reason,
+            prompt_tokens=len(job.prompt),
+            completion_tokens=slot.generated,
+            prompt_tokens_evaluated=slot.evaluated,
+            prompt_ms=slot.prompt_ms,
+            predicted_ms=slot.predicted_ms,
+        )
         self._release(slot)
         job.done(completion)
 
@@ -398,8 +403,12 @@ def _sampler_chain(s: Sampling, n_vocab: int) -> Any:
     """llama-cpp-python's ``Llama._init_sampler`` for these settings (no grammar, no mirostat)."""
     chain = llama.llama_sampler_chain_init(llama.llama_sampler_chain_default_params())
     add = llama.llama_sampler_chain_add
-    add(chain, llama.llama_sampler_init_penalties(n_vocab, LAST_N_PENALISED, s.repeat_penalty,
-                                                  s.frequency_penalty, s.presence_penalty))  # fmt: skip
+    add(
+        chain,
+        llama.llama_sampler_init_penalties(
+            n_vocab, LAST_N_PENALISED, s.repeat_penalty, s.frequency_penalty, s.presence_penalty
+        ),
+    )
     if s.temperature < 0:
         add(chain, llama.llama_sampler_init_dist(DEFAULT_SEED if s.seed is None else s.seed))
     elif s.temperature == 0:

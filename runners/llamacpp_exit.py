@@ -57,7 +57,11 @@ def crash_advice(returncode: int | None) -> str:
     kernel = kernel_lines()
     if sig == signal.SIGILL or kernel:
         seen = f" The kernel log says: {' | '.join(kernel)}." if kernel else ""
-        return (f"llama.cpp was built for instructions this CPU traps on (a -march=native build).{seen} "
-                f"Rebuild it for this CPU: {REBUILD_COMMAND}")
-    return (f"if `dmesg` shows 'invalid opcode' or 'general protection' in libggml-cpu.so, llama.cpp was built "
-            f"for instructions this CPU traps on: rebuild it with {REBUILD_COMMAND}")
+        return (
+            f"llama.cpp was built for instructions this CPU traps on (a -march=native build).{seen} "
+            f"Rebuild it for this CPU: {REBUILD_COMMAND}"
+        )
+    return (
+        f"if `dmesg` shows 'invalid opcode' or 'general protection' in libggml-cpu.so, llama.cpp was built "
+        f"for instructions this CPU traps on: rebuild it with {REBUILD_COMMAND}"
+    )

@@ -92,9 +92,16 @@ class ManagedLlamaReplicas:
         self.log_path = Path(log_path) if log_path is not None else None
         self.servers = [
             ManagedLlamaServer(
-                served, host=host, n_ctx=n_ctx, n_threads=n_threads, cache_dir=cache_dir,
+                served,
+                host=host,
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                cache_dir=cache_dir,
                 log_path=replica_log_path(self.log_path, i, replicas) if self.log_path else None,
-                ready_timeout_s=ready_timeout_s, stop_timeout_s=stop_timeout_s, engine=engine, slots=slots,
+                ready_timeout_s=ready_timeout_s,
+                stop_timeout_s=stop_timeout_s,
+                engine=engine,
+                slots=slots,
                 label=label if replicas == 1 else f"{label} (replica {i})",
             )
             for i in range(replicas)

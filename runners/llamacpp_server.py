@@ -76,9 +76,7 @@ from runners.gguf_models import MODELS, model_path
 from runners.llamacpp_engines import ENGINE_MODULES, SERVER_CMDLINE_MARKER, Engine
 from runners.llamacpp_exit import crash_advice, describe_exit
 
-LLAMA_INSTALL_HINT = (
-    "scripts/install.sh local  (it builds llama-cpp-python[server] for this CPU)"
-)
+LLAMA_INSTALL_HINT = "scripts/install.sh local  (it builds llama-cpp-python[server] for this CPU)"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 logger = logging.getLogger(__name__)
@@ -145,11 +143,7 @@ def parse_server_timings(log_text: str) -> list[ServerTiming]:
         if match["what"] == "total":
             prompt = block.get("prompt eval", (0.0, 0))
             decode = block.get("eval", (0.0, 0))
-            timings.append(
-                ServerTiming(
-                    prompt[0], prompt[1], decode[0], decode[1], block["total"][0]
-                )
-            )
+            timings.append(ServerTiming(prompt[0], prompt[1], decode[0], decode[1], block["total"][0]))
             block = {}
     return timings
 
@@ -178,9 +172,7 @@ class ManagedLlamaServer:
 
     def __init__(
         self,
-        models: Iterable[
-            ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
-        ],
+        models: Iterable[ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]],
         *,
         host: str = "127.0.0.1",
         port: int | None = None,
@@ -197,13 +189,12 @@ class ManagedLlamaServer:
         if engine not in ENGINE_MODULES:
             raise ValueError(f"engine must be one of {sorted(ENGINE_MODULES)}, got {engine!r}")
         if slots < 1 or (engine == "llama_cpp" and slots != 1):
-            raise ValueError(f"slots must be 1 for llama_cpp (it answers one request at a time) and >= 1 "
-                             f"for batched, got {slots}")
+            raise ValueError(
+                f"slots must be 1 for llama_cpp (it answers one request at a time) and >= 1 for batched, got {slots}"
+            )
         self.engine: Engine = engine
         self.slots = slots
-        self.models = [
-            m if isinstance(m, ServedModel) else ServedModel(*m) for m in models
-        ]
+        self.models = [m if isinstance(m, ServedModel) else ServedModel(*m) for m in models]
         if not self.models:
             raise ValueError("ManagedLlamaServer needs at least one model")
         aliases = [m.alias for m in self.models]
@@ -258,9 +249,7 @@ class ManagedLlamaServer:
             await asyncio.to_thread(stop_leftover_server, server_pid_path(self._user_log))
         if self.port is None:
             self.port = free_loopback_port(self.host)
-        config = (
-            self.server_config()
-        )  # models are located and verified before anything starts
+        config = self.server_config()  # models are located and verified before anything starts
         self._workdir = Path(tempfile.mkdtemp(prefix="medpool-llama-"))
         self.log_path = self._user_log or self._workdir / "server.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -284,9 +273,7 @@ class ManagedLlamaServer:
                     env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
                 )
             _LIVE_GROUPS.add(self.process.pid)
-            _write_pid_file(
-                self.pid_path, self.process.pid, self.port, self.config_path, ENGINE_MODULES[self.engine]
-            )
+            _write_pid_file(self.pid_path, self.process.pid, self.port, self.config_path, ENGINE_MODULES[self.engine])
             await self._wait_ready()
             self._ready = True
         except BaseException:
@@ -298,13 +285,9 @@ class ManagedLlamaServer:
         entries = []
         for served in self.models:
             spec = MODELS.get(served.model)
-            path = (
-                model_path(served.model, self.cache_dir) if spec else Path(served.model)
-            )
+            path = model_path(served.model, self.cache_dir) if spec else Path(served.model)
             if not path.is_file():
-                raise LlamaServerError(
-                    f"model {served.alias!r}: {path} is neither a known key nor a file"
-                )
+                raise LlamaServerError(f"model {served.alias!r}: {path} is neither a known key nor a file")
             entry: dict[str, Any] = {
                 "model": str(path),
                 "model_alias": served.alias,
@@ -336,14 +319,10 @@ class ManagedLlamaServer:
                 try:
                     async with session.get(f"{self.base_url}/models") as resp:
                         if resp.status == 200:
-                            listed = {
-                                m.get("id") for m in (await resp.json()).get("data", [])
-                            }
+                            listed = {m.get("id") for m in (await resp.json()).get("data", [])}
                             if wanted <= listed:
                                 return
-                            raise LlamaServerError(
-                                f"server lists {sorted(listed)}, expected {sorted(wanted)}"
-                            )
+                            raise LlamaServerError(f"server lists {sorted(listed)}, expected {sorted(wanted)}")
                 except (TimeoutError, aiohttp.ClientError, ValueError):
                     pass  # not listening yet
                 if time.monotonic() > deadline:
@@ -359,8 +338,10 @@ class ManagedLlamaServer:
         code = self.process.returncode if self.process is not None else None
         how = describe_exit(code) if code is not None else "stopped"
         advice = crash_advice(code)
-        return (f"{self.label}: llama.cpp server {how} {when}; its log {self.log_path} ends:\n"
-                f"{_indented(self.log_tail())}" + (f"\n  {advice}" if advice else ""))
+        return (
+            f"{self.label}: llama.cpp server {how} {when}; its log {self.log_path} ends:\n"
+            f"{_indented(self.log_tail())}" + (f"\n  {advice}" if advice else "")
+        )
 
     def death(self) -> ServerDied | None:
         """The error to raise when the server, once ready, exited without being stopped; else None."""
@@ -396,9 +377,7 @@ class ManagedLlamaServer:
                     _signal_group(proc.pid, signal.SIGKILL)  # no time left to be polite
                     raise
             if proc is not None:
-                _signal_group(
-                    proc.pid, signal.SIGKILL
-                )  # stragglers in the group, if any
+                _signal_group(proc.pid, signal.SIGKILL)  # stragglers in the group, if any
         finally:
             if proc is not None:
                 _LIVE_GROUPS.discard(proc.pid)
@@ -406,9 +385,7 @@ class ManagedLlamaServer:
                     self.pid_path.unlink(missing_ok=True)
             # The work dir holds the config and, unless log_path was given, the log: keep it only
             # when start failed, so the log named in the error message still exists.
-            if self._workdir is not None and (
-                self._ready or self._user_log is not None
-            ):
+            if self._workdir is not None and (self._ready or self._user_log is not None):
                 shutil.rmtree(self._workdir, ignore_errors=True)
 
     def kill(self) -> None:
@@ -418,11 +395,7 @@ class ManagedLlamaServer:
 
     def log_offset(self) -> int:
         """Current size of the server log; pass it to :meth:`timings_since` after some requests."""
-        return (
-            self.log_path.stat().st_size
-            if self.log_path and self.log_path.exists()
-            else 0
-        )
+        return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
 
     def timings_since(self, offset: int = 0) -> list[ServerTiming]:
         """Timings of the requests completed since ``offset``, oldest first."""
@@ -488,8 +461,7 @@ def server_pid_path(log_path: Path) -> Path:
     return log_path.with_suffix(".pid")
 
 
-def _write_pid_file(path: Path, pid: int, port: int, config_path: Path,
-                    marker: str = SERVER_CMDLINE_MARKER) -> None:  # fmt: skip
+def _write_pid_file(path: Path, pid: int, port: int, config_path: Path, marker: str = SERVER_CMDLINE_MARKER) -> None:
     record = {
         "pid": pid,
         "pgid": pid,  # start_new_session: the server leads its own group
@@ -538,11 +510,7 @@ def _is_recorded_server(record: Mapping[str, Any]) -> bool:
     config = record.get("config_file")
     marker = record.get("cmdline_marker")
     marker = marker if marker in ENGINE_MODULES.values() else SERVER_CMDLINE_MARKER  # only a server of ours
-    return (
-        cmdline is not None
-        and marker in cmdline
-        and (not isinstance(config, str) or config in cmdline)
-    )
+    return cmdline is not None and marker in cmdline and (not isinstance(config, str) or config in cmdline)
 
 
 def _process_cmdline(pid: int) -> str | None:

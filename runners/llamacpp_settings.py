@@ -104,8 +104,10 @@ class LlamaCppSettings(BackendSettings):
     @classmethod
     def _one_slot_for_llama_cpp(cls, value: int, info: ValidationInfo) -> int:
         if info.data.get("engine") == "llama_cpp" and value != 1:
-            raise ValueError(f"{value} slots need engine: batched; llama_cpp's server answers one request at a "
-                             "time (use replicas for more)")  # fmt: skip
+            raise ValueError(
+                f"{value} slots need engine: batched; llama_cpp's server answers one request at a "
+                "time (use replicas for more)"
+            )
         return value
 
     @field_validator("max_concurrency")

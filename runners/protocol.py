@@ -52,15 +52,26 @@ class JsonProtocolRunner:
     default_timeout_s: ClassVar[float] = 120.0  # seconds one attempt may take
     default_max_concurrency: ClassVar[int] = 8  # requests in flight; hosted APIs serve many at once
 
-    def __init__(self, base_url: str, *, api_key_env: str | None = None, timeout_s: float | None = None,
-                 policy: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:  # fmt: skip
-        self._endpoint = JsonEndpoint(base_url, api_key_env=api_key_env,
-                                      timeout_s=self.default_timeout_s if timeout_s is None else timeout_s,
-                                      policy=policy or RetryPolicy(), sleep=sleep,
-                                      max_response_bytes=max_response_bytes,
-                                      max_answer_chars=max_answer_chars)  # fmt: skip
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None = None,
+        timeout_s: float | None = None,
+        policy: RetryPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    ) -> None:
+        self._endpoint = JsonEndpoint(
+            base_url,
+            api_key_env=api_key_env,
+            timeout_s=self.default_timeout_s if timeout_s is None else timeout_s,
+            policy=policy or RetryPolicy(),
+            sleep=sleep,
+            max_response_bytes=max_response_bytes,
+            max_answer_chars=max_answer_chars,
+        )
 
     @staticmethod
     def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:

@@ -36,7 +36,9 @@ def backend(type_name: str, *, settings: type) -> Callable[[R], R]:
     def decorate(runner_class: R) -> R:
         declared = getattr(settings.model_fields.get("type"), "annotation", None)
         if getattr(declared, "__args__", None) != (type_name,):
-            raise ValueError(f"{settings.__qualname__}.type must be Literal[{type_name!r}] to declare backend type {type_name!r}")
+            raise ValueError(
+                f"{settings.__qualname__}.type must be Literal[{type_name!r}] to declare backend type {type_name!r}"
+            )
         if type_name in _BACKENDS and (_BACKENDS[type_name], _SETTINGS[type_name]) != (runner_class, settings):
             raise ValueError(f"backend type {type_name!r} is already served by {_BACKENDS[type_name].__qualname__}")
         _BACKENDS[type_name], _SETTINGS[type_name] = runner_class, settings
@@ -97,9 +99,20 @@ def make_runner(
     runner_class = _registered().get(backend_type)
     if runner_class is None:
         raise ValueError(f"unknown backend type {backend_type!r}; expected one of {', '.join(backend_types())}")
-    policy = RetryPolicy(max_retries=max_retries, backoff_base_s=backoff_base_s,
-                         backoff_max_s=backoff_max_s, retry_after_cap_s=retry_after_cap_s)
-    runner: Runner = runner_class(base_url, api_key_env=api_key_env, timeout_s=timeout_s, policy=policy, sleep=sleep,
-                                  max_response_bytes=max_response_bytes, max_answer_chars=max_answer_chars,
-                                  **dict(options or {}))
+    policy = RetryPolicy(
+        max_retries=max_retries,
+        backoff_base_s=backoff_base_s,
+        backoff_max_s=backoff_max_s,
+        retry_after_cap_s=retry_after_cap_s,
+    )
+    runner: Runner = runner_class(
+        base_url,
+        api_key_env=api_key_env,
+        timeout_s=timeout_s,
+        policy=policy,
+        sleep=sleep,
+        max_response_bytes=max_response_bytes,
+        max_answer_chars=max_answer_chars,
+        **dict(options or {}),
+    )
     return runner

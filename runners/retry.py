@@ -186,8 +186,7 @@ async def read_bounded(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
         body += chunk
         if len(body) > max_bytes:
             resp.close()
-            raise Oversize(f"response body exceeded max_response_bytes={max_bytes} "
-                           f"(after decompression)")
+            raise Oversize(f"response body exceeded max_response_bytes={max_bytes} (after decompression)")
     return bytes(body)
 
 
@@ -245,8 +244,7 @@ async def post_json(
         detail = f"HTTP {status} JSON has an unexpected shape: {exc}"
         return Outcome(None, status, "bad_response", detail, retryable=True)
     if len(response.text) > max_answer_chars:
-        detail = (f"HTTP {status} answer text is {len(response.text)} chars, "
-                  f"over max_answer_chars={max_answer_chars}")
+        detail = f"HTTP {status} answer text is {len(response.text)} chars, over max_answer_chars={max_answer_chars}"
         return Outcome(None, status, "oversize", detail, retryable=False)
     return Outcome(response, status, None)
 
@@ -271,12 +269,20 @@ def _last_outcome(state: RetryCallState) -> Outcome:
     return outcome
 
 
-def failed_response(error_class: ErrorClass, detail: str, latency_s: float = 0.0,
-                    attempts: tuple[Attempt, ...] = ()) -> GenerationResponse:
+def failed_response(
+    error_class: ErrorClass, detail: str, latency_s: float = 0.0, attempts: tuple[Attempt, ...] = ()
+) -> GenerationResponse:
     """A response that records a failure: empty text, never an error string in place of an answer."""
-    return GenerationResponse(text="", finish_reason=None, prompt_tokens=None, completion_tokens=None,
-                              latency_s=latency_s, attempts=attempts, error_class=error_class,
-                              error_detail=detail)
+    return GenerationResponse(
+        text="",
+        finish_reason=None,
+        prompt_tokens=None,
+        completion_tokens=None,
+        latency_s=latency_s,
+        attempts=attempts,
+        error_class=error_class,
+        error_detail=detail,
+    )
 
 
 async def call_with_retries(
@@ -294,12 +300,23 @@ async def call_with_retries(
         outcome = await attempt()
         if outcome.detail:
             outcome = replace(outcome, detail=redact(outcome.detail, secret))
-        attempts.append(Attempt(number=len(attempts) + 1, status=outcome.status,
-                                error_class=outcome.error_class,
-                                latency_s=time.perf_counter() - t0, detail=outcome.detail))
+        attempts.append(
+            Attempt(
+                number=len(attempts) + 1,
+                status=outcome.status,
+                error_class=outcome.error_class,
+                latency_s=time.perf_counter() - t0,
+                detail=outcome.detail,
+            )
+        )
         if outcome.error_class is not None:
-            log.debug("attempt %d failed (%s, retryable=%s): %s", len(attempts),
-                      outcome.error_class, outcome.retryable, outcome.detail)
+            log.debug(
+                "attempt %d failed (%s, retryable=%s): %s",
+                len(attempts),
+                outcome.error_class,
+                outcome.retryable,
+                outcome.detail,
+            )
         return outcome
 
     # Fast path: most calls succeed at once, and building a tenacity loop costs ~90 µs per call.
@@ -324,8 +341,9 @@ async def call_with_retries(
         return replace(final.response, latency_s=latency, attempts=tuple(attempts))
     assert final.error_class is not None
     plural = "s" if len(attempts) != 1 else ""
-    return failed_response(final.error_class, f"{final.detail} (after {len(attempts)} attempt{plural})",
-                           latency, tuple(attempts))
+    return failed_response(
+        final.error_class, f"{final.detail} (after {len(attempts)} attempt{plural})", latency, tuple(attempts)
+    )
 
 
 class JsonEndpoint:
@@ -335,15 +353,23 @@ class JsonEndpoint:
     without rebuilding runners, and keeps it out of every repr.
     """
 
-    def __init__(self, base_url: str, *, api_key_env: str | None, timeout_s: float,
-                 policy: RetryPolicy, sleep: Sleep = asyncio.sleep,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None,
+        timeout_s: float,
+        policy: RetryPolicy,
+        sleep: Sleep = asyncio.sleep,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if max_response_bytes <= 0 or max_answer_chars <= 0:
-            raise ValueError(f"max_response_bytes and max_answer_chars must be > 0, "
-                             f"got {max_response_bytes} and {max_answer_chars}")
+            raise ValueError(
+                f"max_response_bytes and max_answer_chars must be > 0, got {max_response_bytes} and {max_answer_chars}"
+            )
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -366,8 +392,10 @@ class JsonEndpoint:
                 return failed_response(
                     # The variable's name is not written: the detail is stored with the result, and a
                     # "name" can be a pasted token.
-                    "auth", f"the API key variable that api_key_env names is not set (or empty); "
-                            f"export it with the API key for {self.base_url}")
+                    "auth",
+                    f"the API key variable that api_key_env names is not set (or empty); "
+                    f"export it with the API key for {self.base_url}",
+                )
             headers["Authorization"] = f"Bearer {key}"
         if self._session is None or self._session.closed:
             # limit=0: the lane's max_concurrency is the limit; aiohttp's default pool (100) would cap it
@@ -375,9 +403,16 @@ class JsonEndpoint:
         session, url = self._session, self.base_url + path
 
         async def attempt() -> Outcome:
-            return await post_json(session, url, payload, headers, self.timeout_s, parse,
-                                   max_response_bytes=self.max_response_bytes,
-                                   max_answer_chars=self.max_answer_chars)
+            return await post_json(
+                session,
+                url,
+                payload,
+                headers,
+                self.timeout_s,
+                parse,
+                max_response_bytes=self.max_response_bytes,
+                max_answer_chars=self.max_answer_chars,
+            )
 
         return await call_with_retries(attempt, self.policy, self._sleep, secret=key)
 

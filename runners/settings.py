@@ -29,8 +29,17 @@ ANSWER_CHARS_RANGE = (1_000, 10_000_000)
 # Prefixes of real API keys, case-sensitive as the providers issue them, so env var names such
 # as HF_TOKEN or BEARER_TOKEN are not mistaken for keys.
 _KEY_PREFIXES = (
-    "sk-", "sk_", "gsk_", "xai-", "hf_", "ghp_", "github_pat_", "AIza", "pk-", "Bearer",
-)  # fmt: skip
+    "sk-",
+    "sk_",
+    "gsk_",
+    "xai-",
+    "hf_",
+    "ghp_",
+    "github_pat_",
+    "AIza",
+    "pk-",
+    "Bearer",
+)
 _API_KEY_ENV_HINT = (
     "api_key_env must be the NAME of an environment variable (letters, digits, _; not starting "
     f"with a digit; at most {ENV_VAR_MAX_CHARS} characters), not a key; the value was not "
@@ -46,9 +55,7 @@ def looks_like_api_key(value: str) -> bool:
         return True
     has_digit = any(c.isdigit() for c in value)
     mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    return (len(value) >= 20 and "_" not in value and has_digit) or (
-        len(value) >= 32 and mixed_case and has_digit
-    )
+    return (len(value) >= 20 and "_" not in value and has_digit) or (len(value) >= 32 and mixed_case and has_digit)
 
 
 def check_api_key_env(value: str) -> str:
@@ -91,9 +98,7 @@ def check_base_url(value: str) -> str:
     except ValueError as exc:  # e.g. an unbalanced [ around an IPv6 host
         raise ValueError(f"base_url {shown} is not a valid URL ({exc}); {_URL_EXAMPLE}") from None
     if parts.scheme not in ("http", "https") or not value.lower().startswith(f"{parts.scheme}://"):
-        raise ValueError(
-            f"base_url {shown} must start with http:// or https:// and a host; {_URL_EXAMPLE}"
-        )
+        raise ValueError(f"base_url {shown} must start with http:// or https:// and a host; {_URL_EXAMPLE}")
     if not parts.hostname:
         raise ValueError(f"base_url {shown} has no host after {parts.scheme}://; {_URL_EXAMPLE}")
     port = _port_text(parts.netloc)
@@ -131,9 +136,7 @@ class SettingsBlock(BaseModel):
     # allow_inf_nan=False: YAML reads .inf/.nan as floats, and no setting here means "forever"
     # or "undefined". hide_input_in_errors: a ValidationError printed raw must not echo values
     # such as a pasted key.
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, allow_inf_nan=False, hide_input_in_errors=True
-    )
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False, hide_input_in_errors=True)
 
 
 class BackendSettings(SettingsBlock):
@@ -149,12 +152,8 @@ class BackendSettings(SettingsBlock):
     timeout_s: float = Field(gt=0, le=MAX_TIMEOUT_S)  # left out: the runner's default_timeout_s
     max_retries: int = Field(default=3, ge=0, le=20)
     requests_per_minute: float | None = Field(default=None, gt=0)
-    max_response_bytes: int = Field(
-        default=8 * 1024**2, ge=RESPONSE_BYTES_RANGE[0], le=RESPONSE_BYTES_RANGE[1]
-    )
-    max_answer_chars: int = Field(
-        default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1]
-    )
+    max_response_bytes: int = Field(default=8 * 1024**2, ge=RESPONSE_BYTES_RANGE[0], le=RESPONSE_BYTES_RANGE[1])
+    max_answer_chars: int = Field(default=200_000, ge=ANSWER_CHARS_RANGE[0], le=ANSWER_CHARS_RANGE[1])
 
     @model_validator(mode="before")
     @classmethod

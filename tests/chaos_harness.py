@@ -46,8 +46,9 @@ free_port = free_loopback_port
 
 def start_fake(workdir: Path, fault_rate: float) -> tuple[subprocess.Popen, str]:
     port_file = workdir / f"fake-{fault_rate}.port"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.chaos_server", str(port_file),
-                             "--fault-rate", str(fault_rate)], cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.chaos_server", str(port_file), "--fault-rate", str(fault_rate)], cwd=REPO
+    )
     deadline = time.monotonic() + 30
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -61,17 +62,42 @@ def write_suite(path: Path, n_items: int) -> Path:
     rows = []
     for i in range(n_items):
         kind = i % 3
-        base = {"id": f"x{i:03d}", "task": ["qa", "consult", "mcq"][kind], "track": "capability",
-                "domain": ["cardiology:htn", "endocrine:dm", "cardiology:af"][i % 3 if kind else 0]}
+        base = {
+            "id": f"x{i:03d}",
+            "task": ["qa", "consult", "mcq"][kind],
+            "track": "capability",
+            "domain": ["cardiology:htn", "endocrine:dm", "cardiology:af"][i % 3 if kind else 0],
+        }
         if kind == 0:
-            rows.append({**base, "gold_type": "reference", "question": f"问题 {i}：高血压的诊断标准？",
-                         "gold": "诊室血压≥140/90 mmHg。"})
+            rows.append(
+                {
+                    **base,
+                    "gold_type": "reference",
+                    "question": f"问题 {i}：高血压的诊断标准？",
+                    "gold": "诊室血压≥140/90 mmHg。",
+                }
+            )
         elif kind == 1:
-            rows.append({**base, "gold_type": "criteria", "track": "specialty", "question": f"病例 {i}：头痛伴血压升高怎么办？",
-                         "gold": {"expected_topics": ["测量血压"], "must_warn": ["就医"], "must_not": ["自行停药"]}})
+            rows.append(
+                {
+                    **base,
+                    "gold_type": "criteria",
+                    "track": "specialty",
+                    "question": f"病例 {i}：头痛伴血压升高怎么办？",
+                    "gold": {"expected_topics": ["测量血压"], "must_warn": ["就医"], "must_not": ["自行停药"]},
+                }
+            )
         else:
-            rows.append({**base, "gold_type": "single_choice", "track": "exam", "question": f"题 {i}：选哪个？",
-                         "options": {"A": "甲", "B": "乙"}, "gold": "A"})
+            rows.append(
+                {
+                    **base,
+                    "gold_type": "single_choice",
+                    "track": "exam",
+                    "question": f"题 {i}：选哪个？",
+                    "options": {"A": "甲", "B": "乙"},
+                    "gold": "A",
+                }
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -83,7 +109,8 @@ PANEL = ("judge", "strict-judge", "lenient-judge")  # ``panel=True``: three judg
 
 def write_pool(path: Path, base_url: str, dead_port: int, *, panel: bool = False) -> Path:
     """The chaos pool; ``panel``: a ``judges:`` panel of three fake judges (majority rule) instead of one judge."""
-    judges = ("""  - name: strict-judge
+    judges = (
+        """  - name: strict-judge
     backend: fake
     model: judge-model-strict
     enabled: false
@@ -95,10 +122,14 @@ judges:
   - model: judge
   - model: strict-judge
   - model: lenient-judge
-""" if panel else """judge:
+"""
+        if panel
+        else """judge:
   model: judge
-""")
-    path.write_text(f"""backends:
+"""
+    )
+    path.write_text(
+        f"""backends:
   fake:
     type: openai
     base_url: {base_url}
@@ -129,14 +160,22 @@ models:
     backend: fake
     model: judge-model
     enabled: false
-{judges}""", encoding="utf-8")
+{judges}""",
+        encoding="utf-8",
+    )
     return path
 
 
 def cli(args: list[str], cache_dir: Path) -> subprocess.Popen:
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir)}
-    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pool.run", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def phase_of(run_dir: Path, started: float) -> str | None:
@@ -152,8 +191,9 @@ def phase_of(run_dir: Path, started: float) -> str | None:
     since = datetime.fromtimestamp(started, UTC).isoformat(timespec="milliseconds")
     try:
         with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
-            row = conn.execute("SELECT stage FROM results WHERE finished_at >= ? ORDER BY finished_at DESC LIMIT 1",
-                               (since,)).fetchone()
+            row = conn.execute(
+                "SELECT stage FROM results WHERE finished_at >= ? ORDER BY finished_at DESC LIMIT 1", (since,)
+            ).fetchone()
     except sqlite3.Error:
         return None
     if row is None:
@@ -162,8 +202,15 @@ def phase_of(run_dir: Path, started: float) -> str | None:
     return "answering" if stage == "answer" else "hallu" if ":hallu" in stage else "judging"
 
 
-def kill_in_phase(proc: subprocess.Popen, run_dir: Path, phase: str, started: float, rng: random.Random,
-                  jitter_s: float, sig: int = signal.SIGKILL) -> bool:
+def kill_in_phase(
+    proc: subprocess.Popen,
+    run_dir: Path,
+    phase: str,
+    started: float,
+    rng: random.Random,
+    jitter_s: float,
+    sig: int = signal.SIGKILL,
+) -> bool:
     """Wait for ``phase``, then a random moment more, then signal; False if the run ended first."""
     while proc.poll() is None:
         if phase_of(run_dir, started) == phase:
@@ -183,12 +230,25 @@ def _ended_before_the_signal(phase: str, code: int, stderr: str, run_dir: Path, 
     down and no handler runs any more. That run ended on its own (exit 1, its summary written, no
     interruption said), which is a missed signal, not an ignored one."""
     summary = run_dir / "summary.json"
-    return (phase == "routing" and code == 1 and "interrupted" not in stderr
-            and summary.exists() and summary.stat().st_mtime >= started)
+    return (
+        phase == "routing"
+        and code == 1
+        and "interrupted" not in stderr
+        and summary.exists()
+        and summary.stat().st_mtime >= started
+    )
 
 
-def run_with_kills(args: list[str], run_dir: Path, cache_dir: Path, kills_per_phase: int, seed: int,
-                   jitter_s: float = 0.1, sigterms: int = 1, phases: tuple[str, ...] = PHASES) -> KillReport:
+def run_with_kills(
+    args: list[str],
+    run_dir: Path,
+    cache_dir: Path,
+    kills_per_phase: int,
+    seed: int,
+    jitter_s: float = 0.1,
+    sigterms: int = 1,
+    phases: tuple[str, ...] = PHASES,
+) -> KillReport:
     """Start, SIGKILL ``kills_per_phase`` times in each of ``phases`` (and SIGTERM ``sigterms`` times
     while answering and while building the routing artefacts), then resume to the end."""
     rng = random.Random(seed)
@@ -253,7 +313,9 @@ def normalised_results(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def normalised_scores(run_dir: Path) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k not in VOLATILE_SCORE_FIELDS} for row in _jsonl(run_dir / "scores.jsonl")]
+    return [
+        {k: v for k, v in row.items() if k not in VOLATILE_SCORE_FIELDS} for row in _jsonl(run_dir / "scores.jsonl")
+    ]
 
 
 def normalised_manifest(run_dir: Path) -> dict[str, Any]:
@@ -265,7 +327,9 @@ def normalised_manifest(run_dir: Path) -> dict[str, Any]:
     reliability = manifest.get("judge_reliability") or {}
     if "calibration_store" in reliability:  # where this machine keeps calibrations (each run its own cache)
         store = reliability.pop("calibration_store")
-        reliability["notes"] = [note.replace(str(store), "<calibration store>") for note in reliability.get("notes", [])]
+        reliability["notes"] = [
+            note.replace(str(store), "<calibration store>") for note in reliability.get("notes", [])
+        ]
     return _without_latency(manifest)
 
 
@@ -283,7 +347,9 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     if type(a) is not type(b):
         return [f"{path or '/'}: {a!r:.80} != {b!r:.80}"]
     if isinstance(a, dict):
-        return [d for key in sorted(set(a) | set(b), key=str) for d in differences(a.get(key), b.get(key), f"{path}/{key}")]
+        return [
+            d for key in sorted(set(a) | set(b), key=str) for d in differences(a.get(key), b.get(key), f"{path}/{key}")
+        ]
     if isinstance(a, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} entries != {len(b)}"]
@@ -297,8 +363,10 @@ def compare(clean: Path, resumed: Path, with_manifest: bool = True) -> dict[str,
     keys = [(r["model"], r["item_id"], r["stage"]) for r in rows]
     with sqlite3.connect(resumed / "run.sqlite") as conn:
         planned = conn.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
-        lost = conn.execute("SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
-                            " WHERE r.status IS NULL").fetchone()[0]
+        lost = conn.execute(
+            "SELECT COUNT(*) FROM plan p LEFT JOIN results r USING (run_id, model, item_id, stage)"
+            " WHERE r.status IS NULL"
+        ).fetchone()[0]
     report = {
         "units_planned": planned,
         "units_recorded": len(rows),

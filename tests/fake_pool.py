@@ -30,8 +30,14 @@ def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
     return path
 
 
-def write_fake_pool(path: Path, base_url: str, candidates: Sequence[tuple[str, int | None]] = (("cand", 16),), *,
-                    max_retries: int | None = None, judge: str | None = JUDGE) -> Path:  # fmt: skip
+def write_fake_pool(
+    path: Path,
+    base_url: str,
+    candidates: Sequence[tuple[str, int | None]] = (("cand", 16),),
+    *,
+    max_retries: int | None = None,
+    judge: str | None = JUDGE,
+) -> Path:
     """A pool file: backend ``fake`` at ``base_url`` (concurrency 2), the ``(name, max_tokens)`` candidates
     and, unless ``judge`` is None, a disabled pool model of that name serving as the judge."""
     lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {base_url}", "    max_concurrency: 2"]
@@ -46,11 +52,20 @@ def write_fake_pool(path: Path, base_url: str, candidates: Sequence[tuple[str, i
     return path
 
 
-def pool_run_cli(*args: str, cache: Path, env: Mapping[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+def pool_run_cli(
+    *args: str, cache: Path, env: Mapping[str, str] | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess:
     """``python -m pool.run ARGS`` from the repository with its own response cache; output captured."""
     environment = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "pool.run", *args], check=False, cwd=REPO, env=environment,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pool.run", *args],
+        check=False,
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def score_rows(run_dir: Path) -> list[dict[str, Any]]:

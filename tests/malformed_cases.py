@@ -116,10 +116,15 @@ def _replace_backend_line(text: str, line: str) -> str:
 def item(local_id: str | int = "q1", **fields: Any) -> dict[str, Any]:
     """A valid medpool JSONL single-choice item, with fields overridden (None removes one)."""
     record: dict[str, Any] = {
-        "id": local_id, "task": "mcq", "track": "exam", "gold_type": "single_choice",
-        "question": "Which drug is contraindicated in pregnancy?", "options": {"A": "labetalol", "B": "enalapril"},
-        "gold": "B", "domain": "cardiology:hypertension",
-    }  # fmt: skip
+        "id": local_id,
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": "Which drug is contraindicated in pregnancy?",
+        "options": {"A": "labetalol", "B": "enalapril"},
+        "gold": "B",
+        "domain": "cardiology:hypertension",
+    }
     record.update(fields)
     return {k: v for k, v in record.items() if v is not None}
 
@@ -127,8 +132,16 @@ def item(local_id: str | int = "q1", **fields: Any) -> dict[str, Any]:
 GOOD_ITEMS = [
     item("q1"),
     item("q2", gold="A"),
-    item("q3", task="cloze_fill", track="capability", gold_type="cloze", options=None, question="Fill: ___", gold="x",
-         domain="neurology:stroke"),
+    item(
+        "q3",
+        task="cloze_fill",
+        track="capability",
+        gold_type="cloze",
+        options=None,
+        question="Fill: ___",
+        gold="x",
+        domain="neurology:stroke",
+    ),
 ]
 
 
@@ -149,7 +162,9 @@ def write_pool(tmp: Path, text: str | bytes, name: str = "pool.yaml") -> Path:
     return path
 
 
-def base_args(tmp: Path, *, pool: Path | None = None, data: Sequence[Path] | None = None, dry_run: bool = True) -> list[str]:
+def base_args(
+    tmp: Path, *, pool: Path | None = None, data: Sequence[Path] | None = None, dry_run: bool = True
+) -> list[str]:
     """--pool, --data, --out under tmp (and --dry-run: every input check runs before it)."""
     pool = pool if pool is not None else write_pool(tmp, pool_text())
     data = data if data is not None else [write_items(tmp / "items.jsonl", GOOD_ITEMS)]
@@ -184,12 +199,18 @@ POOL_CASES: list[Case] = [
     _pool_case("yaml_tab_indentation", pool_text().replace("    type: openai", "\ttype: openai"), "pool.yaml:"),
     _pool_case("yaml_bad_indentation", pool_text().replace("    max_tokens: 16", "   max_tokens: 16"), "pool.yaml:"),
     _pool_case("yaml_unterminated_quote", pool_text().replace("name: alpha", 'name: "alpha'), "pool.yaml:"),
-    _pool_case("yaml_syntax_error_on_a_line_holding_a_key",
-               pool_text().replace(f"api_key_env: {SECRET_ENV}", f"api_key_env: {SECRET}: x"), "pool.yaml:5"),
+    _pool_case(
+        "yaml_syntax_error_on_a_line_holding_a_key",
+        pool_text().replace(f"api_key_env: {SECRET_ENV}", f"api_key_env: {SECRET}: x"),
+        "pool.yaml:5",
+    ),
     _pool_case("yaml_duplicate_key", pool_text(model="    max_tokens: 32\n"), "duplicate key 'max_tokens'"),
     _pool_case("yaml_two_documents", pool_text() + "---\n" + pool_text(), "pool.yaml"),
-    _pool_case("yaml_python_object_tag", pool_text(model="    notes: !!python/object/apply:os.system [echo hi]\n"),
-               "pool.yaml:"),
+    _pool_case(
+        "yaml_python_object_tag",
+        pool_text(model="    notes: !!python/object/apply:os.system [echo hi]\n"),
+        "pool.yaml:",
+    ),
     _pool_case("empty_file", "", "pool.yaml"),
     _pool_case("only_comments", "# nothing here\n# at all\n", "pool.yaml"),
     _pool_case("only_document_marker", "---\n", "pool.yaml"),
@@ -205,7 +226,9 @@ POOL_CASES: list[Case] = [
     _pool_case("api_key_field_holding_a_key", backend_with(f"api_key: {SECRET}"), "api_key"),
     _pool_case("missing_backends", "models:\n  - name: alpha\n    backend: dead\n", "backends"),
     _pool_case("models_empty_list", pool_text().split("models:")[0] + "models: []\n", "models"),
-    _pool_case("models_is_a_mapping", pool_text().split("models:")[0] + "models:\n  alpha: {backend: dead}\n", "models"),
+    _pool_case(
+        "models_is_a_mapping", pool_text().split("models:")[0] + "models:\n  alpha: {backend: dead}\n", "models"
+    ),
     _pool_case("backends_is_a_list", "backends:\n  - dead\nmodels:\n  - name: alpha\n    backend: dead\n", "backends"),
     _pool_case("model_names_unknown_backend", pool_text().replace("backend: dead", "backend: vllm2"), "vllm2"),
     _pool_case("unknown_backend_type", backend_with("type: tgi"), "tgi"),
@@ -229,29 +252,42 @@ POOL_CASES: list[Case] = [
     _pool_case("base_url_ftp", backend_with("base_url: ftp://127.0.0.1/v1"), "base_url"),
     _pool_case("base_url_port_out_of_range", backend_with("base_url: http://127.0.0.1:70000/v1"), "base_url"),
     _pool_case("base_url_with_space", backend_with("base_url: 'http://127.0.0.1:8000/my v1'"), "base_url"),
-    _pool_case("base_url_with_userinfo_password", backend_with(f"base_url: http://me:{SECRET}@127.0.0.1:8000/v1"),
-               "base_url"),
-    _pool_case("base_url_with_key_in_query", backend_with(f"base_url: http://127.0.0.1:8000/v1?api_key={SECRET}"),
-               "base_url"),
+    _pool_case(
+        "base_url_with_userinfo_password", backend_with(f"base_url: http://me:{SECRET}@127.0.0.1:8000/v1"), "base_url"
+    ),
+    _pool_case(
+        "base_url_with_key_in_query", backend_with(f"base_url: http://127.0.0.1:8000/v1?api_key={SECRET}"), "base_url"
+    ),
     _pool_case("base_url_holding_a_pasted_key", backend_with(f"base_url: {SECRET}"), "base_url"),
     _pool_case("api_key_env_holding_a_key", backend_with(f"api_key_env: {SECRET}"), "api_key_env"),
-    _pool_case("api_key_env_holding_a_prefixless_key", backend_with("api_key_env: Ab3dEf9hIj2kLm5nOp8qRs1tUv4wXy7z"),
-               "api_key_env"),
+    _pool_case(
+        "api_key_env_holding_a_prefixless_key",
+        backend_with("api_key_env: Ab3dEf9hIj2kLm5nOp8qRs1tUv4wXy7z"),
+        "api_key_env",
+    ),
     _pool_case("api_key_env_is_a_list_with_a_key", backend_with(f"api_key_env: [{SECRET}]"), "api_key_env"),
     _pool_case("judge_names_unknown_model", pool_text(extra="judge:\n  model: ghost-judge\n"), "ghost-judge"),
     _pool_case("judge_names_unknown_backend", pool_text(extra="judge:\n  backend: nowhere\n  model: x\n"), "nowhere"),
-    _pool_case("llamacpp_unknown_gguf",
-               "backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: tiny\n    backend: local\n    gguf: nosuch\n",
-               "gguf"),
-    *(_pool_case(f"llamacpp_replicas_{name}",
-                 f"backends:\n  local:\n    type: llamacpp\n    replicas: {value}\n"
-                 "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
-                 "backends.local.replicas")
-      for name, value in (("zero", "0"), ("negative", "-1"), ("text", '"two"'), ("too_many", "1000"))),
-    _pool_case("llamacpp_fewer_requests_than_replicas",
-               "backends:\n  local:\n    type: llamacpp\n    replicas: 2\n    max_concurrency: 1\n"
-               "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
-               "backends.local.max_concurrency"),
+    _pool_case(
+        "llamacpp_unknown_gguf",
+        "backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: tiny\n    backend: local\n    gguf: nosuch\n",
+        "gguf",
+    ),
+    *(
+        _pool_case(
+            f"llamacpp_replicas_{name}",
+            f"backends:\n  local:\n    type: llamacpp\n    replicas: {value}\n"
+            "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
+            "backends.local.replicas",
+        )
+        for name, value in (("zero", "0"), ("negative", "-1"), ("text", '"two"'), ("too_many", "1000"))
+    ),
+    _pool_case(
+        "llamacpp_fewer_requests_than_replicas",
+        "backends:\n  local:\n    type: llamacpp\n    replicas: 2\n    max_concurrency: 1\n"
+        "models:\n  - name: tiny\n    backend: local\n    gguf: gemma3-270m\n",
+        "backends.local.max_concurrency",
+    ),
 ]
 
 
@@ -266,8 +302,13 @@ def _no_run_folder(tmp: Path) -> str | None:
 
 def _preflight_case(name: str, text: str, expect: str, *, dry_run: bool = False) -> Case:
     """A pool that validates but cannot be used: refused before the run folder exists."""
-    return Case("pool", f"preflight_{name}",
-                lambda tmp: base_args(tmp, pool=write_pool(tmp, text), dry_run=dry_run), expect, _no_run_folder)
+    return Case(
+        "pool",
+        f"preflight_{name}",
+        lambda tmp: base_args(tmp, pool=write_pool(tmp, text), dry_run=dry_run),
+        expect,
+        _no_run_folder,
+    )
 
 
 def _llamacpp_pool(gguf: str) -> str:
@@ -275,11 +316,21 @@ def _llamacpp_pool(gguf: str) -> str:
 
 
 PREFLIGHT_CASES: list[Case] = [
-    _preflight_case("key_variable_unset", backend_with(f"api_key_env: {UNSET_ENV}"), "pool.yaml:5: backends.dead.api_key_env"),
-    _preflight_case("key_variable_empty", backend_with(f"api_key_env: {EMPTY_ENV}"), "pool.yaml:5: backends.dead.api_key_env"),
-    _preflight_case("key_variable_unset_dry_run", backend_with(f"api_key_env: {UNSET_ENV}"), "backends.dead.api_key_env",
-                    dry_run=True),
-    _preflight_case("gguf_file_missing", _llamacpp_pool("/nonexistent/medpool/missing.gguf"), "pool.yaml:7: models[0].gguf"),
+    _preflight_case(
+        "key_variable_unset", backend_with(f"api_key_env: {UNSET_ENV}"), "pool.yaml:5: backends.dead.api_key_env"
+    ),
+    _preflight_case(
+        "key_variable_empty", backend_with(f"api_key_env: {EMPTY_ENV}"), "pool.yaml:5: backends.dead.api_key_env"
+    ),
+    _preflight_case(
+        "key_variable_unset_dry_run",
+        backend_with(f"api_key_env: {UNSET_ENV}"),
+        "backends.dead.api_key_env",
+        dry_run=True,
+    ),
+    _preflight_case(
+        "gguf_file_missing", _llamacpp_pool("/nonexistent/medpool/missing.gguf"), "pool.yaml:7: models[0].gguf"
+    ),
 ]
 
 
@@ -339,8 +390,11 @@ DATA_CASES: list[Case] = [
     _data_case("gold_not_an_option", [item("q1", gold="Z")], "gold"),
     _data_case("options_is_a_string", [item("q1", options="A or B")], "options"),
     _data_case("question_and_messages_missing", [item("q1", question=None)], "question"),
-    _data_case("messages_not_ending_with_user", [item("q1", question=None, messages=[{"role": "assistant", "content": "hi"}])],
-               "messages"),
+    _data_case(
+        "messages_not_ending_with_user",
+        [item("q1", question=None, messages=[{"role": "assistant", "content": "hi"}])],
+        "messages",
+    ),
     _data_case("meta_is_a_list", [item("q1", meta=[1, 2])], "'meta'"),
     _data_case("answer_budget_zero", [item("q1"), item("q2", max_tokens=0)], "items.jsonl:2"),
     _data_case("answer_budget_is_text", [item("q1", max_tokens="32")], "'max_tokens'"),
@@ -351,13 +405,18 @@ DATA_CASES: list[Case] = [
     _data_case("duplicate_ids_in_one_file", [item("q1"), item("q2"), item("q1", gold="A")], "duplicate id"),
     Case("data", "duplicate_ids_across_files", _two_files_with_same_id, "a.jsonl"),
     _data_case("all_items_unscorable", [item("q1", scorable=False, skip_reason="draft")], "none scorable"),
-    _data_case("only_orchestration_items",
-               [item("t1", task="tool", track="orchestration", gold_type="tool_decision", options=None, gold="call")],
-               "--orchestration"),
+    _data_case(
+        "only_orchestration_items",
+        [item("t1", task="tool", track="orchestration", gold_type="tool_decision", options=None, gold="call")],
+        "--orchestration",
+    ),
     _raw_data_case("empty_file", b"", "items.jsonl"),
     _raw_data_case("only_blank_lines", b"\n\n   \n\t\n", "items.jsonl"),
-    _raw_data_case("non_utf8_bytes", json.dumps(item("q1", question="caf\xe9"), ensure_ascii=False).encode("latin-1") + b"\n",
-                   "items.jsonl"),
+    _raw_data_case(
+        "non_utf8_bytes",
+        json.dumps(item("q1", question="caf\xe9"), ensure_ascii=False).encode("latin-1") + b"\n",
+        "items.jsonl",
+    ),
     _raw_data_case("binary_garbage", bytes(range(256)) * 4, "items.jsonl"),
     _raw_data_case("yaml_file_of_garbage", b"key: [unclosed\n  - x: {\n", "items.yaml", filename="items.yaml"),
     _raw_data_case("json_list_with_a_number", b'[{"id": 1}, 7]', "items.json", filename="items.json"),
@@ -374,12 +433,12 @@ DATA_CASES: list[Case] = [
 ]
 
 
-
-
 # ---- CLI arguments -------------------------------------------------------------------------------
 
 
-def _cli_case(name: str, expect: str, *extra: str, dry_run: bool = True, after: Callable[[Path], str | None] | None = None) -> Case:
+def _cli_case(
+    name: str, expect: str, *extra: str, dry_run: bool = True, after: Callable[[Path], str | None] | None = None
+) -> Case:
     return Case("cli", name, lambda tmp: base_args(tmp, dry_run=dry_run) + list(extra), expect, after)
 
 
@@ -481,8 +540,9 @@ CLI_CASES: list[Case] = [
     _cli_case("limit_not_an_integer", "--limit", "--limit", "1e3"),
     _cli_case("limit_without_value", "--limit", "--limit"),
     _cli_case("max_consecutive_failures_negative", "--max-consecutive-failures", "--max-consecutive-failures", "-1"),
-    _cli_case("max_consecutive_failures_not_an_integer", "--max-consecutive-failures",
-              "--max-consecutive-failures", "five"),
+    _cli_case(
+        "max_consecutive_failures_not_an_integer", "--max-consecutive-failures", "--max-consecutive-failures", "five"
+    ),
     _cli_case("log_interval_negative", "--log-interval", "--log-interval", "-5"),
     _cli_case("log_interval_nan", "--log-interval", "--log-interval", "nan"),
     _cli_case("models_unknown", "ghost", "--models", "alpha,ghost"),
@@ -499,10 +559,19 @@ CLI_CASES: list[Case] = [
     Case("cli", "out_onto_existing_file", _out_onto_file, "--out", _user_file_kept("")),
     Case("cli", "out_onto_folder_of_user_files", _out_onto_user_folder, "--out", _user_file_kept("thesis.docx")),
     Case("cli", "out_onto_existing_run", _out_onto_run, "--out"),
-    Case("cli", "out_below_a_file", _out_below_a_file, "afile",
-         lambda tmp: None if (tmp / "afile").read_text(encoding="utf-8") == "precious\n" else "afile was changed"),
-    Case("cli", "ray_address_not_host_port", lambda tmp: base_args(tmp, dry_run=False) + [
-        "--executor", "ray", "--ray-address", "head-without-port"], "--ray-address"),
+    Case(
+        "cli",
+        "out_below_a_file",
+        _out_below_a_file,
+        "afile",
+        lambda tmp: None if (tmp / "afile").read_text(encoding="utf-8") == "precious\n" else "afile was changed",
+    ),
+    Case(
+        "cli",
+        "ray_address_not_host_port",
+        lambda tmp: base_args(tmp, dry_run=False) + ["--executor", "ray", "--ray-address", "head-without-port"],
+        "--ray-address",
+    ),
     Case("cli", "cache_dir_onto_a_file", _cache_dir_file, "--cache-dir"),
     Case("cli", "cache_dir_below_a_file", _cache_dir_below_file, "cachefile"),
     Case("cli", "cache_env_var_onto_a_file", _cache_env_onto_a_file, "MEDPOOL_CACHE_DIR"),
@@ -628,24 +697,47 @@ def _data_broken_since(tmp: Path) -> list[str]:
 RUN_FOLDER_CASES: list[Case] = [
     Case("run_folder", "store_of_random_bytes", _resume_store(_random_bytes), "run.sqlite"),
     Case("run_folder", "store_of_zero_bytes", _resume_store(_zero_bytes), "run.sqlite"),
-    Case("run_folder", "store_of_another_application", _resume_store(_foreign_app_db), "run.sqlite",
-         after=_foreign_db_untouched),
-    Case("run_folder", "store_with_same_named_table_of_other_shape", _resume_store(_same_named_table_other_shape),
-         "run.sqlite"),
+    Case(
+        "run_folder",
+        "store_of_another_application",
+        _resume_store(_foreign_app_db),
+        "run.sqlite",
+        after=_foreign_db_untouched,
+    ),
+    Case(
+        "run_folder",
+        "store_with_same_named_table_of_other_shape",
+        _resume_store(_same_named_table_other_shape),
+        "run.sqlite",
+    ),
     Case("run_folder", "store_of_a_future_schema", _resume_store(_future_schema), "run.sqlite"),
     Case("run_folder", "store_with_two_runs", _resume_store(_two_runs, run_first=True), "run.sqlite"),
     Case("run_folder", "store_with_no_run", _resume_store(_sql("DELETE FROM runs"), run_first=True), "run.sqlite"),
     Case("run_folder", "store_truncated", _resume_store(_truncated, run_first=True), "run.sqlite"),
-    Case("run_folder", "store_options_not_json",
-         _resume_store(_sql("UPDATE runs SET options_json = '{not json'"), run_first=True), "run.sqlite"),
-    Case("run_folder", "store_options_a_number",
-         _resume_store(_sql("UPDATE runs SET options_json = '42'"), run_first=True), "run.sqlite"),
-    Case("run_folder", "store_options_limit_is_text",
-         _resume_store(_sql("UPDATE runs SET options_json = json_set(options_json, '$.limit', 'two')"), run_first=True),
-         "limit"),
-    Case("run_folder", "store_options_pool_missing",
-         _resume_store(_sql("UPDATE runs SET options_json = json_remove(options_json, '$.pool')"), run_first=True),
-         "pool"),
+    Case(
+        "run_folder",
+        "store_options_not_json",
+        _resume_store(_sql("UPDATE runs SET options_json = '{not json'"), run_first=True),
+        "run.sqlite",
+    ),
+    Case(
+        "run_folder",
+        "store_options_a_number",
+        _resume_store(_sql("UPDATE runs SET options_json = '42'"), run_first=True),
+        "run.sqlite",
+    ),
+    Case(
+        "run_folder",
+        "store_options_limit_is_text",
+        _resume_store(_sql("UPDATE runs SET options_json = json_set(options_json, '$.limit', 'two')"), run_first=True),
+        "limit",
+    ),
+    Case(
+        "run_folder",
+        "store_options_pool_missing",
+        _resume_store(_sql("UPDATE runs SET options_json = json_remove(options_json, '$.pool')"), run_first=True),
+        "pool",
+    ),
     Case("run_folder", "resume_folder_is_a_file", _resume_a_file, "run: "),
     Case("run_folder", "store_is_a_folder", _store_is_a_folder, "run.sqlite"),
     Case("run_folder", "pool_edited_since_the_run", _pool_edited_since, "pool"),
@@ -751,8 +843,16 @@ def problems(result: dict[str, Any]) -> list[str]:
     return found
 
 
-SUMMARY_COLUMNS = ("cases", "exit 2", "tracebacks", "silently accepted (exit 0)", "other exit",
-                   "message names culprit", "secret printed", "side effects")
+SUMMARY_COLUMNS = (
+    "cases",
+    "exit 2",
+    "tracebacks",
+    "silently accepted (exit 0)",
+    "other exit",
+    "message names culprit",
+    "secret printed",
+    "side effects",
+)
 
 
 def summary(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:

@@ -41,18 +41,42 @@ def _ray_cli() -> str:
 def loopback_cluster(num_cpus: int = 2, worker_node: bool = False) -> Iterator[LoopbackCluster]:
     port = _free_port()
     temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths have a length limit
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {
+        **os.environ,
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(16),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
     address = f"127.0.0.1:{port}"
-    head = [_ray_cli(), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={num_cpus}",
-            "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}"]
+    head = [
+        _ray_cli(),
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        f"--num-cpus={num_cpus}",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+    ]
     try:
         subprocess.run(head, env=env, check=True, capture_output=True, text=True, timeout=120)
         if worker_node:
             worker = [_ray_cli(), "start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1"]
             subprocess.run(worker, env=env, check=True, capture_output=True, text=True, timeout=120)
-        yield LoopbackCluster(address, {k: env[k] for k in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE",
-                                                              "RAY_AUTH_TOKEN", "RAY_USAGE_STATS_ENABLED")})
+        yield LoopbackCluster(
+            address,
+            {
+                k: env[k]
+                for k in (
+                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
+                    "RAY_AUTH_MODE",
+                    "RAY_AUTH_TOKEN",
+                    "RAY_USAGE_STATS_ENABLED",
+                )
+            },
+        )
     finally:
         subprocess.run([_ray_cli(), "stop", "--force"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(temp_dir, ignore_errors=True)
@@ -92,7 +116,7 @@ def _remote_is_loopback(hex_address: str) -> bool:
     if len(host) == 8:  # IPv4, little-endian
         return bytes.fromhex(host)[::-1][0] == 127
     raw = bytes.fromhex(host)
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
     if words == b"\0" * 15 + b"\1":
         return True  # ::1
     if words[:12] == b"\0" * 10 + b"\xff\xff":

@@ -23,9 +23,24 @@ def running_router(run_dir: Path, work: Path, *extra: str, env: Mapping[str, str
     """``python -m routing.serve --run RUN_DIR --port 0`` until the block ends; yields its base URL (``…/v1``)."""
     port_file = work / f"router-{time.monotonic_ns()}.port"
     log = (work / f"{port_file.stem}.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "routing.serve", "--run", str(run_dir), "--port", "0",
-                             "--port-file", str(port_file), *extra], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})})  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "routing.serve",
+            "--run",
+            str(run_dir),
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
     try:
         deadline = time.monotonic() + 60
         while not port_file.exists():
@@ -46,6 +61,8 @@ def first_run(work: Path, base_url: str, per_task: int = 60) -> tuple[Path, dict
     key = write_suite(work / "train.jsonl", per_task, "train")
     pool = write_specialist_pool(work / "pool-1.yaml", base_url)
     run = work / "run-1"
-    proc = pool_run_cli("--pool", str(pool), "--data", str(work / "train.jsonl"), "--out", str(run), cache=work / "cache")
+    proc = pool_run_cli(
+        "--pool", str(pool), "--data", str(work / "train.jsonl"), "--out", str(run), cache=work / "cache"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return run, key

@@ -76,10 +76,16 @@ def make_result(unit: Unit, cache: ResponseCache, retry_round: bool, extra: dict
         response = expected_outcome(unit, retry_round)
         cache.put(key, response)
     return result_from_response(
-        RUN_ID, unit, response,
-        request_json=canonical_json(request_payload(request)), cache_key=key,
-        started_at=started, finished_at=utc_now_iso(), cached=cached, extra=extra,
-    )  # fmt: skip
+        RUN_ID,
+        unit,
+        response,
+        request_json=canonical_json(request_payload(request)),
+        cache_key=key,
+        started_at=started,
+        finished_at=utc_now_iso(),
+        cached=cached,
+        extra=extra,
+    )
 
 
 def main() -> int:

@@ -20,30 +20,69 @@ N = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: observers A–D (rows)
 # × 12 units (columns), "." = missing. Published: nominal α = 0.743 (D_o = 0.200, D_e = 0.779),
 # interval α = 0.849 (D_o = 0.433, D_e = 2.872).
-KRIPPENDORFF_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
-    [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
-]).T  # fmt: skip
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
+        [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
+    ]
+).T
 
 # Wikipedia, "Fleiss' kappa", worked example: 10 subjects × 5 categories, 14 raters each;
 # P̄ = 0.378, P_e = 0.213, κ = 0.210.
-WIKIPEDIA_FLEISS = np.array([
-    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
-])  # fmt: skip
+WIKIPEDIA_FLEISS = np.array(
+    [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
+)
 
 # Fleiss (1971), Psychological Bulletin 76(5), p. 379: 30 patients × 6 psychiatrists, 5 diagnoses;
 # P̄ = 0.556, P_e = 0.220, κ = 0.430.
-FLEISS_1971 = np.array([
-    [4, 4, 4, 4, 4, 4], [2, 2, 2, 5, 5, 5], [2, 3, 3, 3, 3, 5], [5, 5, 5, 5, 5, 5], [2, 2, 2, 4, 4, 4],
-    [1, 1, 3, 3, 3, 3], [3, 3, 3, 3, 5, 5], [1, 1, 3, 3, 3, 4], [1, 1, 4, 4, 4, 4], [5, 5, 5, 5, 5, 5],
-    [1, 4, 4, 4, 4, 4], [1, 2, 4, 4, 4, 4], [2, 2, 2, 3, 3, 3], [1, 4, 4, 4, 4, 4], [2, 2, 4, 4, 4, 5],
-    [3, 3, 3, 3, 3, 5], [1, 1, 1, 4, 5, 5], [1, 1, 1, 1, 1, 2], [2, 2, 4, 4, 4, 4], [1, 3, 3, 5, 5, 5],
-    [5, 5, 5, 5, 5, 5], [2, 4, 4, 4, 4, 4], [2, 2, 4, 5, 5, 5], [1, 1, 4, 4, 4, 4], [1, 4, 4, 4, 4, 5],
-    [2, 2, 2, 2, 2, 4], [1, 1, 1, 1, 5, 5], [2, 2, 4, 4, 4, 4], [1, 3, 3, 3, 3, 3], [5, 5, 5, 5, 5, 5],
-], dtype=float)  # fmt: skip
+FLEISS_1971 = np.array(
+    [
+        [4, 4, 4, 4, 4, 4],
+        [2, 2, 2, 5, 5, 5],
+        [2, 3, 3, 3, 3, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 2, 2, 4, 4, 4],
+        [1, 1, 3, 3, 3, 3],
+        [3, 3, 3, 3, 5, 5],
+        [1, 1, 3, 3, 3, 4],
+        [1, 1, 4, 4, 4, 4],
+        [5, 5, 5, 5, 5, 5],
+        [1, 4, 4, 4, 4, 4],
+        [1, 2, 4, 4, 4, 4],
+        [2, 2, 2, 3, 3, 3],
+        [1, 4, 4, 4, 4, 4],
+        [2, 2, 4, 4, 4, 5],
+        [3, 3, 3, 3, 3, 5],
+        [1, 1, 1, 4, 5, 5],
+        [1, 1, 1, 1, 1, 2],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 5, 5, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 4, 4, 4, 4, 4],
+        [2, 2, 4, 5, 5, 5],
+        [1, 1, 4, 4, 4, 4],
+        [1, 4, 4, 4, 4, 5],
+        [2, 2, 2, 2, 2, 4],
+        [1, 1, 1, 1, 5, 5],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 3, 3, 3],
+        [5, 5, 5, 5, 5, 5],
+    ],
+    dtype=float,
+)
 
 
 def _alpha_by_definition(ratings: np.ndarray, interval: bool) -> float:
@@ -80,10 +119,16 @@ def test_alpha_matches_the_pairwise_coincidence_matrix(seed: int) -> None:
     rng = np.random.default_rng(seed)
     ratings = rng.integers(0, 6, (40, 5)).astype(float)
     ratings[rng.random(ratings.shape) < 0.3] = np.nan
-    assert krippendorff_alpha_nominal(ratings) == pytest.approx(_alpha_by_definition(ratings, interval=False), abs=1e-12)
-    assert krippendorff_alpha_interval(ratings) == pytest.approx(_alpha_by_definition(ratings, interval=True), abs=1e-12)
+    assert krippendorff_alpha_nominal(ratings) == pytest.approx(
+        _alpha_by_definition(ratings, interval=False), abs=1e-12
+    )
+    assert krippendorff_alpha_interval(ratings) == pytest.approx(
+        _alpha_by_definition(ratings, interval=True), abs=1e-12
+    )
     fractional = ratings / 3.0  # interval α on non-integer values (e.g. a panel's mean scores)
-    assert krippendorff_alpha_interval(fractional) == pytest.approx(_alpha_by_definition(fractional, interval=True), abs=1e-12)
+    assert krippendorff_alpha_interval(fractional) == pytest.approx(
+        _alpha_by_definition(fractional, interval=True), abs=1e-12
+    )
 
 
 def test_fleiss_published_values() -> None:

@@ -20,8 +20,17 @@ from tests.fake_pool import PADDING, score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-ITEMS = [{"id": f"q{i}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}？",
-          "gold": f"参考答案{i}。"} for i in range(1, 9)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "task": "qa",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": f"问题{i}？",
+        "gold": f"参考答案{i}。",
+    }
+    for i in range(1, 9)
+]
 
 
 class Judge:
@@ -32,8 +41,12 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
     if payload.get("model") != "judgey":
         return ok("回答。" + PADDING)
     scores = (5, 5, 5, 5) if Judge.strict else (9, 9, 9, 9)
-    return ok(json.dumps(dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
-                         | {"rationale": "r", "grounding_source": "book"}))
+    return ok(
+        json.dumps(
+            dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
+            | {"rationale": "r", "grounding_source": "book"}
+        )
+    )
 
 
 @pytest.fixture

@@ -19,8 +19,15 @@ models:
   - {name: narrow, backend: fake, max_tokens: 8}
   - {name: base, backend: fake, mode: completion, max_tokens: 256}
 """
-CHOICE = {"id": "c1", "task": "single_choice", "track": "exam", "gold_type": "single_choice", "question": "哪一个？",
-          "options": [["A", "甲"], ["B", "乙"]], "gold": "A"}  # fmt: skip
+CHOICE = {
+    "id": "c1",
+    "task": "single_choice",
+    "track": "exam",
+    "gold_type": "single_choice",
+    "question": "哪一个？",
+    "options": [["A", "甲"], ["B", "乙"]],
+    "gold": "A",
+}
 
 
 def write(tmp_path: Path, *records: dict) -> Path:
@@ -36,7 +43,10 @@ def test_the_smaller_budget_is_sent_and_nothing_else_changes(tmp_path: Path) -> 
     assert sent["base"].mode == "completion" and sent["base"].prompt == plain.completion_prompt()
     unbudgeted = answer_request(config.model("wide"), plain)
     assert unbudgeted.params.max_tokens == 256
-    assert sent["wide"].messages == unbudgeted.messages and sent["wide"].params.temperature == unbudgeted.params.temperature
+    assert (
+        sent["wide"].messages == unbudgeted.messages
+        and sent["wide"].params.temperature == unbudgeted.params.temperature
+    )
 
 
 def test_the_budget_is_part_of_the_data_fingerprint_only_when_set(tmp_path: Path) -> None:
@@ -59,8 +69,18 @@ def test_the_demo_suite_budgets_fit_each_answer_format() -> None:
     (192 tokens for clinical answers, 128 for probes: the refusal or correction comes first); the
     CHIP cases' four parts keep the model's own budget."""
     items = load_demo_suite().items
-    short = {"single_choice", "multi_choice", "true_false", "cloze", "routing", "classification", "open_label",
-             "tool_decision", "extraction", "quantitative"}  # fmt: skip
+    short = {
+        "single_choice",
+        "multi_choice",
+        "true_false",
+        "cloze",
+        "routing",
+        "classification",
+        "open_label",
+        "tool_decision",
+        "extraction",
+        "quantitative",
+    }
     budgets = {i.gold_type: set() for i in items}
     for i in items:
         budgets[i.gold_type].add(i.max_tokens)

@@ -25,8 +25,13 @@ QUESTION = (
     'lab_items (list，选填)：透析前检验（例如：["K", "Cr"]）。notes (string，选填)：备注。'
     '输出：{"slot_id": "", "status": ""}用户问题：给 H100 约三次透析，首次，5 月 24 日开始。'
 )
-REFERENCE_ARGS = {"patient_id": "H100", "session_count": 3, "is_first_time": True, "session_date": "2024-05-24",
-                  "lab_items": ["K", "Cr"]}  # fmt: skip
+REFERENCE_ARGS = {
+    "patient_id": "H100",
+    "session_count": 3,
+    "is_first_time": True,
+    "session_date": "2024-05-24",
+    "lab_items": ["K", "Cr"],
+}
 RESPONSE = {"slot_id": "DS-001", "status": "booked"}
 
 
@@ -57,8 +62,16 @@ def test_signature_reads_types_requirement_defaults_and_enums() -> None:
     sig = parse_api_signature(QUESTION)
     assert sig is not None and sig.name == "BookDialysisSlot"
     by_name = {p.name: p for p in sig.params}
-    assert list(by_name) == ["patient_id", "session_count", "weight_kg", "is_first_time", "session_date",
-                             "machine_type", "lab_items", "notes"]  # fmt: skip
+    assert list(by_name) == [
+        "patient_id",
+        "session_count",
+        "weight_kg",
+        "is_first_time",
+        "session_date",
+        "machine_type",
+        "lab_items",
+        "notes",
+    ]
     assert by_name["session_count"].types == ("integer",) and by_name["session_count"].required is True
     assert by_name["weight_kg"].types == ("number",) and by_name["weight_kg"].required is False
     assert by_name["lab_items"].types == ("array",) and by_name["notes"].required is False
@@ -97,17 +110,37 @@ def test_a_question_without_an_api_has_no_signature() -> None:
     "answer",
     [
         pytest.param(reference_answer(), id="bare-json-named-in-backticks"),
-        pytest.param(fenced('BookDialysisSlot(patient_id="H100", session_count=3, is_first_time=true, '
-                            'session_date="2024-05-24", lab_items=["K", "Cr"])', "python"), id="python-kwargs"),
+        pytest.param(
+            fenced(
+                'BookDialysisSlot(patient_id="H100", session_count=3, is_first_time=true, '
+                'session_date="2024-05-24", lab_items=["K", "Cr"])',
+                "python",
+            ),
+            id="python-kwargs",
+        ),
         pytest.param(fenced("BookDialysisSlot(" + json.dumps(REFERENCE_ARGS) + ")"), id="name-of-json"),
         pytest.param(fenced(json.dumps({"name": "BookDialysisSlot", "arguments": REFERENCE_ARGS})), id="wrapper"),
-        pytest.param(json.dumps({"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
-                     "function": {"name": "BookDialysisSlot", "arguments": json.dumps(REFERENCE_ARGS)}}]}), id="tool-calls"),
+        pytest.param(
+            json.dumps(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "BookDialysisSlot", "arguments": json.dumps(REFERENCE_ARGS)},
+                        }
+                    ],
+                }
+            ),
+            id="tool-calls",
+        ),
         pytest.param(fenced(json.dumps({"BookDialysisSlot": REFERENCE_ARGS})), id="keyed"),
         pytest.param("POST /api/v1/BookDialysisSlot\n" + json.dumps(REFERENCE_ARGS), id="http-path"),
         pytest.param(fenced(str(REFERENCE_ARGS), "python"), id="python-dict-implied-name"),
     ],
-)  # fmt: skip
+)
 def test_every_form_of_the_same_call_matches(answer: str) -> None:
     result = check(answer)
     assert (result.outcome, result.passed, result.param_score) == ("match", True, 1.0), result.to_dict()
@@ -202,7 +235,7 @@ def test_optional_default_in_the_reference_may_be_omitted() -> None:
         ({"lab_items": ["K", "K", "Cr"]}, "wrong_value", ""),
         ({"lab_items": "K,Cr"}, "wrong_value", ""),
     ],
-)  # fmt: skip
+)
 def test_values_compare_by_declared_type(changes: dict, verdict: str, note: str) -> None:
     result = check(call_with(**changes))
     (name,) = changes
@@ -280,8 +313,13 @@ def render(args: dict, form: str, indent: int | None, fence: bool) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(calls(), st.randoms(use_true_random=False), st.sampled_from(["python", "wrapper", "tool_calls", "json"]),
-       st.sampled_from([None, 0, 2, 4]), st.booleans())  # fmt: skip
+@given(
+    calls(),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["python", "wrapper", "tool_calls", "json"]),
+    st.sampled_from([None, 0, 2, 4]),
+    st.booleans(),
+)
 def test_a_call_matches_itself_in_any_form_order_and_layout(args, random, form, indent, fence) -> None:
     keys = list(args)
     random.shuffle(keys)

@@ -51,8 +51,14 @@ def test_the_key_is_the_same_in_every_process() -> None:
     assert _key("alpha", "mcq00") == 15766947494458776233
     assert _key("m", "é/1") == 16426269674090050422
     script = "from pool.score.arrival import _key; print(_key('alpha', 'mcq00'))"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "123"}, cwd=Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert int(out.stdout) == _key("alpha", "mcq00")
 
 
@@ -61,7 +67,7 @@ def test_every_indexed_row_is_found_as_written(files: tuple[BinaryIO, BinaryIO])
     keys = [(f"m{m}", f"suite/q{i:04d}") for m in range(3) for i in range(400)]
     writer = _IndexWriter(index.fileno(), len(keys))
     for start in range(0, len(keys), 37):  # batches, as they arrive
-        _write(rows, writer, keys[start:start + 37])
+        _write(rows, writer, keys[start : start + 37])
     found = ArrivalRows(rows, index, writer.rows)
     assert len(found) == len(keys)
     for model, item_id in reversed(keys):  # in any order
@@ -69,8 +75,9 @@ def test_every_indexed_row_is_found_as_written(files: tuple[BinaryIO, BinaryIO])
     assert found.take("m0", "suite/q9999") is None and found.take("m9", "suite/q0000") is None
 
 
-def test_a_full_table_leaves_the_rest_to_the_stage(files: tuple[BinaryIO, BinaryIO],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_full_table_leaves_the_rest_to_the_stage(
+    files: tuple[BinaryIO, BinaryIO], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Slots for fewer rows than arrive (a plan that is not the store's): the worker stops indexing at
     three quarters full; what it indexed is found (probes wrap past the table's end), the rest is not."""
     rows, index = files
@@ -84,8 +91,9 @@ def test_a_full_table_leaves_the_rest_to_the_stage(files: tuple[BinaryIO, Binary
     assert taken == keys[:6]
 
 
-def test_colliding_keys_are_told_apart_by_the_row(files: tuple[BinaryIO, BinaryIO],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_colliding_keys_are_told_apart_by_the_row(
+    files: tuple[BinaryIO, BinaryIO], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two rows under one key: the first is found, the second names another row and is scored again."""
     monkeypatch.setattr(arrival, "_key", lambda model, item_id: 7)
     rows, index = files

@@ -33,11 +33,30 @@ from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.processes import count_results, eventually, pids_with
 
 ITEMS = [
-    *({"id": f"mcq{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-       "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(12)),
-    *({"id": f"qa{i:02d}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}",
-       "gold": "参考答案"} for i in range(3)),  # judged items: never scored by the worker
-]  # fmt: skip
+    *(
+        {
+            "id": f"mcq{i:02d}",
+            "task": "mcq",
+            "track": "exam",
+            "gold_type": "single_choice",
+            "question": f"第{i}题？",
+            "options": {"A": "甲", "B": "乙"},
+            "gold": "A",
+        }
+        for i in range(12)
+    ),
+    *(
+        {
+            "id": f"qa{i:02d}",
+            "task": "qa",
+            "track": "capability",
+            "gold_type": "reference",
+            "question": f"问题{i}",
+            "gold": "参考答案",
+        }
+        for i in range(3)
+    ),  # judged items: never scored by the worker
+]
 ANSWERS = {"alpha": "答案：A", "beta": "B because 乙", "gamma": ""}  # gamma's empty answers are status "error"
 
 
@@ -52,10 +71,14 @@ def setup(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}
 models:
-""" + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS), encoding="utf-8")
+"""
+        + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
+        encoding="utf-8",
+    )
     yield data, pool
     fakes.stop_all()
 
@@ -109,8 +132,9 @@ def _scores_then_rescored(run_dir: Path) -> tuple[bytes, bytes]:
     return written, (run_dir / "scores.jsonl").read_bytes()
 
 
-def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tuple[Path, Path],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_worker_rows_are_the_rows_scoring_after_writes(
+    tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     data, pool = setup
     monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
     handed, exported = _watch_finish(monkeypatch), _watch_exports(monkeypatch)
@@ -132,9 +156,9 @@ def test_worker_rows_are_the_rows_scoring_after_writes(tmp_path: Path, setup: tu
     assert written.count(b"\n") == len(ITEMS) * 3
 
 
-def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: tuple[Path, Path],
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_a_failed_worker_leaves_the_scoring_to_the_stage(
+    tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """A worker pointed at a run its store does not hold says so and exits 2: the run warns, scores
     every answer after the last one, and writes the same rows."""
     data, pool = setup
@@ -158,15 +182,16 @@ def test_a_failed_worker_leaves_the_scoring_to_the_stage(tmp_path: Path, setup: 
 NO_EXPORT = "import sys; sys.stdin.buffer.readline(); print('{\"scored\": true}', flush=True); sys.exit(3)"
 
 
-def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(tmp_path: Path, setup: tuple[Path, Path],
-                                                                    monkeypatch: pytest.MonkeyPatch,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+def test_a_worker_that_does_not_export_leaves_the_export_to_the_run(
+    tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     data, pool = setup
     monkeypatch.setattr(api_module, "MIN_ANSWERS", 1)
 
     async def start(cls: type[ArrivalWorker], run_dir: Path, run_id: str) -> ArrivalWorker:
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", NO_EXPORT, stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.PIPE)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", NO_EXPORT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
         return cls(proc, tempfile.TemporaryFile("w+b", dir=run_dir), tempfile.TemporaryFile("w+b", dir=run_dir))
 
     monkeypatch.setattr(ArrivalWorker, "start", classmethod(start))
@@ -205,14 +230,20 @@ def test_a_worker_stopped_during_its_export_leaves_no_partial_file(tmp_path: Pat
 def test_small_runs_start_no_worker(tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     data, pool = setup
     handed = _watch_finish(monkeypatch)  # 36 judge-free answers: far below MIN_ANSWERS
-    assert run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True)).exit_code == EXIT_OK
+    assert (
+        run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True)).exit_code
+        == EXIT_OK
+    )
     assert handed == []
 
 
 def _worker(run_dir: Path, run_id: str, file: Any, index: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno()),
-                             str(index.fileno())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            pass_fds=(file.fileno(), index.fileno()))
+    return subprocess.Popen(
+        [sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno()), str(index.fileno())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(file.fileno(), index.fileno()),
+    )
 
 
 def test_the_worker_exits_when_its_driver_is_gone_and_answers_finish(tmp_path: Path, setup: tuple[Path, Path]) -> None:
@@ -263,19 +294,38 @@ def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores
     url = fakes.start(FakeOpenAIServer(behave=behave, latency_s=0.005)).base_url
     n_items = MIN_ANSWERS // len(ANSWERS) + 50  # just enough answers for a worker: it starts by itself
     data = tmp_path / "items.jsonl"
-    data.write_text("".join(json.dumps({**ITEMS[0], "id": f"mcq{i:04d}"}, ensure_ascii=False) + "\n"
-                            for i in range(n_items)), encoding="utf-8")
+    data.write_text(
+        "".join(json.dumps({**ITEMS[0], "id": f"mcq{i:04d}"}, ensure_ascii=False) + "\n" for i in range(n_items)),
+        encoding="utf-8",
+    )
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:\n  fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}\nmodels:\n"""
-                    + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
-                    encoding="utf-8")
+    pool.write_text(
+        f"""backends:\n  fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}\nmodels:\n"""
+        + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
+        encoding="utf-8",
+    )
     run_dir = tmp_path / "run"
     try:
-        driver = subprocess.Popen([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data),
-                                   "--out", str(run_dir), "--no-cache", "--no-routing"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert eventually(lambda: bool(_workers_of(run_dir)) and count_results(run_dir / "run.sqlite") >= 300, 120), \
+        driver = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pool.run",
+                "--pool",
+                str(pool),
+                "--data",
+                str(data),
+                "--out",
+                str(run_dir),
+                "--no-cache",
+                "--no-routing",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert eventually(lambda: bool(_workers_of(run_dir)) and count_results(run_dir / "run.sqlite") >= 300, 120), (
             "no worker, or not 300 answers"
+        )
         assert driver.poll() is None, "the run ended before it could be killed: give it more items"
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait(60)

@@ -20,16 +20,22 @@ def _request(i: int = 0) -> GenerationRequest:
 
 
 def _answer(text: str, error_class: str | None = None) -> GenerationResponse:
-    return GenerationResponse(text=text, finish_reason="stop" if error_class is None else None,
-                              prompt_tokens=1, completion_tokens=1, latency_s=0.0,
-                              error_class=error_class)  # type: ignore[arg-type]
+    return GenerationResponse(
+        text=text,
+        finish_reason="stop" if error_class is None else None,
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_s=0.0,
+        error_class=error_class,
+    )  # type: ignore[arg-type]
 
 
 class FakeReplica:
     """Answers after ``turns()`` loop turns; records what the balancer looked like at each call."""
 
-    def __init__(self, index: int, turns: random.Random | None = None, *, fail: str | None = None,
-                 raise_on_close: bool = False) -> None:
+    def __init__(
+        self, index: int, turns: random.Random | None = None, *, fail: str | None = None, raise_on_close: bool = False
+    ) -> None:
         self.index = index
         self.rng = turns
         self.fail = fail

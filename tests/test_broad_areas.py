@@ -36,7 +36,10 @@ FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, min_n=3, cv_fold
 def criteria_yaml(path: Path, records: list[dict[str, Any]]) -> Path:
     """A criteria-gold YAML file (the book-gold shape)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    questions = [{"question": f"问题{r['id']}", "expected_topics": ["要点"], "must_warn": [], "must_not": [], **r} for r in records]
+    questions = [
+        {"question": f"问题{r['id']}", "expected_topics": ["要点"], "must_warn": [], "must_not": [], **r}
+        for r in records
+    ]
     path.write_text(yaml.safe_dump({"questions": questions}, allow_unicode=True), encoding="utf-8")
     return path
 
@@ -47,10 +50,17 @@ def criteria_yaml(path: Path, records: list[dict[str, Any]]) -> Path:
 def test_the_source_then_the_declared_system_then_other(tmp_path: Path) -> None:
     criteria_yaml(tmp_path / "gold" / "internists.yaml", [{"id": "i1", "expected_domain": ["psychiatry:sleep"]}])
     criteria_yaml(tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["cardiology:hypertension"]}])
-    criteria_yaml(tmp_path / "psy" / "mixed.yaml", [{"id": "s1", "expected_domain": ["dermatology:acne"]}])  # suite "psy"
-    criteria_yaml(tmp_path / "gold" / "mixed.yaml", [{"id": "m1", "expected_domain": ["cardiology:cad"]},
-                                                      {"id": "m2", "expected_domain": ["depressive:mdd"]},
-                                                      {"id": "m3", "expected_domain": ["dermatology:acne"]}])  # fmt: skip
+    criteria_yaml(
+        tmp_path / "psy" / "mixed.yaml", [{"id": "s1", "expected_domain": ["dermatology:acne"]}]
+    )  # suite "psy"
+    criteria_yaml(
+        tmp_path / "gold" / "mixed.yaml",
+        [
+            {"id": "m1", "expected_domain": ["cardiology:cad"]},
+            {"id": "m2", "expected_domain": ["depressive:mdd"]},
+            {"id": "m3", "expected_domain": ["dermatology:acne"]},
+        ],
+    )
     areas = {item.local_id: broad_area_of(item) for item in load_items([tmp_path]).items}
     # the source outranks the system: an internists' sleep question is 内科, a psy file's blood pressure one 精神科
     assert areas == {"i1": "内科", "p1": "精神科", "s1": "精神科", "m1": "内科", "m2": "精神科", "m3": OTHER}
@@ -58,21 +68,43 @@ def test_the_source_then_the_declared_system_then_other(tmp_path: Path) -> None:
 
 
 def test_an_items_own_broad_area_outranks_everything(tmp_path: Path) -> None:
-    criteria_yaml(tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["substance_use:alcohol"], "broad_area": "内科"}])
-    (tmp_path / "gold" / "extra.jsonl").write_text(json.dumps(
-        {"id": "j1", "task": "psy", "track": "specialty", "gold_type": "criteria", "question": "孩子发烧怎么办？",
-         "gold": {"expected_topics": ["补液"], "must_warn": [], "must_not": []}, "domain": "pediatrics:fever",
-         "meta": {"broad_area": "儿科"}}, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+    criteria_yaml(
+        tmp_path / "gold" / "psy.yaml",
+        [{"id": "p1", "expected_domain": ["substance_use:alcohol"], "broad_area": "内科"}],
+    )
+    (tmp_path / "gold" / "extra.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "j1",
+                "task": "psy",
+                "track": "specialty",
+                "gold_type": "criteria",
+                "question": "孩子发烧怎么办？",
+                "gold": {"expected_topics": ["补液"], "must_warn": [], "must_not": []},
+                "domain": "pediatrics:fever",
+                "meta": {"broad_area": "儿科"},
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     areas = {item.local_id: broad_area_of(item) for item in load_items([tmp_path]).items}
     assert areas == {"p1": "内科", "j1": "儿科"}
 
 
 @pytest.mark.parametrize("bad", ["内科/心内", "内 科", "", 3])
 def test_a_broad_area_that_cannot_name_a_bucket_is_refused_with_its_place(tmp_path: Path, bad: Any) -> None:
-    path = criteria_yaml(tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["depressive:mdd"], "broad_area": bad}])
+    path = criteria_yaml(
+        tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["depressive:mdd"], "broad_area": bad}]
+    )
     with pytest.raises(ItemFormatError) as info:
         load_items([path])
-    assert str(path) in str(info.value) and "meta.broad_area" in str(info.value) and "without '/' or spaces" in str(info.value)
+    assert (
+        str(path) in str(info.value)
+        and "meta.broad_area" in str(info.value)
+        and "without '/' or spaces" in str(info.value)
+    )
 
 
 def test_the_demo_criteria_items_declare_their_area() -> None:
@@ -101,8 +133,18 @@ def area_rows() -> list[dict[str, Any]]:
     for model, base in (("alpha", 0.9), ("beta", 0.4)):
         for k, (item, task, suite, domain, area) in enumerate(items):
             value = base - 0.05 * (k % 3)
-            r = row(model, item, task, "criteria", value, judge=JUDGE, passed=value >= 0.85, domain=domain, suite=suite,
-                    metrics={"total": value * 40})  # fmt: skip
+            r = row(
+                model,
+                item,
+                task,
+                "criteria",
+                value,
+                judge=JUDGE,
+                passed=value >= 0.85,
+                domain=domain,
+                suite=suite,
+                metrics={"total": value * 40},
+            )
             rows.append({**r, "broad_area": area} if area else r)
     return rows
 
@@ -115,7 +157,9 @@ def means(rows: list[dict[str, Any]], model: str, area: str) -> tuple[int, float
 def expected_area(r: dict[str, Any]) -> str:
     if r.get("broad_area"):
         return r["broad_area"]
-    return {"internists": "内科", "psy": "精神科"}.get(r["task"]) or ("内科" if r["domain"].startswith("cardiology") else OTHER)
+    return {"internists": "内科", "psy": "精神科"}.get(r["task"]) or (
+        "内科" if r["domain"].startswith("cardiology") else OTHER
+    )
 
 
 def test_broad_area_buckets_roll_up_recorded_and_derived_areas(tmp_path: Path) -> None:
@@ -137,13 +181,17 @@ def test_broad_area_buckets_roll_up_recorded_and_derived_areas(tmp_path: Path) -
 
     write_columns(run)  # the columnar copy carries the recorded areas and derives the rest alike
     columnar = load_runs([run]).table
-    assert columnar.names("broad_area") == table.names("broad_area") and np.array_equal(columnar.broad_area, table.broad_area)
+    assert columnar.names("broad_area") == table.names("broad_area") and np.array_equal(
+        columnar.broad_area, table.broad_area
+    )
 
 
 def test_a_table_built_without_the_column_derives_it_as_the_loader_does(tmp_path: Path) -> None:
     rows = [{k: v for k, v in r.items() if k != "broad_area"} for r in area_rows()]
     table = load_runs([write_run(tmp_path / "run", rows)]).table
-    rebuilt = dataclasses.replace(table, broad_area=None, vocab={k: v for k, v in table.vocab.items() if k != "broad_area"})
+    rebuilt = dataclasses.replace(
+        table, broad_area=None, vocab={k: v for k, v in table.vocab.items() if k != "broad_area"}
+    )
     assert rebuilt.names("broad_area") == table.names("broad_area") == (OTHER, "内科", "精神科")
     assert np.array_equal(rebuilt.broad_area, table.broad_area)
 
@@ -174,11 +222,13 @@ def test_the_manifest_report_and_ratings_carry_the_broad_areas(tmp_path: Path) -
     board = json.loads((tmp_path / "out" / "leaderboard.json").read_text(encoding="utf-8"))
     kinds = [b["kind"] for b in board["families"]["specialty"]]
     assert kinds.count("broad_area") == 4 and kinds.index("broad_area") > kinds.index("system")
-    scopes = {s["scope"] for s in json.loads((tmp_path / "out" / "pairwise.json").read_text(encoding="utf-8"))["scopes"]}
+    scopes = {
+        s["scope"] for s in json.loads((tmp_path / "out" / "pairwise.json").read_text(encoding="utf-8"))["scopes"]
+    }
     assert "specialty/broad_area/精神科" in scopes
     assert "### broad_area: 内科" in (tmp_path / "out" / "leaderboard.md").read_text(encoding="utf-8")
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
-    heatmap = html[html.index('<h2 id="heatmap">'):]
+    heatmap = html[html.index('<h2 id="heatmap">') :]
     order = [heatmap.index(f"broad area: {name}") for name in ("内科", "精神科", "儿科", OTHER)]
     assert order == sorted(order) and order[-1] < heatmap.index("domain: cardiology:cad")  # the areas lead
 
@@ -187,13 +237,26 @@ def test_compare_tests_a_broad_area_only_when_it_adds_items_to_its_system_and_fa
     def groups(buckets: dict[str, list[str]]) -> set[str]:
         return {key[0] for key in distinct_groups({(b, "m", ""): ([], [], "m", items) for b, items in buckets.items()})}
 
-    one = {"specialty/domain/cardiology:cad": ["a"], "specialty/system/cardiology": ["a"], "specialty/all": ["a"],
-           "specialty/broad_area/内科": ["a"]}  # fmt: skip
+    one = {
+        "specialty/domain/cardiology:cad": ["a"],
+        "specialty/system/cardiology": ["a"],
+        "specialty/all": ["a"],
+        "specialty/broad_area/内科": ["a"],
+    }
     assert groups(one) == {"specialty/domain/cardiology:cad"}
-    two = {"specialty/domain/cardiology:cad": ["a"], "specialty/domain/depressive:mdd": ["b"], "specialty/all": ["a", "b"],
-           "specialty/broad_area/内科": ["a", "b"], "specialty/broad_area/精神科": ["c"]}  # fmt: skip
-    assert groups(two) == {"specialty/domain/cardiology:cad", "specialty/domain/depressive:mdd", "specialty/all",
-                           "specialty/broad_area/精神科"}  # fmt: skip
+    two = {
+        "specialty/domain/cardiology:cad": ["a"],
+        "specialty/domain/depressive:mdd": ["b"],
+        "specialty/all": ["a", "b"],
+        "specialty/broad_area/内科": ["a", "b"],
+        "specialty/broad_area/精神科": ["c"],
+    }
+    assert groups(two) == {
+        "specialty/domain/cardiology:cad",
+        "specialty/domain/depressive:mdd",
+        "specialty/all",
+        "specialty/broad_area/精神科",
+    }
 
 
 # --- the inventory --------------------------------------------------------------------------------
@@ -208,7 +271,9 @@ def test_inventory_of_the_demo_suite(capsys: pytest.CaptureFixture[str]) -> None
     assert inventory_main([]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
-    assert lines[0].startswith("Specialty inventory (judge-free): 5 scorable specialty items in 2 broad areas, 5 systems, 5 domains")
+    assert lines[0].startswith(
+        "Specialty inventory (judge-free): 5 scorable specialty items in 2 broad areas, 5 systems, 5 domains"
+    )
     assert lines[1].startswith("Not counted: ") and "not in the specialty family" in lines[1]
     tree = [line for line in lines[3:] if line.strip() and not line.startswith("Thin")][:12]
     assert tree[0].split() == ["内科", "4", "thin"] and tree[1].split() == ["digestive", "1", "thin"]
@@ -225,14 +290,32 @@ def test_inventory_of_the_demo_suite(capsys: pytest.CaptureFixture[str]) -> None
     assert "|  |  | digestive:gi | **1** (thin) |" in md and "| specialty/system/pediatrics | 1 |" in md
 
 
-def test_inventory_escapes_names_and_fails_without_specialty_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = criteria_yaml(tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["depressive:mdd"], "broad_area": "a|b"}])
+def test_inventory_escapes_names_and_fails_without_specialty_items(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = criteria_yaml(
+        tmp_path / "gold" / "psy.yaml", [{"id": "p1", "expected_domain": ["depressive:mdd"], "broad_area": "a|b"}]
+    )
     md = render_markdown(take_inventory(load_items([path]).items, min_n=5, sources=[str(path)]))
     assert "| a\\|b |  |  | **1** (thin) |" in md and "| specialty/broad_area/a\\|b | 1 |" in md
     exam = tmp_path / "exam" / "items.jsonl"
     exam.parent.mkdir()
-    exam.write_text(json.dumps({"id": "e1", "task": "sc", "track": "exam", "gold_type": "single_choice", "question": "选？",
-                                "options": {"A": "甲", "B": "乙"}, "gold": "A"}, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+    exam.write_text(
+        json.dumps(
+            {
+                "id": "e1",
+                "task": "sc",
+                "track": "exam",
+                "gold_type": "single_choice",
+                "question": "选？",
+                "options": {"A": "甲", "B": "乙"},
+                "gold": "A",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert inventory_main([str(exam)]) == 1
     assert "no scorable specialty (criteria gold) item" in capsys.readouterr().err
     assert inventory_main(["--data", str(tmp_path / "nope")]) == 2
@@ -261,16 +344,37 @@ def test_inventory_of_the_internists_gold(capsys: pytest.CaptureFixture[str]) ->
 
 def test_a_run_writes_each_rows_broad_area_and_builds_its_buckets(tmp_path: Path) -> None:
     gold = tmp_path / "suite"
-    criteria_yaml(gold / "psy.yaml", [{"id": "p1", "expected_domain": ["depressive:mdd"]},
-                                      {"id": "p2", "expected_domain": ["anxiety:gad"], "broad_area": "内科"}])  # fmt: skip
-    (gold / "exam.jsonl").write_text(json.dumps(
-        {"id": "e1", "task": "sc", "track": "exam", "gold_type": "single_choice", "question": "选哪个？",
-         "options": {"A": "甲", "B": "乙"}, "gold": "B", "domain": "cardiology:cad"}, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+    criteria_yaml(
+        gold / "psy.yaml",
+        [
+            {"id": "p1", "expected_domain": ["depressive:mdd"]},
+            {"id": "p2", "expected_domain": ["anxiety:gad"], "broad_area": "内科"},
+        ],
+    )
+    (gold / "exam.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "e1",
+                "task": "sc",
+                "track": "exam",
+                "gold_type": "single_choice",
+                "question": "选哪个？",
+                "options": {"A": "甲", "B": "乙"},
+                "gold": "B",
+                "domain": "cardiology:cad",
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     fakes = ThreadedFakes()
     try:
         base_url = fakes.start(FakeOpenAIServer(behave=judge_behaviour("good"))).base_url
         pool = write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 32),), max_retries=0)
-        out = pool_run_cli("--pool", str(pool), "--data", str(gold), "--out", str(tmp_path / "run"), cache=tmp_path / "cache")
+        out = pool_run_cli(
+            "--pool", str(pool), "--data", str(gold), "--out", str(tmp_path / "run"), cache=tmp_path / "cache"
+        )
     finally:
         fakes.stop_all()
     assert out.returncode == 0, out.stderr
@@ -278,4 +382,6 @@ def test_a_run_writes_each_rows_broad_area_and_builds_its_buckets(tmp_path: Path
     assert {item: r["broad_area"] for item, r in rows.items()} == {"p1": "精神科", "p2": "内科", "e1": "内科"}
     board = json.loads((tmp_path / "run" / "leaderboard.json").read_text(encoding="utf-8"))
     assert {b["id"] for b in board["families"]["specialty"] if b["kind"] == "broad_area"} == {
-        "specialty/broad_area/内科", "specialty/broad_area/精神科"}
+        "specialty/broad_area/内科",
+        "specialty/broad_area/精神科",
+    }

@@ -23,8 +23,18 @@ from tests import chaos_harness as chaos
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-ITEMS = [{"id": f"q{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-          "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(20)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i:02d}",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": f"第{i}题？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "A",
+    }
+    for i in range(20)
+]
 PRICE = "{input_per_million: 1000, output_per_million: 2000}"  # a call costs about 0.01: easy arithmetic
 
 
@@ -44,12 +54,15 @@ def setup(tmp_path: Path, fake_url: str) -> tuple[Path, Path]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 1, price: {PRICE}}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8}}
   - {{name: beta, backend: fake, max_tokens: 8, price: {{input_per_million: 0, output_per_million: 0}}}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return data, pool
 
 
@@ -71,7 +84,9 @@ def test_call_cost_and_budget_arithmetic() -> None:
     assert budget.exhausted and "cost cap reached" in budget.reason()
 
 
-def test_max_cost_stops_at_the_budget_and_the_resume_completes_the_plan(tmp_path: Path, setup: tuple[Path, Path]) -> None:
+def test_max_cost_stops_at_the_budget_and_the_resume_completes_the_plan(
+    tmp_path: Path, setup: tuple[Path, Path]
+) -> None:
     data, pool = setup
     clean = run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "clean" / "run", no_cache=True, no_routing=True))
     assert clean.exit_code == EXIT_OK
@@ -79,12 +94,15 @@ def test_max_cost_stops_at_the_budget_and_the_resume_completes_the_plan(tmp_path
     assert per_call > 0 and clean.summary["extra"]["costs"]["models"]["beta"]["cost"] == 0.0
 
     capped_dir = tmp_path / "capped" / "run"
-    capped = run_pool(RunSpec(pool=pool, data=[data], out=capped_dir, no_cache=True, no_routing=True,
-                              max_cost=per_call * 5.5))
+    capped = run_pool(
+        RunSpec(pool=pool, data=[data], out=capped_dir, no_cache=True, no_routing=True, max_cost=per_call * 5.5)
+    )
     assert capped.exit_code == EXIT_BUDGET
     budget = capped.summary["extra"]["budget"]
     assert budget["stopped"] and budget["not_run"] > 0
-    assert budget["spent_cost"] >= per_call * 5.5 and budget["spent_cost"] <= per_call * 7.01  # in flight: at most one more
+    assert (
+        budget["spent_cost"] >= per_call * 5.5 and budget["spent_cost"] <= per_call * 7.01
+    )  # in flight: at most one more
     assert _recorded(capped_dir) == 40 - budget["not_run"]  # the rest stays pending, never recorded as a failure
     assert not (capped_dir / "scores.jsonl").exists()  # not scored half-way: the resume scores everything
 
@@ -96,8 +114,9 @@ def test_max_cost_stops_at_the_budget_and_the_resume_completes_the_plan(tmp_path
 
 def test_max_tokens_total_caps_the_same_way(tmp_path: Path, setup: tuple[Path, Path]) -> None:
     data, pool = setup
-    capped = run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True,
-                              max_tokens_total=30))
+    capped = run_pool(
+        RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True, max_tokens_total=30)
+    )
     assert capped.exit_code == EXIT_BUDGET and capped.summary["extra"]["budget"]["spent_tokens"] >= 30
 
 
@@ -106,8 +125,9 @@ def test_stale_cached_answers_are_asked_again_fresh_ones_are_reused(tmp_path: Pa
     cache = tmp_path / "cache"
 
     def night(name: str, **options: Any) -> Any:
-        return run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / name / "run", cache_dir=cache,
-                                no_routing=True, **options))
+        return run_pool(
+            RunSpec(pool=pool, data=[data], out=tmp_path / name / "run", cache_dir=cache, no_routing=True, **options)
+        )
 
     first = night("first")
     assert first.summary["models"]["alpha"]["cache_hits"] == 0

@@ -19,8 +19,18 @@ from pool.execute.budget import Budget
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-ITEMS = [{"id": f"q{i}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-          "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(4)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": f"第{i}题？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "A",
+    }
+    for i in range(4)
+]
 
 
 @pytest.fixture
@@ -40,18 +50,24 @@ def test_the_warning_names_the_unpriced_models_only_with_a_cost_cap() -> None:
     assert Budget({"alpha": priced}, max_cost=1.0).unpriced_warning() is None
 
 
-def test_a_run_with_max_cost_warns_once_at_start_and_records_the_unpriced(tmp_path: Path, fake_url: str,
-                                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_run_with_max_cost_warns_once_at_start_and_records_the_unpriced(
+    tmp_path: Path, fake_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 1}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8, price: {{input_per_million: 1, output_per_million: 2}}}}
   - {{name: beta, backend: fake, max_tokens: 8}}
-""", encoding="utf-8")
-    result = run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True, max_cost=100.0))
+""",
+        encoding="utf-8",
+    )
+    result = run_pool(
+        RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True, max_cost=100.0)
+    )
     assert result.exit_code == EXIT_OK
     warnings = [line for line in capsys.readouterr().err.splitlines() if "counts only priced models" in line]
     assert len(warnings) == 1 and "beta" in warnings[0] and "alpha" not in warnings[0]

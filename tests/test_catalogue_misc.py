@@ -105,7 +105,11 @@ class TestPickOption:
         assert pick_option(options) == "A"
 
     def test_skip_empty_and_ties(self):
-        options = [{"label": "A", "logprobs": []}, {"label": "B", "logprobs": [-2.0]}, {"label": "C", "logprobs": [-1.0, -3.0]}]
+        options = [
+            {"label": "A", "logprobs": []},
+            {"label": "B", "logprobs": [-2.0]},
+            {"label": "C", "logprobs": [-1.0, -3.0]},
+        ]
         assert pick_option(options) == "B"
 
     def test_all_skipped(self):
@@ -209,7 +213,10 @@ class TestParseToolCall:
         [
             ('f(q="x", k=3)', {"name": "f", "args": {"q": "x", "k": 3}}),
             ("  get_time()  ", {"name": "get_time", "args": {}}),
-            ('f( a = -2 , b=0.5, c=True, d=None, e=False )', {"name": "f", "args": {"a": -2, "b": 0.5, "c": True, "d": None, "e": False}}),
+            (
+                "f( a = -2 , b=0.5, c=True, d=None, e=False )",
+                {"name": "f", "args": {"a": -2, "b": 0.5, "c": True, "d": None, "e": False}},
+            ),
             (r'f(s="a\"b\\c\n")', {"name": "f", "args": {"s": 'a"b\\cn'}}),
             ('_f2(x="(,)")', {"name": "_f2", "args": {"x": "(,)"}}),
         ],
@@ -219,8 +226,22 @@ class TestParseToolCall:
 
     @pytest.mark.parametrize(
         "text",
-        ["f (x=1)", "2f()", "f(x=1,)", "f(x=1 y=2)", "f(x=abc)", "f(x='a')", "f(1x=1)", "f(x=1", "f(x=1)y",
-         "f(x=1, x=2)", 'f(x="unterminated)', "f(x=1.)", "f(x=true)", ""],
+        [
+            "f (x=1)",
+            "2f()",
+            "f(x=1,)",
+            "f(x=1 y=2)",
+            "f(x=abc)",
+            "f(x='a')",
+            "f(1x=1)",
+            "f(x=1",
+            "f(x=1)y",
+            "f(x=1, x=2)",
+            'f(x="unterminated)',
+            "f(x=1.)",
+            "f(x=true)",
+            "",
+        ],
     )
     def test_malformed(self, text):
         assert parse_tool_call(text) is None
@@ -258,7 +279,11 @@ class TestTruncateConversation:
         assert truncate_conversation(messages, 5) == [messages[0], messages[2], messages[3]]
 
     def test_stops_at_first_that_does_not_fit(self):
-        messages = [{"role": "user", "content": "a"}, {"role": "user", "content": "b c d"}, {"role": "user", "content": "e"}]
+        messages = [
+            {"role": "user", "content": "a"},
+            {"role": "user", "content": "b c d"},
+            {"role": "user", "content": "e"},
+        ]
         assert truncate_conversation(messages, 3) == [messages[2]]
 
     def test_system_over_budget_still_kept(self):

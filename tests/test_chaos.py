@@ -27,8 +27,9 @@ def test_kills_in_every_phase_then_resume_equals_a_clean_run(tmp_path, chaos_poo
     args = ["--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"]
     clean, killed = tmp_path / "clean" / "run", tmp_path / "killed" / "run"  # same run id: "run"
     chaos.run_clean([*args, "--out", str(clean)], tmp_path / "cache-clean")
-    report = chaos.run_with_kills([*args, "--out", str(killed)], killed, tmp_path / "cache-killed",
-                                  kills_per_phase=3, seed=8, sigterms=1)
+    report = chaos.run_with_kills(
+        [*args, "--out", str(killed)], killed, tmp_path / "cache-killed", kills_per_phase=3, seed=8, sigterms=1
+    )
     assert sum(report.kills.values()) >= 10, report
     assert all(report.kills[phase] >= 1 for phase in chaos.PHASES), report
     outcome = chaos.compare(clean, killed)
@@ -46,8 +47,15 @@ def test_a_panel_killed_while_judging_resumes_to_the_same_panel_verdicts(tmp_pat
         args = ["--pool", str(pool), "--data", str(data), "--max-consecutive-failures", "3"]
         clean, killed = tmp_path / "clean" / "run", tmp_path / "killed" / "run"
         chaos.run_clean([*args, "--out", str(clean)], tmp_path / "cache-clean")
-        report = chaos.run_with_kills([*args, "--out", str(killed)], killed, tmp_path / "cache-killed",
-                                      kills_per_phase=2, seed=3, sigterms=0, phases=("judging",))
+        report = chaos.run_with_kills(
+            [*args, "--out", str(killed)],
+            killed,
+            tmp_path / "cache-killed",
+            kills_per_phase=2,
+            seed=3,
+            sigterms=0,
+            phases=("judging",),
+        )
     finally:
         proc.terminate()
         proc.wait(10)

@@ -28,18 +28,25 @@ SYNDROMES = "A:肝郁脾虚;B:心脾两虚;C:痰湿中阻;D:肝胃不和"
 def case(case_id: str, text: str, labelled: bool) -> dict[str, str]:
     record = {"案例编号": case_id, "临床资料": text, "病机选项": MECHANISMS, "证候选项": SYNDROMES}
     if labelled:
-        record |= {"信息识别抽取能力：临床信息": "胁肋胀痛;纳差", "信息分析推断能力：病机": "肝气郁结;脾失健运",
-                   "病机答案": "A;B", "信息分析推断能力：证候": "肝郁脾虚", "证候答案": "A",
-                   "信息解释总结能力：临证体会和辨证结果": "临证体会：情志不畅，肝郁乘脾。辨证：肝郁脾虚。"}
+        record |= {
+            "信息识别抽取能力：临床信息": "胁肋胀痛;纳差",
+            "信息分析推断能力：病机": "肝气郁结;脾失健运",
+            "病机答案": "A;B",
+            "信息分析推断能力：证候": "肝郁脾虚",
+            "证候答案": "A",
+            "信息解释总结能力：临证体会和辨证结果": "临证体会：情志不畅，肝郁乘脾。辨证：肝郁脾虚。",
+        }
     return record
 
 
 def chip_file(folder: Path) -> Path:
     """Two labelled cases and two test-set cases (no gold), one JSON object per line."""
-    cases = [case("案例1", "张某，男，45岁。两胁胀痛一月，纳差，便溏。舌淡苔白，脉弦。", True),
-             case("案例2", "李某，女，38岁。心悸失眠，面色少华，倦怠乏力。舌淡，脉细弱。", False),
-             case("案例3", "王某，男，52岁。胃脘胀满，嗳气，恶心。苔白腻，脉滑。", False),
-             case("案例4", "赵某，女，29岁。情绪抑郁，胁痛，食少。舌淡红，脉弦细。", True)]
+    cases = [
+        case("案例1", "张某，男，45岁。两胁胀痛一月，纳差，便溏。舌淡苔白，脉弦。", True),
+        case("案例2", "李某，女，38岁。心悸失眠，面色少华，倦怠乏力。舌淡，脉细弱。", False),
+        case("案例3", "王某，男，52岁。胃脘胀满，嗳气，恶心。苔白腻，脉滑。", False),
+        case("案例4", "赵某，女，29岁。情绪抑郁，胁痛，食少。舌淡红，脉弦细。", True),
+    ]
     path = folder / "chip_cases.jsonl"
     path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
     return path
@@ -57,7 +64,9 @@ def test_an_answer_becomes_a_submission_line(tmp_path):
     item = next(i for i in load_items([chip_file(tmp_path)]).items if i.local_id == "案例3")
     line = format_chip_line(case_answer(item, "胃脘胀满;嗳气;恶心@E;D@C@临证体会：痰湿阻胃。辨证：痰湿中阻。"))
     assert line == "案例3@胃脘胀满;嗳气;恶心@D;E@C@临证体会：痰湿阻胃。辨证：痰湿中阻。"  # letters sorted
-    sections = "（1）胃脘胀满，嗳气\n（2）胃失和降；痰湿内阻\n（3）痰湿中阻\n（4）临证体会：痰湿阻胃。\n辨证：痰湿中阻。"
+    sections = (
+        "（1）胃脘胀满，嗳气\n（2）胃失和降；痰湿内阻\n（3）痰湿中阻\n（4）临证体会：痰湿阻胃。\n辨证：痰湿中阻。"
+    )
     parsed = parse_chip_line(format_chip_line(case_answer(item, sections)))
     assert parsed.case_id == "案例3" and parsed.mechanisms == ("D", "E") and parsed.syndromes == ("C",)
     assert "\n" not in parsed.summary and parsed.summary.endswith("辨证：痰湿中阻。")
@@ -80,32 +89,72 @@ def test_submission_safe_keeps_every_line_readable():
 def test_a_run_answers_the_test_set_and_writes_the_submission(tmp_path):
     data = chip_file(tmp_path)
     # the smallest local model and a short answer; no timeout or retry, so a busy machine is slow, not failed
-    pool = {"backends": {"local": {"type": "llamacpp", "n_ctx": 2048, "timeout_s": 3600, "max_retries": 0}},
-            "models": [{"name": "smollm2-135m", "backend": "local", "gguf": "smollm2-135m-instruct",
-                        "max_tokens": 16, "temperature": 0}]}
+    pool = {
+        "backends": {"local": {"type": "llamacpp", "n_ctx": 2048, "timeout_s": 3600, "max_retries": 0}},
+        "models": [
+            {
+                "name": "smollm2-135m",
+                "backend": "local",
+                "gguf": "smollm2-135m-instruct",
+                "max_tokens": 16,
+                "temperature": 0,
+            }
+        ],
+    }
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
     run_dir = tmp_path / "run"
-    run = subprocess.run([sys.executable, "-m", "pool.run", "--pool", str(pool_file), "--data", str(data),
-                          "--answer-unlabelled", "--out", str(run_dir)],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pool.run",
+            "--pool",
+            str(pool_file),
+            "--data",
+            str(data),
+            "--answer-unlabelled",
+            "--out",
+            str(run_dir),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     answers = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(r["item_id"].rsplit("/", 1)[-1] for r in answers if r["stage"] == "answer") == [
-        "案例1", "案例2", "案例3", "案例4"]
-    scores = {json.loads(line)["item_id"].rsplit("/", 1)[-1]: json.loads(line)
-              for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()}
-    assert {k: s["status"] for k, s in scores.items()} == {"案例1": "scored", "案例2": "unscorable",
-                                                           "案例3": "unscorable", "案例4": "scored"}
+        "案例1",
+        "案例2",
+        "案例3",
+        "案例4",
+    ]
+    scores = {
+        json.loads(line)["item_id"].rsplit("/", 1)[-1]: json.loads(line)
+        for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    assert {k: s["status"] for k, s in scores.items()} == {
+        "案例1": "scored",
+        "案例2": "unscorable",
+        "案例3": "unscorable",
+        "案例4": "scored",
+    }
     board = json.loads((run_dir / "leaderboard.json").read_text(encoding="utf-8"))
     cells = [cell for bucket in board["families"]["tcm"] if bucket["name"] == "chip_tcm" for cell in bucket["cells"]]
     assert cells and all((cell["n"], cell["unscorable"]) == (2, 2) for cell in cells)  # ranked on the labelled two
     assert "judged answers: none in this run" in run.stdout and (run_dir / "digest.md").is_file()
 
     def submit(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pool.chip_submission", str(run_dir), *args], cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "pool.chip_submission", str(run_dir), *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     model = ("--model", "smollm2-135m")
     made = submit(*model, "--out", str(tmp_path / "test.txt"), "--unlabelled-only")
@@ -114,8 +163,9 @@ def test_a_run_answers_the_test_set_and_writes_the_submission(tmp_path):
     assert [parse_chip_line(line).case_id for line in lines] == ["案例2", "案例3"]
     everything = submit(*model, "--out", str(tmp_path / "all.txt"))
     assert everything.returncode == 0, everything.stderr
-    assert [parse_chip_line(line).case_id for line in (tmp_path / "all.txt").read_text(encoding="utf-8").splitlines()] \
-        == ["案例1", "案例2", "案例3", "案例4"]
+    assert [
+        parse_chip_line(line).case_id for line in (tmp_path / "all.txt").read_text(encoding="utf-8").splitlines()
+    ] == ["案例1", "案例2", "案例3", "案例4"]
 
     with sqlite3.connect(run_dir / "run.sqlite") as db:  # as if the run had stopped before case 3 was answered
         db.execute("DELETE FROM results WHERE item_id LIKE ? AND stage = 'answer'", ("%/案例3",))

@@ -40,11 +40,19 @@ def test_a_regression_in_one_bucket_is_found_and_nothing_else(nights: list[Path]
     worse = delta(doc, "exam/task/single_choice", "alpha")
     assert worse["direction"] == "regression" and worse["significant"] and worse["test"] == "mcnemar_midp"
     assert worse["n"] == 30 and worse["diff"] < -0.5 and worse["ci"][1] < 0 and worse["p_holm"] < 0.05
-    assert [(d["bucket"], d["model"]) for d in doc["deltas"] if d["significant"]] == [("exam/task/single_choice", "alpha")]
-    assert not [d for d in doc["deltas"] if d["bucket"] in ("exam/all", "specialty/system/endocrine")]  # same items as a leaf
-    assert delta(doc, "specialty/all", "beta")["n"] == 30 and delta(doc, "specialty/system/cardiology", "beta")["n"] == 20
+    assert [(d["bucket"], d["model"]) for d in doc["deltas"] if d["significant"]] == [
+        ("exam/task/single_choice", "alpha")
+    ]
+    assert not [
+        d for d in doc["deltas"] if d["bucket"] in ("exam/all", "specialty/system/endocrine")
+    ]  # same items as a leaf
+    assert (
+        delta(doc, "specialty/all", "beta")["n"] == 30 and delta(doc, "specialty/system/cardiology", "beta")["n"] == 20
+    )
     unchanged = delta(doc, "capability/task/MedCOT", "beta")
-    assert unchanged["diff"] == 0 and unchanged["p_value"] == 1 and unchanged["ci"][0] < 0 < unchanged["ci"][1]  # never zero-width
+    assert (
+        unchanged["diff"] == 0 and unchanged["p_value"] == 1 and unchanged["ci"][0] < 0 < unchanged["ci"][1]
+    )  # never zero-width
     assert all(e["comparable"] for e in doc["families"].values())
     assert comparison.regressed(0.0) and comparison.regressed(0.5) and not comparison.regressed(0.95)
     assert doc["models"] == {"added": [], "removed": [], "changed": []}
@@ -62,11 +70,25 @@ def test_a_judge_change_makes_judged_families_not_comparable(nights: list[Path])
     doc = compare_runs(nights[1], nights[2]).to_json()
     for family in ("capability", "specialty"):
         assert not doc["families"][family]["comparable"]
-        assert "judge changed" in doc["families"][family]["reason"] and "not comparable" in doc["families"][family]["reason"]
+        assert (
+            "judge changed" in doc["families"][family]["reason"]
+            and "not comparable" in doc["families"][family]["reason"]
+        )
         assert not [d for d in doc["deltas"] if d["family"] == family]
-    assert {d["family"] for d in doc["deltas"]} == {"orchestration", "robustness", "exam", "tcm"}  # judge-free still compare
-    assert doc["models"]["changed"] == [{"name": HOSTILE, "base": doc["models"]["changed"][0]["base"],
-                                         "new": doc["models"]["changed"][0]["new"], "fields": ["temperature"]}]  # fmt: skip
+    assert {d["family"] for d in doc["deltas"]} == {
+        "orchestration",
+        "robustness",
+        "exam",
+        "tcm",
+    }  # judge-free still compare
+    assert doc["models"]["changed"] == [
+        {
+            "name": HOSTILE,
+            "base": doc["models"]["changed"][0]["base"],
+            "new": doc["models"]["changed"][0]["new"],
+            "fields": ["temperature"],
+        }
+    ]
     assert not [d for d in doc["deltas"] if d["model"] == HOSTILE]  # a changed identity is never paired
     assert doc["regressions"] == 0 and doc["new"]["cached"]["share"] == 1.0 and doc["base"]["cached"]["share"] == 0.5
     assert doc["cache"]["cached_in_new"] == doc["cache"]["paired_answers"] > 0
@@ -76,9 +98,18 @@ def test_a_judge_calibration_change_is_not_comparable(nights: list[Path], tmp_pa
     pair = [shutil.copytree(nights[0], tmp_path / name) for name in ("a", "b")]
     for run_dir, sha in zip(pair, ("set-1", "set-2")):
         board = json.loads((run_dir / "leaderboard.json").read_text())
-        board["judge_reliability"]["judges"] = {"judge-qwen": {"calibration": [
-            {"judge_key": "judge-qwen@llamacpp#a1b2c3d4", "calibrated_at": "2026-11-01T00:00:00Z", "set": {"sha256": sha},
-             "overall": {"f1": 0.8}}]}}  # fmt: skip
+        board["judge_reliability"]["judges"] = {
+            "judge-qwen": {
+                "calibration": [
+                    {
+                        "judge_key": "judge-qwen@llamacpp#a1b2c3d4",
+                        "calibrated_at": "2026-11-01T00:00:00Z",
+                        "set": {"sha256": sha},
+                        "overall": {"f1": 0.8},
+                    }
+                ]
+            }
+        }
         (run_dir / "leaderboard.json").write_text(json.dumps(board))
     doc = compare_runs(pair[0], pair[1]).to_json()
     assert "judge calibration changed" in doc["families"]["capability"]["reason"]
@@ -109,14 +140,21 @@ def test_cli_exit_codes(nights: list[Path], tmp_path: Path, capsys: pytest.Captu
     capsys.readouterr()
     assert main([str(tmp_path / "nowhere"), new, *out]) == EXIT_INPUT
     assert "not a directory" in capsys.readouterr().err
-    proc = subprocess.run([sys.executable, "-m", "routing.compare", base, new, *out, "--fail-on-regression", "0.1"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "routing.compare", base, new, *out, "--fail-on-regression", "0.1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == EXIT_REGRESSION, proc.stderr
     assert "REGRESSION" in proc.stdout
 
 
 def test_an_unusable_out_or_root_is_bad_input_and_a_failed_write_is_named(
-        nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import routing.compare
     from routing.nightly import main as nightly_main
 
@@ -148,7 +186,9 @@ def test_trends_follow_the_index_and_break_on_identity_and_judge_changes(nights:
     exam = series[("alpha", "exam")]
     assert exam[0]["value"] > 0.8 and exam[1]["value"] == exam[2]["value"] == 0.0
     assert [p["segment"] for p in exam] == [0, 0, 0]
-    assert all(p["ci"][0] < p["value"] or p["value"] == 0 for p in exam) and exam[1]["ci"][1] > 0  # CIs, never zero-width
+    assert (
+        all(p["ci"][0] < p["value"] or p["value"] == 0 for p in exam) and exam[1]["ci"][1] > 0
+    )  # CIs, never zero-width
     hostile = series[(HOSTILE, "orchestration")]
     assert [p["segment"] for p in hostile] == [0, 0, 1] and hostile[2]["break"] == "model identity changed"
     judged = series[("beta", "capability")]
@@ -160,13 +200,15 @@ def test_trends_follow_the_index_and_break_on_identity_and_judge_changes(nights:
 
 
 def test_svg_is_escaped_inline_and_scriptless() -> None:
-    points = [{"run": 0, "value": 0.5, "ci": [0.4, 0.6], "n": 10, "segment": 0, "break": None},
-              {"run": 1, "value": 0.7, "ci": [0.6, 0.8], "n": 10, "segment": 1, "break": "model identity changed"}]  # fmt: skip
+    points = [
+        {"run": 0, "value": 0.5, "ci": [0.4, 0.6], "n": 10, "segment": 0, "break": None},
+        {"run": 1, "value": 0.7, "ci": [0.6, 0.8], "n": 10, "segment": 1, "break": "model identity changed"},
+    ]
     runs = [{"run_id": "<img src=x onerror=alert(1)>"}, {"run_id": "r2"}]
     svg = sparkline_svg(points, runs, f"{HOSTILE} · exam")
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert "<script" not in svg and "<img" not in svg and "href" not in svg and "http" not in svg
-    assert "&lt;script&gt;" in svg and "stroke-dasharray=\"3,2\"" in svg  # the identity break is drawn
+    assert "&lt;script&gt;" in svg and 'stroke-dasharray="3,2"' in svg  # the identity break is drawn
 
 
 def test_nightly_after_run_fills_the_report_and_survives_a_deleted_folder(tmp_path: Path) -> None:
@@ -187,7 +229,11 @@ def test_nightly_after_run_fills_the_report_and_survives_a_deleted_folder(tmp_pa
     assert [e.run_id for e in read_index(root)] == ["night-1", "night-2"]
     shutil.rmtree(root / "night-1")
     trends = trend_data(root, second_dir)
-    assert trends is not None and trends["runs"][0] == {"run_id": "night-1", "created_at": "2026-11-01T02:00:00Z", "missing": True}
+    assert trends is not None and trends["runs"][0] == {
+        "run_id": "night-1",
+        "created_at": "2026-11-01T02:00:00Z",
+        "missing": True,
+    }
     third = after_run(root, make_night(root, 3))
     assert third.base == root / "night-2"
 
@@ -217,11 +263,19 @@ def test_splice_section_into_a_page_without_markers() -> None:
 def test_decision_change_reasons() -> None:
     route = {"routable": True, "model": "a", "leader": "a", "decisive": False, "tied_top": ["a", "b"], "served_by": "x"}
     base = {"buckets": {"x": route, "y": route, "z": route, "w": route}}
-    new = {"buckets": {
-        "x": {**route, "routable": False, "insufficient_data": True, "model": "c", "served_by": "family/exam"},
-        "y": {**route, "model": "b", "chosen_by": "parent_tie_break"},
-        "z": {**route, "decisive": True, "tied_top": ["a"]},
-        "v": route}}  # fmt: skip
+    new = {
+        "buckets": {
+            "x": {**route, "routable": False, "insufficient_data": True, "model": "c", "served_by": "family/exam"},
+            "y": {**route, "model": "b", "chosen_by": "parent_tie_break"},
+            "z": {**route, "decisive": True, "tied_top": ["a"]},
+            "v": route,
+        }
+    }
     reasons = {c["id"]: c["reason"] for c in decision_changes(base, new)}
-    assert reasons == {"x": "fell below min_n; served by family/exam", "y": "tie broken differently (parent_tie_break)",
-                       "z": "now decisive (leader significantly better than every other)", "w": "bucket gone", "v": "new bucket"}  # fmt: skip
+    assert reasons == {
+        "x": "fell below min_n; served by family/exam",
+        "y": "tie broken differently (parent_tie_break)",
+        "z": "now decisive (leader significantly better than every other)",
+        "w": "bucket gone",
+        "v": "new bucket",
+    }

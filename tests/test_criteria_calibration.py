@@ -75,12 +75,25 @@ def _topics(user: str) -> list[str]:
 
 
 def rubric(coverage: int) -> str:
-    return json.dumps({"coverage": coverage, "accuracy": 8, "safety": 8, "grounding": 7, "rationale": "r",
-                       "grounding_source": "book", "warnings_present": [], "flags": []}, ensure_ascii=False)  # fmt: skip
+    return json.dumps(
+        {
+            "coverage": coverage,
+            "accuracy": 8,
+            "safety": 8,
+            "grounding": 7,
+            "rationale": "r",
+            "grounding_source": "book",
+            "warnings_present": [],
+            "flags": [],
+        },
+        ensure_ascii=False,
+    )
 
 
 def items_reply(met: dict[str, bool]) -> str:
-    return json.dumps({"items": [{"id": i, "met": m, "evidence": ""} for i, m in met.items()], "flags": []}, ensure_ascii=False)
+    return json.dumps(
+        {"items": [{"id": i, "met": m, "evidence": ""} for i, m in met.items()], "flags": []}, ensure_ascii=False
+    )
 
 
 def exact(contract: str, user: str, answer: str) -> str:
@@ -95,7 +108,11 @@ def always(met: bool) -> Reply:
     """Says every criterion is met (or none is); coverage 10 (or 0) whatever the answer."""
 
     def reply(contract: str, user: str, answer: str) -> str:
-        return items_reply(dict.fromkeys(_criteria(user), met)) if contract == "criteria_items" else rubric(10 if met else 0)
+        return (
+            items_reply(dict.fromkeys(_criteria(user), met))
+            if contract == "criteria_items"
+            else rubric(10 if met else 0)
+        )
 
     return reply
 
@@ -148,11 +165,19 @@ def write_suite(tmp_path: Path) -> Path:
 
 def write_pool(tmp_path: Path, base_url: str, judges: list[str], rule: str = "majority") -> Path:
     """A pool whose judge (one model id) or judges: panel (several) are the fake's models."""
-    entries = [f"  backend: fake\n  name: {judges[0]}\n  model: {judges[0]}\n  temperature: 0\n"] if len(judges) == 1 else \
-        [f"  - {{backend: fake, name: {j}, model: {j}, temperature: 0}}\n" for j in judges]  # fmt: skip
-    block = ("judge:\n" if len(judges) == 1 else "judges:\n") + "".join(entries) + (f"panel_rule: {rule}\n" if len(judges) > 1 else "")
+    entries = (
+        [f"  backend: fake\n  name: {judges[0]}\n  model: {judges[0]}\n  temperature: 0\n"]
+        if len(judges) == 1
+        else [f"  - {{backend: fake, name: {j}, model: {j}, temperature: 0}}\n" for j in judges]
+    )
+    block = (
+        ("judge:\n" if len(judges) == 1 else "judges:\n")
+        + "".join(entries)
+        + (f"panel_rule: {rule}\n" if len(judges) > 1 else "")
+    )
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   fake:
     type: openai
     base_url: {base_url}
@@ -161,7 +186,9 @@ def write_pool(tmp_path: Path, base_url: str, judges: list[str], rule: str = "ma
 models:
   - name: alpha
     backend: fake
-{block}""", encoding="utf-8")
+{block}""",
+        encoding="utf-8",
+    )
     return pool
 
 
@@ -170,8 +197,23 @@ def the_set(tmp_path: Path) -> CriteriaCalibrationSet:
 
 
 def calibrate(tmp_path: Path, pool: Path, *extra: str) -> int:
-    return main(["--pool", str(pool), "--set", "criteria", "--suite", str(write_suite(tmp_path)), "--per-item", str(PER_ITEM),
-                 "--store", str(tmp_path / "store"), "--cache-dir", str(tmp_path / "cache"), *extra])  # fmt: skip
+    return main(
+        [
+            "--pool",
+            str(pool),
+            "--set",
+            "criteria",
+            "--suite",
+            str(write_suite(tmp_path)),
+            "--per-item",
+            str(PER_ITEM),
+            "--store",
+            str(tmp_path / "store"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *extra,
+        ]
+    )
 
 
 def stored(tmp_path: Path) -> dict[str, dict[str, Any]]:
@@ -187,7 +229,9 @@ def prevalence(answers: CriteriaCalibrationSet, kind: str) -> float:
 # --- (a) the exact judge ------------------------------------------------------------------------
 
 
-def test_an_exact_judge_scores_f1_one_and_ranks_coverage(tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_exact_judge_scores_f1_one_and_ranks_coverage(
+    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     judges = FakeJudges({"exact": exact}, stammer=frozenset({"exact"}))
     pool = write_pool(tmp_path, fake_judges(judges), ["exact"])
     assert calibrate(tmp_path, pool) == 0
@@ -224,8 +268,9 @@ def test_an_exact_judge_scores_f1_one_and_ranks_coverage(tmp_path: Path, fake_ju
 # --- (b) a judge that says everything is met ---------------------------------------------------
 
 
-def test_a_judge_that_says_everything_is_met_has_recall_one_and_precision_the_prevalence(tmp_path: Path, fake_judges: Any,
-                                                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_judge_that_says_everything_is_met_has_recall_one_and_precision_the_prevalence(
+    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     pool = write_pool(tmp_path, fake_judges(FakeJudges({"yes-man": always(True)})), ["yes-man"])
     assert calibrate(tmp_path, pool, "--json") == 0
     [printed] = json.loads(capsys.readouterr().out)
@@ -243,8 +288,9 @@ def test_a_judge_that_says_everything_is_met_has_recall_one_and_precision_the_pr
 # --- (c) panels --------------------------------------------------------------------------------
 
 
-def test_a_majority_panel_of_exact_always_and_never_follows_the_exact_judge(tmp_path: Path, fake_judges: Any,
-                                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_majority_panel_of_exact_always_and_never_follows_the_exact_judge(
+    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     judges = FakeJudges({"exact": exact, "yes-man": always(True), "naysayer": always(False)})
     pool = write_pool(tmp_path, fake_judges(judges), ["exact", "yes-man", "naysayer"])
     assert calibrate(tmp_path, pool) == 0
@@ -259,7 +305,10 @@ def test_a_majority_panel_of_exact_always_and_never_follows_the_exact_judge(tmp_
         assert panel_entry["metrics"]["overall"][kind]["f1"] == 1.0
     # the median of coverages (exact, 10, 0) is the exact judge's
     assert [a["coverage"] for a in panel_entry["answers"]] == [a["coverage"] for a in exact_entry["answers"]]
-    assert panel_entry["metrics"]["overall"]["holistic"]["spearman"] == exact_entry["metrics"]["overall"]["holistic"]["spearman"]
+    assert (
+        panel_entry["metrics"]["overall"]["holistic"]["spearman"]
+        == exact_entry["metrics"]["overall"]["holistic"]["spearman"]
+    )
     identity = panel["identity"]
     assert identity["rule"] == "majority" and identity["backend"] == "panel" and identity["set_kind"] == "criteria"
     assert identity["members"] == [records[n]["judge_key"] for n in ("exact", "yes-man", "naysayer")]
@@ -296,7 +345,11 @@ def test_a_changed_judge_behind_the_same_identity_flags_drift(tmp_path: Path, fa
     assert first["drift"] is None
     drift = second["drift"]
     assert drift["flagged"] is True and drift["against"] == first["calibrated_at"]
-    assert drift["delta"]["warning_f1"] == -1.0 and drift["delta"]["topic_f1"] == 0.0 and drift["delta"]["holistic_spearman"] == 0.0
+    assert (
+        drift["delta"]["warning_f1"] == -1.0
+        and drift["delta"]["topic_f1"] == 0.0
+        and drift["delta"]["holistic_spearman"] == 0.0
+    )
     warned = [c["id"] for c in first["criteria"] if c["kind"] == "warning" and c["truth"]]
     assert drift["changed_criteria"] == warned and warned
 
@@ -304,14 +357,18 @@ def test_a_changed_judge_behind_the_same_identity_flags_drift(tmp_path: Path, fa
 # --- (e) judges that never answer --------------------------------------------------------------
 
 
-def test_a_judge_that_never_answers_exits_1_and_stores_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_judge_that_never_answers_exits_1_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pool = write_pool(tmp_path, "http://127.0.0.1:9/v1", ["exact"])  # nothing listens there
     assert calibrate(tmp_path, pool, "--no-cache") == 1
     assert not (tmp_path / "store").exists()
     assert "nothing stored" in capsys.readouterr().err
 
 
-def test_a_dead_panel_member_stores_nothing_for_anyone(tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dead_panel_member_stores_nothing_for_anyone(
+    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     judges = FakeJudges({"exact": exact, "yes-man": always(True), "dead": server_error(500)})
     pool = write_pool(tmp_path, fake_judges(judges), ["exact", "yes-man", "dead"])
     assert calibrate(tmp_path, pool, "--no-cache") == 1
@@ -329,13 +386,24 @@ def test_bad_input_exits_2_naming_the_file(tmp_path: Path, capsys: pytest.Captur
     assert main(["--pool", str(pool), "--set", "criteria", "--suite", str(missing)]) == 2
     assert f"{missing}: not found (--suite)" in capsys.readouterr().err
     reference = tmp_path / "reference.jsonl"
-    reference.write_text(json.dumps({"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference",
-                                     "question": "q?", "gold": "a"}) + "\n")  # fmt: skip
+    reference.write_text(
+        json.dumps(
+            {"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference", "question": "q?", "gold": "a"}
+        )
+        + "\n"
+    )
     assert main(["--pool", str(pool), "--set", "criteria", "--suite", str(reference)]) == 2
     assert f"{reference}: no scorable criteria items" in capsys.readouterr().err
-    assert main(["--pool", str(pool), "--set", "criteria", "--suite", str(write_suite(tmp_path)), "--per-item", "0"]) == 2
+    assert (
+        main(["--pool", str(pool), "--set", "criteria", "--suite", str(write_suite(tmp_path)), "--per-item", "0"]) == 2
+    )
     assert "--per-item" in capsys.readouterr().err
     assert main(["--pool", str(pool), "--suite", str(write_suite(tmp_path))]) == 2
     assert "--suite: only with --set criteria" in capsys.readouterr().err
-    assert main(["--pool", str(tmp_path / "missing-pool.yaml"), "--set", "criteria", "--suite", str(write_suite(tmp_path))]) == 2
+    assert (
+        main(
+            ["--pool", str(tmp_path / "missing-pool.yaml"), "--set", "criteria", "--suite", str(write_suite(tmp_path))]
+        )
+        == 2
+    )
     assert "missing-pool.yaml" in capsys.readouterr().err

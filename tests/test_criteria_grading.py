@@ -14,12 +14,25 @@ from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 SUITE = [
-    {"id": "k1", "task": "consult", "track": "specialty", "domain": "cardiology:htn", "gold_type": "criteria",
-     "question": "头痛伴血压升高怎么办？",
-     "gold": {"expected_topics": ["测量血压", "限盐"], "must_warn": ["及时就医"], "must_not": ["自行停药"]}},
+    {
+        "id": "k1",
+        "task": "consult",
+        "track": "specialty",
+        "domain": "cardiology:htn",
+        "gold_type": "criteria",
+        "question": "头痛伴血压升高怎么办？",
+        "gold": {"expected_topics": ["测量血压", "限盐"], "must_warn": ["及时就医"], "must_not": ["自行停药"]},
+    },
 ]
-HOLISTIC = {"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", "grounding_source": "guideline",
-            "warnings_present": ["及时就医"]}
+HOLISTIC = {
+    "coverage": 9,
+    "accuracy": 9,
+    "safety": 9,
+    "grounding": 8,
+    "rationale": "好",
+    "grounding_source": "guideline",
+    "warnings_present": ["及时就医"],
+}
 ANSWER = "请先测量血压，如持续升高请及时就医。" + PADDING  # covers T1 and W1, not T2; says nothing forbidden
 CRITERION = re.compile(r"(?m)^\s*([TWN]\d+)[.、:：)\s]+(.+?)\s*$")
 
@@ -35,14 +48,26 @@ def fake_judges(index, payload):
         return ok(json.dumps(HOLISTIC, ensure_ascii=False))
     criteria = dict(CRITERION.findall(text.split("<<<ANSWER>>>")[0]))
     met = {cid: (words in ANSWER) if model == "exact" else model == "yes" for cid, words in criteria.items()}
-    return ok(json.dumps({"items": [{"id": cid, "met": m, "evidence": criteria[cid] if m else ""} for cid, m in met.items()]},
-                         ensure_ascii=False))
+    return ok(
+        json.dumps(
+            {"items": [{"id": cid, "met": m, "evidence": criteria[cid] if m else ""} for cid, m in met.items()]},
+            ensure_ascii=False,
+        )
+    )
 
 
 def write_pool(path: Path, base_url: str, judges: str, grading: str) -> Path:
     names = ("exact", "yes", "no")
-    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {base_url}", "    max_retries: 0", "models:",
-             "  - {name: cand, backend: fake}", *[f"  - {{name: {n}, backend: fake, enabled: false}}" for n in names]]
+    lines = [
+        "backends:",
+        "  fake:",
+        "    type: openai",
+        f"    base_url: {base_url}",
+        "    max_retries: 0",
+        "models:",
+        "  - {name: cand, backend: fake}",
+        *[f"  - {{name: {n}, backend: fake, enabled: false}}" for n in names],
+    ]
     lines += judges.splitlines() + [f"criteria_grading: {grading}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -58,8 +83,17 @@ def fake_url():
 def run(tmp_path: Path, url: str, judges: str, grading: str) -> dict:
     pool = write_pool(tmp_path / "pool.yaml", url, judges, grading)
     data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    out = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--no-routing",
-                       cache=tmp_path / "cache", timeout=120)  # fmt: skip
+    out = pool_run_cli(
+        "--pool",
+        str(pool),
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "run"),
+        "--no-routing",
+        cache=tmp_path / "cache",
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return scores_by_item(tmp_path / "run")["k1"]
 
@@ -85,5 +119,10 @@ def test_a_panel_grades_each_criterion_by_majority(tmp_path, fake_url):
     panel = "judges:\n  - model: exact\n  - model: yes\n  - model: no"
     row = run(tmp_path, fake_url, panel, "items")
     # exact/yes/no: T1 met 2:1, T2 1:2, W1 2:1, N1 said 1:2 → the exact judge's verdicts
-    assert {i["id"]: i["met"] for i in row["details"]["criteria_items"]["items"]} == {"T1": True, "T2": False, "W1": True, "N1": False}
+    assert {i["id"]: i["met"] for i in row["details"]["criteria_items"]["items"]} == {
+        "T1": True,
+        "T2": False,
+        "W1": True,
+        "N1": False,
+    }
     assert row["judge"]["model"] == "panel:exact,yes,no" and row["details"]["panel"]["votes"] == 3

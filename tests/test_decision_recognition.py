@@ -68,8 +68,17 @@ class StubEncoder:
 
 def item(local_id: str, gold, gold_type: str = "classification", **fields) -> Item:
     question = fields.pop("question", f"主诉：头晕。\n{TCM_SD_INSTRUCTION}")
-    return Item(id=Item.make_id("t", "SD", local_id), suite="t", track="tcm", task="SD", gold_type=gold_type, gold=gold,
-                source=Source("t.jsonl", int(local_id) if local_id.isdigit() else 1), question=question, **fields)
+    return Item(
+        id=Item.make_id("t", "SD", local_id),
+        suite="t",
+        track="tcm",
+        task="SD",
+        gold_type=gold_type,
+        gold=gold,
+        source=Source("t.jsonl", int(local_id) if local_id.isdigit() else 1),
+        question=question,
+        **fields,
+    )
 
 
 # Group 0: gold 气虚血瘀证 with labels at hand-set cosines, a spelling duplicate and a near-copy.
@@ -100,15 +109,21 @@ def test_distractors_are_the_nearest_inside_the_band_ties_by_code_point() -> Non
     assert picked == [("气滞血瘀证", 0.9), ("气虚痰湿证", 0.8), ("肝郁血瘀证", 0.8)]
     assert all(0.5 <= sim <= 0.95 for _, sim in picked)
     assert meta["source_item_id"] == "t/SD/1" and meta["encoder"] == "stub"
-    assert meta["band"] == {"quantiles": None, "cosines": (0.5, 0.95), "label_pairs": 28} and meta["label_space_size"] == 8
+    assert (
+        meta["band"] == {"quantiles": None, "cosines": (0.5, 0.95), "label_pairs": 28} and meta["label_space_size"] == 8
+    )
     texts = [text for _, text in items[0].options]
     assert "气虚血瘀证。" not in texts and "气虚血瘀" not in texts
 
 
 def test_band_edges_are_inclusive_and_k_grows_into_them() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=6, band=ABS)
+    items, _ = build_choice_items(
+        [item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=6, band=ABS
+    )
     assert [d["label"] for d in items[0].meta["distractors"]][-1] == "瘀血阻络证"  # cosine 0.5 == lo
-    _, problems = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=7, band=ABS)
+    _, problems = build_choice_items(
+        [item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", k=7, band=ABS
+    )
     assert [p.kind for p in problems] == ["too_few_in_band"]
     assert "5 label(s)" in problems[0].detail and "0.490" in problems[0].detail and "0.970" in problems[0].detail
 
@@ -126,13 +141,16 @@ def test_gold_letter_names_the_gold_and_the_question_asks_for_a_letter() -> None
     assert [label for label, _ in dr.options] == list("ABCD")
     assert dr.id == "t/SD-DR/1" and dr.task == "SD-DR" and dr.track == "tcm" and dr.source == Source("t.jsonl", 1)
     assert dr.question == f"主诉：头晕。\n{DR_INSTRUCTION}" and TCM_SD_INSTRUCTION not in dr.question
-    other, _ = build_choice_items([item("1", "气虚血瘀证", question="何证？")], LABELS, StubEncoder(SPEC), encoder_name="s",
-                                  band=ABS)
+    other, _ = build_choice_items(
+        [item("1", "气虚血瘀证", question="何证？")], LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS
+    )
     assert other[0].question == f"何证？\n{DR_INSTRUCTION}"
 
 
 def test_option_order_is_the_documented_sha256_sort_pinned() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", seed=0, band=ABS)
+    items, _ = build_choice_items(
+        [item("1", "气虚血瘀证")], LABELS, StubEncoder(SPEC), encoder_name="stub", seed=0, band=ABS
+    )
     texts = [text for _, text in items[0].options]
     assert texts == sorted(texts, key=lambda text: option_order_key(0, "t/SD-DR/1", text))
     assert option_order_key(0, "t/SD-DR/1", "气虚血瘀证").startswith(PINNED_KEY_PREFIX)
@@ -165,10 +183,19 @@ print(json.dumps([i.to_record() for i in items], ensure_ascii=False))
 
 
 def test_option_order_is_the_same_in_another_process_with_another_hash_seed() -> None:
-    here, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s",
-                                 band=ABS)
+    here, _ = build_choice_items(
+        [item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    done = subprocess.run([sys.executable, "-c", _PROCESS_SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROCESS_SCRIPT],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [i.to_record() for i in here]
 
@@ -187,17 +214,26 @@ def test_problems_are_reported_in_input_order_never_padded() -> None:
     built, problems = build_choice_items(items, LABELS, StubEncoder(spec), encoder_name="stub", band=ABS)
     assert [i.id for i in built] == ["t/SD-DR/1", "t/SD-DR/4"]
     assert [(p.item_id, p.kind) for p in problems] == [
-        ("t/SD/2", "too_few_in_band"), ("t/SD/3", "multi_gold"), ("t/SD/5", "not_convertible"),
-        ("t/SD/6", "unscorable"), ("t/SD/7", "too_few_in_band"),
-    ]  # fmt: skip
+        ("t/SD/2", "too_few_in_band"),
+        ("t/SD/3", "multi_gold"),
+        ("t/SD/5", "not_convertible"),
+        ("t/SD/6", "unscorable"),
+        ("t/SD/7", "too_few_in_band"),
+    ]
     assert str(problems[0]).startswith("t.jsonl:2: t/SD/2: too_few_in_band:")
-    assert built[0].meta["label_space_size"] == len(LABELS) - 1 + 1  # 气虚血瘀证。 merges with the gold; 不在表中证 joins
+    assert (
+        built[0].meta["label_space_size"] == len(LABELS) - 1 + 1
+    )  # 气虚血瘀证。 merges with the gold; 不在表中证 joins
 
 
 def test_a_closed_label_list_reports_golds_outside_it() -> None:
     items = [item("1", "气虚血瘀证"), item("2", "不在表中证")]
-    built, problems = build_choice_items(items, LABELS, StubEncoder(SPEC), encoder_name="stub", band=ABS, include_golds=False)
-    assert [i.id for i in built] == ["t/SD-DR/1"] and [(p.item_id, p.kind) for p in problems] == [("t/SD/2", "gold_not_in_labels")]
+    built, problems = build_choice_items(
+        items, LABELS, StubEncoder(SPEC), encoder_name="stub", band=ABS, include_golds=False
+    )
+    assert [i.id for i in built] == ["t/SD-DR/1"] and [(p.item_id, p.kind) for p in problems] == [
+        ("t/SD/2", "gold_not_in_labels")
+    ]
     assert str(problems[0]).startswith("t.jsonl:2: t/SD/2: gold_not_in_labels: gold '不在表中证'")
     assert built[0].meta["label_space_size"] == len(LABELS) - 1
     with pytest.raises(ValueError, match="the label set is empty"):
@@ -206,16 +242,31 @@ def test_a_closed_label_list_reports_golds_outside_it() -> None:
 
 def test_a_merged_suite_name_that_collides_is_a_problem() -> None:
     a = item("1", "气虚血瘀证")
-    b = Item(id="u/SD/1", suite="u", track="tcm", task="SD", gold_type="classification", gold="气虚血瘀证",
-             source=Source("u.jsonl", 1), question="q")
-    built, problems = build_choice_items([a, b], LABELS, StubEncoder(SPEC), encoder_name="stub", suite="merged", band=ABS)
+    b = Item(
+        id="u/SD/1",
+        suite="u",
+        track="tcm",
+        task="SD",
+        gold_type="classification",
+        gold="气虚血瘀证",
+        source=Source("u.jsonl", 1),
+        question="q",
+    )
+    built, problems = build_choice_items(
+        [a, b], LABELS, StubEncoder(SPEC), encoder_name="stub", suite="merged", band=ABS
+    )
     assert [i.id for i in built] == ["merged/SD-DR/1"] and [p.kind for p in problems] == ["duplicate_id"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"k": 1}, "k must be >= 2"), ({"k": 27}, "at most 26"), ({"band": (0.5, 0.95)}, "band must be a Band"),
-    ({"encoder_name": " "}, "encoder_name"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"k": 1}, "k must be >= 2"),
+        ({"k": 27}, "at most 26"),
+        ({"band": (0.5, 0.95)}, "band must be a Band"),
+        ({"encoder_name": " "}, "encoder_name"),
+    ],
+)
 def test_bad_options_are_refused_naming_them(kwargs, message) -> None:
     options = {"encoder_name": "stub", **kwargs}
     with pytest.raises((TypeError, ValueError), match=message):
@@ -237,8 +288,9 @@ def test_an_encoder_of_the_wrong_shape_is_named() -> None:
 def test_property_every_item_is_well_formed(cosines, k, low, seed) -> None:
     spec = {"金": (0, 1.0), **{f"证{i:02d}": (0, c) for i, c in enumerate(cosines)}}
     band = Band.cosines(low, 0.95)
-    built, problems = build_choice_items([item("1", "金")], list(spec), StubEncoder(spec), encoder_name="s", k=k, band=band,
-                                         seed=seed)
+    built, problems = build_choice_items(
+        [item("1", "金")], list(spec), StubEncoder(spec), encoder_name="s", k=k, band=band, seed=seed
+    )
     in_band = sum(low <= round(c, 6) <= 0.95 for c in cosines)
     assert len(built) == (in_band >= k - 1) and len(problems) == (in_band < k - 1)
     for dr in built:
@@ -268,7 +320,9 @@ def test_tfidf_hand_computed() -> None:
 
 
 def test_tfidf_fallback_is_recorded_in_provenance() -> None:
-    items, _ = build_choice_items([item("1", "气虚血瘀证")], LABELS, tfidf_char_ngrams, encoder_name=tfidf_encoder_name())
+    items, _ = build_choice_items(
+        [item("1", "气虚血瘀证")], LABELS, tfidf_char_ngrams, encoder_name=tfidf_encoder_name()
+    )
     assert items and all(i.meta["encoder"] == "tfidf-char-1-2" for i in items)
 
 
@@ -318,7 +372,10 @@ def test_dtr_f1_embedding_edges_and_empty_lists() -> None:
     assert dtr_f1_embedding(["心悸"], ["心慌"], encode, tau=0.9)["tp"] == 1  # cosine == tau is an edge
     assert dtr_f1_embedding(["心悸"], ["心慌"], encode, tau=0.91)["tp"] == 0
     calls = len(encode.calls)
-    assert dtr_f1_embedding([], [], encode, tau=0.9)["f1"] == 1.0 and dtr_f1_embedding(["心悸"], [], encode, tau=0.9)["f1"] == 0.0
+    assert (
+        dtr_f1_embedding([], [], encode, tau=0.9)["f1"] == 1.0
+        and dtr_f1_embedding(["心悸"], [], encode, tau=0.9)["f1"] == 0.0
+    )
     assert len(encode.calls) == calls  # nothing to match: the encoder is not called
     with pytest.raises(TypeError):
         dtr_f1_embedding("心悸", ["心慌"], encode, tau=0.9)
@@ -367,7 +424,9 @@ def test_client_retries_a_5xx_then_names_url_and_status() -> None:
     with pytest.raises(EmbeddingsError) as caught:
         _embed(fake, ["心悸"])
     message = str(caught.value)
-    assert fake.request_count == 2 and "/v1/embeddings" in message and "HTTP 503" in message and "server_error" in message
+    assert (
+        fake.request_count == 2 and "/v1/embeddings" in message and "HTTP 503" in message and "server_error" in message
+    )
     assert _embed(FakeEmbeddingsServer(script=[server_error(500)]), ["心悸"]) == [default_vector("心悸")]
 
 
@@ -386,15 +445,25 @@ def _suite(tmp_path: Path) -> Path:
     folder = tmp_path / "suite"
     folder.mkdir()
     rows = [
-        {"id": i, "task": "SD", "track": "tcm", "gold_type": "classification", "question": f"病例{i}。\n{TCM_SD_INSTRUCTION}",
-         "gold": gold}
+        {
+            "id": i,
+            "task": "SD",
+            "track": "tcm",
+            "gold_type": "classification",
+            "question": f"病例{i}。\n{TCM_SD_INSTRUCTION}",
+            "gold": gold,
+        }
         for i, gold in enumerate(["气虚血瘀证", "气滞血瘀证", "肝郁脾虚证", "不在表中证"], start=1)
-    ]  # fmt: skip
-    (folder / "items.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    ]
+    (folder / "items.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return folder
 
 
-CLI_LABELS = "气虚血瘀证\n气滞血瘀证\n肝郁脾虚证\n肝郁血瘀证\n\n气虚痰湿证\n气血两虚证\n肝郁气滞证\n脾虚湿盛证\n气滞血瘀证\n"
+CLI_LABELS = (
+    "气虚血瘀证\n气滞血瘀证\n肝郁脾虚证\n肝郁血瘀证\n\n气虚痰湿证\n气血两虚证\n肝郁气滞证\n脾虚湿盛证\n气滞血瘀证\n"
+)
 
 
 def _labels(tmp_path: Path, text: str = CLI_LABELS) -> Path:
@@ -405,10 +474,16 @@ def _labels(tmp_path: Path, text: str = CLI_LABELS) -> Path:
 
 def test_cli_writes_items_that_load_back_through_the_medpool_loader(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out" / "dr.jsonl"
-    code = dr_main([str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--suite-name", "dr-suite"])
+    code = dr_main(
+        [str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--suite-name", "dr-suite"]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert "TF-IDF fallback" in printed and "1 duplicate line(s) ignored" in printed and "gold_not_in_labels" not in printed
+    assert (
+        "TF-IDF fallback" in printed
+        and "1 duplicate line(s) ignored" in printed
+        and "gold_not_in_labels" not in printed
+    )
     # 不在表中证 joins the label space (8 distinct labels + it) but shares only 证 with the others: too far
     assert "label space 9 label(s)" in printed and "too_few_in_band: 1" in printed
     loaded = load_items([out]).items
@@ -423,26 +498,36 @@ def test_cli_output_is_byte_identical_in_a_subprocess(tmp_path: Path) -> None:
     here, there = tmp_path / "here.jsonl", tmp_path / "there.jsonl"
     assert dr_main([str(suite), "--labels", str(labels), "--out", str(here)]) == 0
     env = {**os.environ, "PYTHONHASHSEED": "987"}
-    done = subprocess.run([sys.executable, "-m", "eval.decision_recognition", str(suite), "--labels", str(labels), "--out",
-                           str(there)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.decision_recognition", str(suite), "--labels", str(labels), "--out", str(there)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "RuntimeWarning" not in done.stderr
     assert here.read_bytes() == there.read_bytes()
 
 
-@pytest.mark.parametrize("extra, label_text, message", [
-    (["--out", "x.json"], None, "--out must end in .jsonl"),
-    (["--k", "1"], None, "--k must be between 2 and 26"),
-    (["--band-abs", "0.9", "0.2"], None, "--band-abs must be LOW HIGH"),
-    (["--band", "0.5", "1.5"], None, "--band-abs must be LOW HIGH"),
-    (["--band-quantiles", "0.2", "1.5"], None, "--band-quantiles must be QLOW QHIGH"),
-    (["--band-quantiles", "0.9", "0.2"], None, "--band-quantiles must be QLOW QHIGH"),
-    (["--embeddings-url", "http://127.0.0.1:9/v1"], None, "--embeddings-url and --embeddings-model go together"),
-    (["--embeddings-url", "ftp://x", "--embeddings-model", "m"], None, "--embeddings-url must be http"),
-    (["--api-key-env", "sk-123"], None, "--api-key-env needs --embeddings-url"),
-    ([], "气虚血瘀证\n。。\n", "labels.txt:2: '。。' is not a label"),
-    ([], "\n\n", "the label file has no labels"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, label_text, message",
+    [
+        (["--out", "x.json"], None, "--out must end in .jsonl"),
+        (["--k", "1"], None, "--k must be between 2 and 26"),
+        (["--band-abs", "0.9", "0.2"], None, "--band-abs must be LOW HIGH"),
+        (["--band", "0.5", "1.5"], None, "--band-abs must be LOW HIGH"),
+        (["--band-quantiles", "0.2", "1.5"], None, "--band-quantiles must be QLOW QHIGH"),
+        (["--band-quantiles", "0.9", "0.2"], None, "--band-quantiles must be QLOW QHIGH"),
+        (["--embeddings-url", "http://127.0.0.1:9/v1"], None, "--embeddings-url and --embeddings-model go together"),
+        (["--embeddings-url", "ftp://x", "--embeddings-model", "m"], None, "--embeddings-url must be http"),
+        (["--api-key-env", "sk-123"], None, "--api-key-env needs --embeddings-url"),
+        ([], "气虚血瘀证\n。。\n", "labels.txt:2: '。。' is not a label"),
+        ([], "\n\n", "the label file has no labels"),
+    ],
+)
 def test_cli_bad_input_exits_2_naming_the_flag_or_line(tmp_path: Path, capsys, extra, label_text, message) -> None:
     labels = _labels(tmp_path, label_text) if label_text is not None else _labels(tmp_path)
     argv = [str(_suite(tmp_path)), "--labels", str(labels), "--out", str(tmp_path / "o.jsonl"), *extra]
@@ -472,19 +557,41 @@ def test_cli_with_nothing_convertible_exits_1_and_writes_nothing(tmp_path: Path,
     argv = [str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(out), "--band-abs", "0.5", "0.95"]
     assert dr_main(argv) == 1  # a band meant for a sentence encoder, with the TF-IDF fallback
     captured = capsys.readouterr()
-    assert "too_few_in_band: 4" in captured.out and "leave out --band-abs" in captured.out and "nothing written" in captured.err
+    assert (
+        "too_few_in_band: 4" in captured.out
+        and "leave out --band-abs" in captured.out
+        and "nothing written" in captured.err
+    )
     assert not out.exists()
 
 
 def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path, capsys) -> None:
-    base = {"气虚血瘀证": [1.0, 0.0, 0.0], "气滞血瘀证": [0.9, 0.3, 0.1], "肝郁血瘀证": [0.8, 0.5, 0.0],
-            "气虚痰湿证": [0.7, 0.0, 0.6], "肝郁脾虚证": [0.0, 1.0, 0.0], "肝郁气滞证": [0.2, 0.9, 0.1],
-            "气血两虚证": [0.6, 0.6, 0.4], "脾虚湿盛证": [0.1, 0.8, 0.5]}  # fmt: skip
+    base = {
+        "气虚血瘀证": [1.0, 0.0, 0.0],
+        "气滞血瘀证": [0.9, 0.3, 0.1],
+        "肝郁血瘀证": [0.8, 0.5, 0.0],
+        "气虚痰湿证": [0.7, 0.0, 0.6],
+        "肝郁脾虚证": [0.0, 1.0, 0.0],
+        "肝郁气滞证": [0.2, 0.9, 0.1],
+        "气血两虚证": [0.6, 0.6, 0.4],
+        "脾虚湿盛证": [0.1, 0.8, 0.5],
+    }
     fakes = ThreadedFakes()
     fake = fakes.start(FakeEmbeddingsServer(vectors=base))
     try:
-        argv = [str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(tmp_path / "o.jsonl"),
-                "--embeddings-url", fake.base_url, "--embeddings-model", "fake-embed", "--cache-dir", str(tmp_path / "cache")]
+        argv = [
+            str(_suite(tmp_path)),
+            "--labels",
+            str(_labels(tmp_path)),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--embeddings-url",
+            fake.base_url,
+            "--embeddings-model",
+            "fake-embed",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
         assert dr_main(argv) == 0
         first = capsys.readouterr().out
         requests = fake.request_count
@@ -502,8 +609,19 @@ def test_cli_reports_a_dead_endpoint_with_exit_1(tmp_path: Path, capsys) -> None
     fakes = ThreadedFakes()
     fake = fakes.start(FakeEmbeddingsServer(default=status(404, message="no such model")))
     try:
-        argv = [str(_suite(tmp_path)), "--labels", str(_labels(tmp_path)), "--out", str(tmp_path / "o.jsonl"),
-                "--embeddings-url", fake.base_url, "--embeddings-model", "nope", "--cache-dir", str(tmp_path / "c")]
+        argv = [
+            str(_suite(tmp_path)),
+            "--labels",
+            str(_labels(tmp_path)),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--embeddings-url",
+            fake.base_url,
+            "--embeddings-model",
+            "nope",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
         assert dr_main(argv) == 1
         err = capsys.readouterr().err
         assert f"{fake.base_url}/embeddings" in err and "HTTP 404" in err
@@ -524,10 +642,29 @@ def test_embed_texts_one_shot() -> None:
 
 # Our own list of common TCM syndromes, added to the sample's norm_syndrome values.
 EXTRA_SYNDROMES = (
-    "气滞血瘀证", "气血两虚证", "肝阳上亢证", "痰瘀互结证", "痰浊中阻证", "湿热下注证", "肝郁脾虚证", "肝肾阴虚证",
-    "脾肾阳虚证", "气阴两虚证", "阴虚火旺证", "瘀血阻络证", "肝胆湿热证", "心脾两虚证", "寒湿痹阻证", "痰热腑实证",
-    "肝火上炎证", "脾胃虚弱证", "肾精不足证", "气虚痰湿证", "血热毒盛证", "湿热蕴结证",
-)  # fmt: skip
+    "气滞血瘀证",
+    "气血两虚证",
+    "肝阳上亢证",
+    "痰瘀互结证",
+    "痰浊中阻证",
+    "湿热下注证",
+    "肝郁脾虚证",
+    "肝肾阴虚证",
+    "脾肾阳虚证",
+    "气阴两虚证",
+    "阴虚火旺证",
+    "瘀血阻络证",
+    "肝胆湿热证",
+    "心脾两虚证",
+    "寒湿痹阻证",
+    "痰热腑实证",
+    "肝火上炎证",
+    "脾胃虚弱证",
+    "肾精不足证",
+    "气虚痰湿证",
+    "血热毒盛证",
+    "湿热蕴结证",
+)
 
 
 @pytest.fixture(scope="module")
@@ -554,7 +691,11 @@ def test_dr_items_from_the_tcm_sd_sample(tcm_sd_sample: Path, tmp_path: Path, ca
     assert len(items) == len(records) - 1 and "too_few_in_band: 1" in printed
     for dr in items:
         source = next(s for s in sources if s.id == dr.meta["source_item_id"])
-        assert dict(dr.options)[dr.gold] == source.gold and dr.task == "TCM-SD-DR" and dr.meta["encoder"] == "tfidf-char-1-2"
+        assert (
+            dict(dr.options)[dr.gold] == source.gold
+            and dr.task == "TCM-SD-DR"
+            and dr.meta["encoder"] == "tfidf-char-1-2"
+        )
         assert len(dr.options) == 4 and all(0.1 <= d["similarity"] <= 0.95 for d in dr.meta["distractors"])
         assert dr.meta["band"] == {"quantiles": None, "cosines": (0.1, 0.95), "label_pairs": 351}
         assert dr.question.endswith(DR_INSTRUCTION) and source.question.startswith(dr.question[: -len(DR_INSTRUCTION)])

@@ -24,17 +24,43 @@ from tests.test_decision_recognition import tcm_sd_sample  # noqa: F401  (a fixt
 
 # A label list of 20 common TCM syndromes, none of them a gold of the TCM-SD sample.
 TWENTY_SYNDROMES = (
-    "肝郁气滞证", "脾胃虚弱证", "气滞血瘀证", "气血两虚证", "肝阳上亢证", "痰瘀互结证", "痰浊中阻证", "湿热下注证",
-    "肝肾阴虚证", "脾肾阳虚证", "气阴两虚证", "阴虚火旺证", "瘀血阻络证", "肝胆湿热证", "心脾两虚证", "寒湿痹阻证",
-    "痰热腑实证", "肝火上炎证", "肾精不足证", "风寒袭表证",
-)  # fmt: skip
+    "肝郁气滞证",
+    "脾胃虚弱证",
+    "气滞血瘀证",
+    "气血两虚证",
+    "肝阳上亢证",
+    "痰瘀互结证",
+    "痰浊中阻证",
+    "湿热下注证",
+    "肝肾阴虚证",
+    "脾肾阳虚证",
+    "气阴两虚证",
+    "阴虚火旺证",
+    "瘀血阻络证",
+    "肝胆湿热证",
+    "心脾两虚证",
+    "寒湿痹阻证",
+    "痰热腑实证",
+    "肝火上炎证",
+    "肾精不足证",
+    "风寒袭表证",
+)
 # Golds for items built here; none is in TWENTY_SYNDROMES, so every one must join the label space.
 OWN_GOLDS = ("肝郁脾虚证", "气虚血瘀证", "湿热蕴结证", "风痰阻络证", "心肾不交证")
 
 
 def own_item(local_id: int, gold: object, gold_type: str = "classification", **fields: object) -> Item:
-    return Item(id=Item.make_id("t", "SD", str(local_id)), suite="t", track="tcm", task="SD", gold_type=gold_type, gold=gold,
-                source=Source("t.jsonl", local_id), question=f"主诉：头晕。\n{TCM_SD_INSTRUCTION}", **fields)  # fmt: skip
+    return Item(
+        id=Item.make_id("t", "SD", str(local_id)),
+        suite="t",
+        track="tcm",
+        task="SD",
+        gold_type=gold_type,
+        gold=gold,
+        source=Source("t.jsonl", local_id),
+        question=f"主诉：头晕。\n{TCM_SD_INSTRUCTION}",
+        **fields,
+    )
 
 
 def compressed(encode: Encoder, weight: float) -> Encoder:
@@ -61,7 +87,9 @@ def distractors(items: list[Item]) -> list[tuple[str, list[str]]]:
 def test_a_compressed_encoder_picks_the_same_distractors_at_the_default_band() -> None:
     sources = [own_item(i, gold) for i, gold in enumerate(OWN_GOLDS, start=1)]
     plain, plain_problems = build_choice_items(sources, TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name="tfidf")
-    sentence_like, _ = build_choice_items(sources, TWENTY_SYNDROMES, compressed(tfidf_char_ngrams, 0.25), encoder_name="s")
+    sentence_like, _ = build_choice_items(
+        sources, TWENTY_SYNDROMES, compressed(tfidf_char_ngrams, 0.25), encoder_name="s"
+    )
     assert len(plain) >= 4 and distractors(sentence_like) == distractors(plain)
     low, high = plain[0].meta["band"]["cosines"]
     low_c, high_c = sentence_like[0].meta["band"]["cosines"]
@@ -73,9 +101,12 @@ def test_a_compressed_encoder_picks_the_same_distractors_at_the_default_band() -
 def test_an_absolute_band_suits_one_encoder_only() -> None:
     sources = [own_item(i, gold) for i, gold in enumerate(OWN_GOLDS, start=1)]
     sentence_band = Band.cosines(0.5, 0.95)
-    plain, _ = build_choice_items(sources, TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name="tfidf", band=sentence_band)
-    sentence_like, _ = build_choice_items(sources, TWENTY_SYNDROMES, compressed(tfidf_char_ngrams, 0.25), encoder_name="s",
-                                          band=sentence_band)  # fmt: skip
+    plain, _ = build_choice_items(
+        sources, TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name="tfidf", band=sentence_band
+    )
+    sentence_like, _ = build_choice_items(
+        sources, TWENTY_SYNDROMES, compressed(tfidf_char_ngrams, 0.25), encoder_name="s", band=sentence_band
+    )
     assert plain == [] and len(sentence_like) == len(OWN_GOLDS)
     assert sentence_like[0].meta["band"] == {"quantiles": None, "cosines": (0.5, 0.95), "label_pairs": 300}
 
@@ -86,18 +117,25 @@ def test_resolve_band_is_numpys_linear_quantile_hand_checked() -> None:
     resolved = resolve_band(Band.quantiles(0.5, 0.9), pairs)
     assert (resolved.low, resolved.high, resolved.quantiles, resolved.label_pairs) == (0.3, 0.46, (0.5, 0.9), 5)
     assert resolved.record() == {"quantiles": [0.5, 0.9], "cosines": [0.3, 0.46], "label_pairs": 5}
-    assert resolve_band(Band.cosines(0.2, 0.8), pairs).record() == {"quantiles": None, "cosines": [0.2, 0.8], "label_pairs": 5}
+    assert resolve_band(Band.cosines(0.2, 0.8), pairs).record() == {
+        "quantiles": None,
+        "cosines": [0.2, 0.8],
+        "label_pairs": 5,
+    }
     with pytest.raises(ValueError, match="at least two labels"):
         resolve_band(Band.quantiles(0.5, 0.9), np.array([]))
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: Band.quantiles(0.9, 0.5), "band low must be <= band high"),
-    (lambda: Band.quantiles(0.5, 1.2), r"band high \(quantile\) must be <= 1.0"),
-    (lambda: Band.quantiles(-0.1, 0.5), r"band low \(quantile\) must be >= 0.0"),
-    (lambda: Band.cosines(-1.5, 0.5), r"band low \(cosine\) must be >= -1.0"),
-    (lambda: Band(0.1, 0.2, "percent"), "band unit must be"),  # type: ignore[arg-type]
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Band.quantiles(0.9, 0.5), "band low must be <= band high"),
+        (lambda: Band.quantiles(0.5, 1.2), r"band high \(quantile\) must be <= 1.0"),
+        (lambda: Band.quantiles(-0.1, 0.5), r"band low \(quantile\) must be >= 0.0"),
+        (lambda: Band.cosines(-1.5, 0.5), r"band low \(cosine\) must be >= -1.0"),
+        (lambda: Band(0.1, 0.2, "percent"), "band unit must be"),  # type: ignore[arg-type]
+    ],
+)
 def test_a_bad_band_is_refused_naming_the_edge(make, message) -> None:
     with pytest.raises(ValueError, match=message):
         make()
@@ -112,7 +150,9 @@ def test_only_the_golds_of_convertible_items_join_the_label_space() -> None:
         own_item(2, ["甲乙证", "丙丁证"], gold_type="open_label"),  # multi_gold
         own_item(3, "戊己证", scorable=False, skip_reason="disputed"),
     ]
-    built, problems = build_choice_items(sources, TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name=tfidf_encoder_name())
+    built, problems = build_choice_items(
+        sources, TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name=tfidf_encoder_name()
+    )
     assert [p.kind for p in problems] == ["multi_gold", "unscorable"]
     assert built[0].meta["label_space_size"] == len(TWENTY_SYNDROMES) + 1
     assert built[0].meta["band"]["label_pairs"] == 21 * 20 // 2
@@ -131,15 +171,18 @@ def test_a_label_space_smaller_than_k_is_too_few_without_calling_the_encoder() -
 
 
 def test_a_quantile_band_too_narrow_says_which_quantiles() -> None:
-    _, problems = build_choice_items([own_item(1, "心肾不交证")], TWENTY_SYNDROMES, tfidf_char_ngrams, encoder_name="e",
-                                     band=Band.quantiles(0.999, 1.0))  # fmt: skip
+    _, problems = build_choice_items(
+        [own_item(1, "心肾不交证")],
+        TWENTY_SYNDROMES,
+        tfidf_char_ngrams,
+        encoder_name="e",
+        band=Band.quantiles(0.999, 1.0),
+    )
     assert [p.kind for p in problems] == ["too_few_in_band"]
     assert "(quantiles 0.999-1.0 of 210 label-pair cosines)" in problems[0].detail
 
 
 # --- the CLI on the TCM-SD sample --------------------------------------------------------------
-
-
 
 
 @pytest.fixture
@@ -149,8 +192,9 @@ def twenty_labels(tmp_path: Path) -> Path:
     return path
 
 
-def test_tcm_sd_sample_with_20_labels_at_defaults_gives_items(tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path,
-                                                               capsys) -> None:  # fmt: skip
+def test_tcm_sd_sample_with_20_labels_at_defaults_gives_items(
+    tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path, capsys
+) -> None:
     out = tmp_path / "dr.jsonl"
     assert dr_main([str(tcm_sd_sample), "--labels", str(twenty_labels), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -159,10 +203,15 @@ def test_tcm_sd_sample_with_20_labels_at_defaults_gives_items(tcm_sd_sample: Pat
     assert len(items) >= 4 and "gold_not_in_labels" not in printed and "encoder: tfidf-char-1-2" in printed
     golds = {source.gold for source in sources.values()}
     space = len(TWENTY_SYNDROMES) + len(golds)
-    assert f"(quantiles 0.5 0.99 of {space * (space - 1) // 2} label-pair cosines); label space {space} label(s)" in printed
+    assert (
+        f"(quantiles 0.5 0.99 of {space * (space - 1) // 2} label-pair cosines); label space {space} label(s)"
+        in printed
+    )
     for dr in items:
         texts = [text for _, text in dr.options]
-        assert len(texts) == 4 == len(set(texts)) and dict(dr.options)[dr.gold] == sources[dr.meta["source_item_id"]].gold
+        assert (
+            len(texts) == 4 == len(set(texts)) and dict(dr.options)[dr.gold] == sources[dr.meta["source_item_id"]].gold
+        )
         band = dr.meta["band"]
         assert band["quantiles"] == (0.5, 0.99) and band["cosines"][0] <= band["cosines"][1]
         assert all(band["cosines"][0] <= d["similarity"] <= band["cosines"][1] for d in dr.meta["distractors"])
@@ -171,12 +220,28 @@ def test_tcm_sd_sample_with_20_labels_at_defaults_gives_items(tcm_sd_sample: Pat
     assert again.read_bytes() == out.read_bytes()
 
 
-def test_the_recorded_band_repeats_the_run_as_an_absolute_band(tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path) -> None:
+def test_the_recorded_band_repeats_the_run_as_an_absolute_band(
+    tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path
+) -> None:
     relative, absolute = tmp_path / "relative.jsonl", tmp_path / "absolute.jsonl"
     assert dr_main([str(tcm_sd_sample), "--labels", str(twenty_labels), "--out", str(relative)]) == 0
     first = [json.loads(line) for line in relative.read_text(encoding="utf-8").splitlines()]
     low, high = first[0]["meta"]["band"]["cosines"]
-    assert dr_main([str(tcm_sd_sample), "--labels", str(twenty_labels), "--out", str(absolute), "--band-abs", str(low), str(high)]) == 0
+    assert (
+        dr_main(
+            [
+                str(tcm_sd_sample),
+                "--labels",
+                str(twenty_labels),
+                "--out",
+                str(absolute),
+                "--band-abs",
+                str(low),
+                str(high),
+            ]
+        )
+        == 0
+    )
     second = [json.loads(line) for line in absolute.read_text(encoding="utf-8").splitlines()]
     assert [(r["options"], r["gold"], r["meta"]["distractors"]) for r in second] == [
         (r["options"], r["gold"], r["meta"]["distractors"]) for r in first
@@ -184,7 +249,9 @@ def test_the_recorded_band_repeats_the_run_as_an_absolute_band(tcm_sd_sample: Pa
     assert {r["meta"]["band"]["quantiles"] is None for r in second} == {True}
 
 
-def test_closed_labels_report_golds_missing_from_the_list(tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path, capsys) -> None:
+def test_closed_labels_report_golds_missing_from_the_list(
+    tcm_sd_sample: Path, twenty_labels: Path, tmp_path: Path, capsys
+) -> None:
     out = tmp_path / "dr.jsonl"
     assert dr_main([str(tcm_sd_sample), "--labels", str(twenty_labels), "--out", str(out), "--closed-labels"]) == 1
     printed = capsys.readouterr().out
@@ -194,8 +261,21 @@ def test_closed_labels_report_golds_missing_from_the_list(tcm_sd_sample: Path, t
 
 def test_cli_band_flags_exclude_each_other_and_help_explains_them(tmp_path: Path, twenty_labels: Path, capsys) -> None:
     with pytest.raises(SystemExit) as done:
-        dr_main([str(tmp_path), "--labels", str(twenty_labels), "--out", str(tmp_path / "o.jsonl"),
-                 "--band-quantiles", "0.5", "0.99", "--band-abs", "0.1", "0.9"])  # fmt: skip
+        dr_main(
+            [
+                str(tmp_path),
+                "--labels",
+                str(twenty_labels),
+                "--out",
+                str(tmp_path / "o.jsonl"),
+                "--band-quantiles",
+                "0.5",
+                "0.99",
+                "--band-abs",
+                "0.1",
+                "0.9",
+            ]
+        )
     assert done.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
     with pytest.raises(SystemExit) as done:
         dr_main(["--help"])

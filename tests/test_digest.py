@@ -17,27 +17,48 @@ from routing.digest import digest_lines, digest_run
 REPO = Path(__file__).resolve().parents[1]
 
 
-def row(model: str, gold_type: str, group: str, dims: tuple[int, int, int, int] | None, *, passed: bool | None = None,
-        missing: tuple[str, ...] = (), status: str = "scored", n: int = 0) -> dict[str, Any]:
+def row(
+    model: str,
+    gold_type: str,
+    group: str,
+    dims: tuple[int, int, int, int] | None,
+    *,
+    passed: bool | None = None,
+    missing: tuple[str, ...] = (),
+    status: str = "scored",
+    n: int = 0,
+) -> dict[str, Any]:
     """A scores.jsonl row as the scoring stage writes it (only the fields the digest reads vary)."""
     metrics = dict(zip(("coverage", "accuracy", "safety", "grounding"), dims or ()))
     total = sum(dims) if dims else None
     if dims:
         metrics["total"] = total
     family = {"reference": "capability", "criteria": "specialty"}.get(gold_type, "exam")
-    return {"model": model, "item_id": f"s/{group}/{n}", "suite": "s", "track": "x", "gold_type": gold_type,
-            "task": group if gold_type != "criteria" else "internists",
-            "domain": group if gold_type == "criteria" else None, "family": family, "status": status,
-            "value": None if status != "scored" else (total / 40 if total is not None else 1.0),
-            "passed": (passed if passed is not None else bool(total and total >= 34 and dims[2] >= 8))
-            if status == "scored" else None,
-            "metrics": metrics, "judge": None,
-            "details": {"missing_warnings": list(missing)} if gold_type == "criteria" else {}}
+    return {
+        "model": model,
+        "item_id": f"s/{group}/{n}",
+        "suite": "s",
+        "track": "x",
+        "gold_type": gold_type,
+        "task": group if gold_type != "criteria" else "internists",
+        "domain": group if gold_type == "criteria" else None,
+        "family": family,
+        "status": status,
+        "value": None if status != "scored" else (total / 40 if total is not None else 1.0),
+        "passed": (passed if passed is not None else bool(total and total >= 34 and dims[2] >= 8))
+        if status == "scored"
+        else None,
+        "metrics": metrics,
+        "judge": None,
+        "details": {"missing_warnings": list(missing)} if gold_type == "criteria" else {},
+    }
 
 
 def write_scores(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "scores.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (run_dir / "scores.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     return run_dir
 
 
@@ -59,8 +80,9 @@ def test_the_digest_counts_what_the_judge_said(tmp_path):
     assert models is not None
     qwen, small = models
     assert (qwen.overall.n, qwen.overall.passed, qwen.overall.no_verdict) == (5, 3, 1)
-    assert qwen.headline() == ("qwen3: 通过 3/5 通过率 60.0% C:9.4 A:9.6 S:9.2 G:6.4 → 综合 34.6/40 无评分 1"
-                               "；遗漏 must_warn 1 条（1/2 题）")
+    assert qwen.headline() == (
+        "qwen3: 通过 3/5 通过率 60.0% C:9.4 A:9.6 S:9.2 G:6.4 → 综合 34.6/40 无评分 1；遗漏 must_warn 1 条（1/2 题）"
+    )
     lines = digest_lines(models)
     assert "    task MedShield n=1 通过率 100.0% C:10.0 A:10.0 S:10.0 G:10.0 → 综合 40.0/40 无评分 1" in lines
     assert "    domain cardiology:hypertension n=1 通过率 0.0% C:9.0 A:10.0 S:6.0 G:0.0 → 综合 25.0/40" in lines
@@ -77,17 +99,25 @@ def test_a_big_run_prints_the_first_lines_and_digest_md_holds_everything(tmp_pat
     domain_lines = [line for line in lines if line.startswith("    domain ")]
     assert len(domain_lines) == 6 and domain_lines[0].startswith("    domain system00:topic n=6")
     assert "    … 14 more domains" in lines
-    assert lines[-1].startswith("  (the first lines only") and "digest.md" in lines[-1] and "leaderboard.md" in lines[-1]
+    assert (
+        lines[-1].startswith("  (the first lines only") and "digest.md" in lines[-1] and "leaderboard.md" in lines[-1]
+    )
     assert any(line.startswith("    ⚠ 遗漏 must_warn:") and line.endswith("… 2 more") for line in lines)
 
-    done = subprocess.run([sys.executable, "-m", "routing.digest", str(run_dir)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "routing.digest", str(run_dir)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     markdown = (run_dir / "digest.md").read_text(encoding="utf-8")
     assert all(f"| system{i:02d}:topic |" in markdown for i in range(20))
     assert all(f"- 警示{i} ×1" in markdown for i in range(5))
-    missing = subprocess.run([sys.executable, "-m", "routing.digest", str(tmp_path / "nowhere")], cwd=REPO,
-                             capture_output=True, text=True, timeout=120)
+    missing = subprocess.run(
+        [sys.executable, "-m", "routing.digest", str(tmp_path / "nowhere")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2 and "scores.jsonl" in missing.stderr
 
 

@@ -149,8 +149,14 @@ def accepted_flags(module: str) -> frozenset[str] | None:
 
 def help_flags(module: str, *command: str) -> Iterator[str]:
     """The flags ``python -m module [command] --help`` shows, and its sub-commands' (``{a,b}`` in its usage)."""
-    shown = subprocess.run([sys.executable, "-m", module, *command, "--help"], cwd=REPO, capture_output=True,
-                           text=True, timeout=120, check=False).stdout  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", module, *command, "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
     yield from FLAG.findall(shown)
     usage = shown.split("\n\n", 1)[0]
     for choices in re.findall(r"\{([\w,-]+)\}", usage) if not command else ():
@@ -221,8 +227,10 @@ def test_every_pool_file_example_validates() -> None:
     wrong: list[str] = []
     for block, example in pool_examples():
         try:
-            parse_pool(yaml.safe_dump(completed(example), allow_unicode=True, sort_keys=False),
-                       f"{block.file.relative_to(REPO)}:{block.line}")  # fmt: skip
+            parse_pool(
+                yaml.safe_dump(completed(example), allow_unicode=True, sort_keys=False),
+                f"{block.file.relative_to(REPO)}:{block.line}",
+            )
         except PoolConfigError as exc:
             wrong.append(f"{block.file.relative_to(REPO)}:{block.line}: {exc}")
     assert not wrong, "pool-file examples the validator refuses:\n" + "\n".join(wrong)
@@ -242,10 +250,14 @@ def _flags(names: tuple[str, ...]) -> set[str]:
 def test_resume_and_rescore_option_lists_are_the_cli_tuples() -> None:
     resume_row = _table_row("--resume DIR")
     listed = set(FLAG.findall(resume_row.split("Every option that shapes results", 1)[1].split(")", 1)[0]))
-    assert listed == _flags(PLAN_OPTIONS), f"--resume row: missing {_flags(PLAN_OPTIONS) - listed}, extra {listed - _flags(PLAN_OPTIONS)}"
+    assert listed == _flags(PLAN_OPTIONS), (
+        f"--resume row: missing {_flags(PLAN_OPTIONS) - listed}, extra {listed - _flags(PLAN_OPTIONS)}"
+    )
     rescore_row = _table_row("--rescore RUN_DIR")
     listed = set(FLAG.findall(rescore_row.split("without asking the models", 1)[1]))
-    assert listed == _flags(RESCORE_OPTIONS), f"--rescore row: missing {_flags(RESCORE_OPTIONS) - listed}, extra {listed - _flags(RESCORE_OPTIONS)}"
+    assert listed == _flags(RESCORE_OPTIONS), (
+        f"--rescore row: missing {_flags(RESCORE_OPTIONS) - listed}, extra {listed - _flags(RESCORE_OPTIONS)}"
+    )
 
 
 def test_the_cli_help_and_the_refusal_name_the_same_options() -> None:
@@ -259,7 +271,9 @@ def test_the_cli_help_and_the_refusal_name_the_same_options() -> None:
     try:
         rescore_options(RunSpec(limit=3), {})
     except DataError as refusal:
-        assert str(refusal).startswith("--limit with --rescore") and _flags(RESCORE_OPTIONS) <= set(FLAG.findall(str(refusal)))
+        assert str(refusal).startswith("--limit with --rescore") and _flags(RESCORE_OPTIONS) <= set(
+            FLAG.findall(str(refusal))
+        )
     else:
         raise AssertionError("a rescore with --limit was not refused")
 

@@ -96,15 +96,18 @@ class TestStringViews:
         assert extract_json(text) == {"a": '{"}'}
 
 
-_PIECES = st.sampled_from(
-    ["{", "}", '"', "\\", "a", ":", "1", ",", " ", "[", "]", '"k": ', '{"a": 1}', '\\"']
-)
+_PIECES = st.sampled_from(["{", "}", '"', "\\", "a", ":", "1", ",", " ", "[", "]", '"k": ', '{"a": 1}', '\\"'])
 
 
 @settings(max_examples=2000)
 @given(st.lists(_PIECES, max_size=40).map("".join))
 def test_same_spans_and_answer_as_the_catalogue_rule(text):
-    expected_ends = {start: end for start, char in enumerate(text) if char == "{"
-                     for end in [_catalogue_span_end(text, start)] if end is not None}
+    expected_ends = {
+        start: end
+        for start, char in enumerate(text)
+        if char == "{"
+        for end in [_catalogue_span_end(text, start)]
+        if end is not None
+    }
     assert _balanced_span_ends(text) == expected_ends
     assert extract_json(text) == _catalogue_extract_json(text)

@@ -50,7 +50,7 @@ def test_a_child_that_dies_is_replaced_by_computing_here(capsys: pytest.CaptureF
 
 def test_an_answer_that_cannot_be_sent_back_is_an_error_that_says_so() -> None:
     with pytest.raises(RuntimeError, match="could not be sent back"):
-        Forked(lambda: (lambda: None), beside=True, what="test part").result()  # a lambda does not pickle
+        Forked(lambda: lambda: None, beside=True, what="test part").result()  # a lambda does not pickle
 
 
 def test_an_interrupted_parent_stops_its_child() -> None:

@@ -34,9 +34,7 @@ def _real_model_or_skip(key: str, cache_dir: Path | None = None) -> Path:
 
 @pytest.mark.parametrize("key", list(MODELS))
 def test_real_model_is_prepared_and_hash_verified(key: str) -> None:
-    path = _real_model_or_skip(
-        key
-    )  # the shared cache: assembling 0.7 GB per test run is waste
+    path = _real_model_or_skip(key)  # the shared cache: assembling 0.7 GB per test run is waste
     spec = MODELS[key]
     assert path.name == spec.filename and path.stat().st_size == spec.size
     assert gguf_models.verified_sha256(path) == spec.sha256
@@ -44,13 +42,9 @@ def test_real_model_is_prepared_and_hash_verified(key: str) -> None:
         assert f.read(4) == b"GGUF"
 
 
-def test_cache_dir_comes_from_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cache_dir_comes_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(gguf_models.CACHE_ENV, str(tmp_path / "cache"))
-    path = _real_model_or_skip(
-        "smollm2-135m-instruct"
-    )  # the small one: a link, hashed once
+    path = _real_model_or_skip("smollm2-135m-instruct")  # the small one: a link, hashed once
     assert path.parent == tmp_path / "cache"
     assert gguf_models.sha256_file(path) == MODELS["smollm2-135m-instruct"].sha256
     assert (tmp_path / "cache" / (path.name + ".sha256")).is_file()
@@ -99,11 +93,7 @@ def _chunk_files(tmp_path: Path) -> list[Path]:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return [
-        p.name
-        for p in directory.iterdir()
-        if p.name.endswith((".partial", ".tmp", ".link"))
-    ]
+    return [p.name for p in directory.iterdir() if p.name.endswith((".partial", ".tmp", ".link"))]
 
 
 def test_assemble_concatenates_in_order_and_records_hash(tmp_path: Path) -> None:
@@ -145,9 +135,7 @@ def _install_fake_dist(site: Path, name: str, relpath: str, data: bytes) -> Pack
     """A minimal installed distribution (dist-info + one data file) that importlib.metadata finds."""
     info = site / f"{name.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
-    )
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     (site / relpath).parent.mkdir(parents=True, exist_ok=True)
     (site / relpath).write_bytes(data)
     return PackageFile(name, relpath)
@@ -157,15 +145,11 @@ def _install_fake_dist(site: Path, name: str, relpath: str, data: bytes) -> Pack
 def chunked_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
     site = tmp_path / "site"
     parts = tuple(
-        _install_fake_dist(
-            site, f"medpool-fake-part{i}", f"medpool_fake_part{i}/data/p{i}.bin", data
-        )
+        _install_fake_dist(site, f"medpool-fake-part{i}", f"medpool_fake_part{i}/data/p{i}.bin", data)
         for i, data in enumerate(CHUNKS)
     )
     monkeypatch.syspath_prepend(str(site))
-    return ModelSpec(
-        "fake", "synthetic", "completion", "fake.gguf", WHOLE_SHA, len(WHOLE), parts
-    )
+    return ModelSpec("fake", "synthetic", "completion", "fake.gguf", WHOLE_SHA, len(WHOLE), parts)
 
 
 def test_prepare_assembles_once_then_trusts_the_sidecar(
@@ -182,46 +166,28 @@ def test_prepare_assembles_once_then_trusts_the_sidecar(
     assert prepare_model(chunked_spec, cache) == path
 
 
-def test_prepare_replaces_a_corrupt_cached_file(
-    chunked_spec: ModelSpec, tmp_path: Path
-) -> None:
+def test_prepare_replaces_a_corrupt_cached_file(chunked_spec: ModelSpec, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     path = prepare_model(chunked_spec, cache)
-    path.write_bytes(
-        b"x" * len(WHOLE)
-    )  # same size, new mtime: the sidecar no longer applies
+    path.write_bytes(b"x" * len(WHOLE))  # same size, new mtime: the sidecar no longer applies
     assert prepare_model(chunked_spec, cache).read_bytes() == WHOLE
 
 
-def test_single_part_model_is_linked_and_mismatch_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_single_part_model_is_linked_and_mismatch_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
-    part = _install_fake_dist(
-        site, "medpool-fake-single", "medpool_fake_single/m.gguf", WHOLE
-    )
+    part = _install_fake_dist(site, "medpool-fake-single", "medpool_fake_single/m.gguf", WHOLE)
     monkeypatch.syspath_prepend(str(site))
-    good = ModelSpec(
-        "single", "synthetic", "chat", "m.gguf", WHOLE_SHA, len(WHOLE), (part,)
-    )
+    good = ModelSpec("single", "synthetic", "chat", "m.gguf", WHOLE_SHA, len(WHOLE), (part,))
     path = prepare_model(good, tmp_path / "cache")
     assert path.is_symlink() and path.read_bytes() == WHOLE
 
-    bad = ModelSpec(
-        "single", "synthetic", "chat", "m2.gguf", "e" * 64, len(WHOLE), (part,)
-    )
+    bad = ModelSpec("single", "synthetic", "chat", "m2.gguf", "e" * 64, len(WHOLE), (part,))
     with pytest.raises(ModelHashMismatch, match="e{64}.*" + WHOLE_SHA):
         prepare_model(bad, tmp_path / "cache")
 
 
-def test_cli_prints_key_path_and_hash(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_prints_key_path_and_hash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _real_model_or_skip("smollm2-135m-instruct", tmp_path)
-    assert (
-        gguf_models.main(["--cache-dir", str(tmp_path), "smollm2-135m-instruct"]) == 0
-    )
+    assert gguf_models.main(["--cache-dir", str(tmp_path), "smollm2-135m-instruct"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "smollm2-135m-instruct" in out and MODELS["smollm2-135m-instruct"].sha256 in out
-    )
+    assert "smollm2-135m-instruct" in out and MODELS["smollm2-135m-instruct"].sha256 in out

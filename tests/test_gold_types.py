@@ -31,10 +31,20 @@ from pool.plan import JUDGED_GOLD_TYPES as PLAN_JUDGED
 
 # What the per-type lists said before they were derived from the declarations.
 FAMILIES_BEFORE = {
-    "reference": "capability", "criteria": "specialty", "routing": "orchestration", "tool_decision": "orchestration",
-    "probe": "robustness", "single_choice": "exam", "multi_choice": "exam", "cloze": "exam", "open_label": "tcm",
-    "extraction": "tcm", "quantitative": "tcm", "classification": "tcm", "tcm_case": "tcm",
-}  # fmt: skip
+    "reference": "capability",
+    "criteria": "specialty",
+    "routing": "orchestration",
+    "tool_decision": "orchestration",
+    "probe": "robustness",
+    "single_choice": "exam",
+    "multi_choice": "exam",
+    "cloze": "exam",
+    "open_label": "tcm",
+    "extraction": "tcm",
+    "quantitative": "tcm",
+    "classification": "tcm",
+    "tcm_case": "tcm",
+}
 
 
 def test_the_derived_lists_say_what_the_hand_kept_ones_said():
@@ -94,8 +104,17 @@ def test_declarations_are_checked():
 
 def test_items_are_checked_by_the_declared_check():
     def make(gold_type, gold, **fields):
-        return Item(id=f"t/x/{gold_type}", suite="t", track="exam", task="x", gold_type=gold_type, gold=gold,
-                    source=Source("t.jsonl", 3), question="问", **fields)  # fmt: skip
+        return Item(
+            id=f"t/x/{gold_type}",
+            suite="t",
+            track="exam",
+            task="x",
+            gold_type=gold_type,
+            gold=gold,
+            source=Source("t.jsonl", 3),
+            question="问",
+            **fields,
+        )
 
     with pytest.raises(ItemError, match=r"gold_type: must be one of \['reference', 'criteria'"):
         make("essay", "x")

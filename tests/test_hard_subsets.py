@@ -24,8 +24,10 @@ def build_hard_yaml(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) 
     return yaml.safe_load((run / "hard.yaml").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize(("n", "expected"), [(0, 0), (1, 0), (2, 1), (3, 1), (8, 4), (10, 5), (12, 5), (20, 5),
-                                             (40, 10), (400, 100), (1000, 250)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [(0, 0), (1, 0), (2, 1), (3, 1), (8, 4), (10, 5), (12, 5), (20, 5), (40, 10), (400, 100), (1000, 250)],
+)
 def test_default_size_is_a_fraction_and_never_the_whole_group(n: int, expected: int) -> None:
     assert hard_size(n) == expected
     assert hard_size(n) < max(n, 1)
@@ -72,8 +74,18 @@ def test_continuous_scores_rank_items_that_pass_fail_cannot(tmp_path: Path) -> N
     for model, shift in (("a", 0.0), ("b", 0.1), ("c", 0.2)):
         for i in range(n):
             total = round(40 * (ease[i] + shift))
-            rows.append(row(model, f"q{i:02d}", "MedCOT", "reference", total / 40, passed=False, judge=JUDGE,
-                            metrics={"total": total}))  # fmt: skip
+            rows.append(
+                row(
+                    model,
+                    f"q{i:02d}",
+                    "MedCOT",
+                    "reference",
+                    total / 40,
+                    passed=False,
+                    judge=JUDGE,
+                    metrics={"total": total},
+                )
+            )
     hard = build_hard_yaml(tmp_path, rows)
     group = hard["tasks"]["capability/MedCOT"]
     assert group["score"] == CONTINUOUS and group["selected"] == 6
@@ -112,8 +124,18 @@ def test_built_hard_yaml_recovers_latent_hard_items_and_feeds_subset(tmp_path: P
         logits = ability - latent + rng.normal(0.0, 1.0, size=n)
         for i in range(n):
             total = int(np.round(40 / (1 + np.exp(-logits[i]))))
-            rows.append(row(model, f"q{i:03d}", "MedCOT", "reference", total / 40, passed=total >= 34, judge=JUDGE,
-                            metrics={"total": total}))  # fmt: skip
+            rows.append(
+                row(
+                    model,
+                    f"q{i:03d}",
+                    "MedCOT",
+                    "reference",
+                    total / 40,
+                    passed=total >= 34,
+                    judge=JUDGE,
+                    metrics={"total": total},
+                )
+            )
     hard = build_hard_yaml(tmp_path, rows)
     group = hard["tasks"]["capability/MedCOT"]
     assert group["selected"] == 20 < group["items"] == n
@@ -129,8 +151,11 @@ def test_built_hard_yaml_recovers_latent_hard_items_and_feeds_subset(tmp_path: P
 
 
 def test_cap_limits_every_group(tmp_path: Path) -> None:
-    rows = [row(m, f"i{i}", "single_choice", "single_choice", float(i % 3 == 0), passed=i % 3 == 0)
-            for m in ("x", "y") for i in range(100)]  # fmt: skip
+    rows = [
+        row(m, f"i{i}", "single_choice", "single_choice", float(i % 3 == 0), passed=i % 3 == 0)
+        for m in ("x", "y")
+        for i in range(100)
+    ]
     hard = build_hard_yaml(tmp_path, rows, hard_n=7)
     assert hard["tasks"]["exam/single_choice"]["selected"] == 7 and hard["method"]["cap"] == 7
     # 66 items every model missed share D = 1: 7 are chosen (first ids), 59 tie at the cut

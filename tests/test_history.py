@@ -26,9 +26,17 @@ def root(tmp_path: Path) -> Path:
 
 def test_an_entry_records_the_run(root: Path) -> None:
     entry = append_run(root, root / "night-1")
-    assert (entry.run_id, entry.dir, entry.status, entry.data_fingerprint) == ("night-1", "night-1", "finished", "data-fp-nightly")
+    assert (entry.run_id, entry.dir, entry.status, entry.data_fingerprint) == (
+        "night-1",
+        "night-1",
+        "finished",
+        "data-fp-nightly",
+    )
     assert set(entry.models) == {"alpha", "beta", HOSTILE} and entry.models["alpha"]["identity"]["name"] == "alpha"
-    assert entry.judges_by_family["capability"] == ["judge-qwen@llamacpp#a1b2c3d4"] and entry.judges_by_family["exam"] == []
+    assert (
+        entry.judges_by_family["capability"] == ["judge-qwen@llamacpp#a1b2c3d4"]
+        and entry.judges_by_family["exam"] == []
+    )
     assert entry.cached == {"answers": 36 * 3, "cached": 0, "share": 0.0}
     assert entry.scores["alpha"]["exam"]["n"] == 4 and not entry.missing
     assert read_index(root) == [entry]
@@ -57,7 +65,9 @@ def test_a_cut_short_last_line_is_skipped_and_the_next_append_starts_fresh(root:
     assert len(problems) == 1 and "line 2" in problems[0]
 
 
-def test_deleted_and_moved_folders_are_marked_not_errors(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_deleted_and_moved_folders_are_marked_not_errors(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for night in ("night-1", "night-2", "night-3"):
         append_run(root, root / night)
     assert latest_comparable(root, root / "night-3") == root / "night-2"
@@ -105,8 +115,15 @@ for _ in range(int(sys.argv[3])):
 
 def test_concurrent_appends_from_two_processes_never_interleave(root: Path) -> None:
     count = 15
-    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(root), str(root / night), str(count)], cwd=REPO,
-                              stderr=subprocess.PIPE, text=True) for night in ("night-1", "night-2")]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", APPENDER, str(root), str(root / night), str(count)],
+            cwd=REPO,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for night in ("night-1", "night-2")
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err

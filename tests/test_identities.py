@@ -49,7 +49,9 @@ def judge_of(text: str) -> JudgeSetup:
     config = parse_pool(text)
     judge = config.judge_model()
     assert judge is not None
-    return JudgeSetup(judge, judge.backend, configured_endpoint(config, judge), backend_type=config.backends[judge.backend].type)
+    return JudgeSetup(
+        judge, judge.backend, configured_endpoint(config, judge), backend_type=config.backends[judge.backend].type
+    )
 
 
 JUDGES = {
@@ -67,13 +69,35 @@ def judge_record(variant: str) -> dict[str, Any]:
 def test_judge_identity_holds_every_field_and_the_key_is_short_and_stable() -> None:
     record = judge_record("base")
     full = record["identity"]
-    assert {"name", "backend", "backend_type", "endpoint", "model", "temperature", "max_tokens", "stop", "top_p",
-            "seed", "mode", "think", "gguf", "chat_format", "prompt_version"} <= set(full)  # fmt: skip
+    assert {
+        "name",
+        "backend",
+        "backend_type",
+        "endpoint",
+        "model",
+        "temperature",
+        "max_tokens",
+        "stop",
+        "top_p",
+        "seed",
+        "mode",
+        "think",
+        "gguf",
+        "chat_format",
+        "prompt_version",
+    } <= set(full)
     assert (full["name"], full["backend"], full["backend_type"], full["endpoint"], full["model"]) == (
-        "judge", "api", "openai", DEEPSEEK, "deepseek-chat")
+        "judge",
+        "api",
+        "openai",
+        DEEPSEEK,
+        "deepseek-chat",
+    )
     assert full["prompt_version"] == record["prompt_version"] and record["model"] == "judge"
     assert record["key"].startswith("judge@api#") and len(record["key"]) == len("judge@api#") + 12
-    assert JudgeIdentity.from_record(json.loads(json.dumps(record))).key() == record["key"] == judge_record("base")["key"]
+    assert (
+        JudgeIdentity.from_record(json.loads(json.dumps(record))).key() == record["key"] == judge_record("base")["key"]
+    )
 
 
 def test_judges_differing_in_model_id_temperature_or_endpoint_have_distinct_keys_and_stages() -> None:
@@ -106,14 +130,30 @@ def identity_of(extra: str) -> dict[str, Any]:
 
 def test_model_identity_holds_every_field_that_shapes_an_answer() -> None:
     ident = identity_of("")
-    assert {"name", "backend", "backend_type", "endpoint", "model", "temperature", "max_tokens", "stop", "top_p",
-            "seed", "mode", "think", "gguf", "chat_format"} <= set(ident)  # fmt: skip
+    assert {
+        "name",
+        "backend",
+        "backend_type",
+        "endpoint",
+        "model",
+        "temperature",
+        "max_tokens",
+        "stop",
+        "top_p",
+        "seed",
+        "mode",
+        "think",
+        "gguf",
+        "chat_format",
+    } <= set(ident)
     assert "enabled" not in ident and "notes" not in ident
     assert ident["endpoint"] == DEEPSEEK and ident["model"] == "m-chat"
     config = parse_pool(pool_text())
     served = model_identity(config, config.model("m"), "https://API.deepseek.com/v1/")
     assert served["endpoint"] == DEEPSEEK  # the answering server's identity, normalised
-    assert len({json.dumps(identity_of(extra), sort_keys=True) for extra in MODEL_VARIANTS.values()}) == len(MODEL_VARIANTS)
+    assert len({json.dumps(identity_of(extra), sort_keys=True) for extra in MODEL_VARIANTS.values()}) == len(
+        MODEL_VARIANTS
+    )
 
 
 def test_local_models_differing_in_gguf_or_chat_format_are_different_identities() -> None:
@@ -123,7 +163,11 @@ def test_local_models_differing_in_gguf_or_chat_format_are_different_identities(
     chat_format: {fmt}
 """
     idents = []
-    for gguf, fmt in (("/nonexistent/a.gguf", "chatml"), ("/nonexistent/b.gguf", "chatml"), ("/nonexistent/a.gguf", "llama-2")):
+    for gguf, fmt in (
+        ("/nonexistent/a.gguf", "chatml"),
+        ("/nonexistent/b.gguf", "chatml"),
+        ("/nonexistent/a.gguf", "llama-2"),
+    ):
         config = parse_pool(pool_text(models=local.format(gguf=gguf, fmt=fmt)))
         idents.append(model_identity(config, config.model("tiny"), f"llamacpp://{gguf[-6]}sha/{fmt}"))
     assert len({json.dumps(i, sort_keys=True) for i in idents}) == 3
@@ -159,10 +203,18 @@ def test_runs_judged_differently_are_never_averaged_into_one_cell(tmp_path: Path
 
 
 def test_the_same_full_judge_identity_is_still_superseded_by_the_later_run(tmp_path: Path) -> None:
-    early = write_run(tmp_path / "r1", [row("m", f"q{i}", "MedCOT", "reference", 0.9, judge=judge_record("base")) for i in range(6)],
-                      run_id="r1", created_at="2026-11-20T00:00:00Z")  # fmt: skip
-    late = write_run(tmp_path / "r2", [row("m", f"q{i}", "MedCOT", "reference", 0.5, judge=judge_record("base")) for i in range(6)],
-                     run_id="r2", created_at="2026-11-21T00:00:00Z")  # fmt: skip
+    early = write_run(
+        tmp_path / "r1",
+        [row("m", f"q{i}", "MedCOT", "reference", 0.9, judge=judge_record("base")) for i in range(6)],
+        run_id="r1",
+        created_at="2026-11-20T00:00:00Z",
+    )
+    late = write_run(
+        tmp_path / "r2",
+        [row("m", f"q{i}", "MedCOT", "reference", 0.5, judge=judge_record("base")) for i in range(6)],
+        run_id="r2",
+        created_at="2026-11-21T00:00:00Z",
+    )
     loaded = load_runs([early, late])
     assert loaded.superseded == 6 and loaded.kept_apart == ()
     assert len(loaded.table.entrants) == 1 and set(loaded.table.value) == {0.5}
@@ -178,28 +230,52 @@ def test_model_identities_differing_in_seed_top_p_or_gguf_are_never_merged(tmp_p
     loaded = load_runs(runs)
     (bucket,) = [b for b in build_buckets(loaded.table, rounds=100) if b.kind == "task"]
     assert sorted((c.entrant.label, c.n) for c in bucket.cells) == sorted(
-        [("m [gguf=m.gguf, seed=None, top_p=None]", 6), ("m [gguf=m.gguf, seed=7, top_p=None]", 6),
-         ("m [gguf=m.gguf, seed=None, top_p=0.9]", 6), ("m [gguf=other.gguf, seed=None, top_p=None]", 6)])  # fmt: skip
+        [
+            ("m [gguf=m.gguf, seed=None, top_p=None]", 6),
+            ("m [gguf=m.gguf, seed=7, top_p=None]", 6),
+            ("m [gguf=m.gguf, seed=None, top_p=0.9]", 6),
+            ("m [gguf=other.gguf, seed=None, top_p=None]", 6),
+        ]
+    )
     (apart,) = loaded.kept_apart
     assert apart["kind"] == "model" and apart["differs_in"] == ["gguf", "seed", "top_p"]
     assert sorted(r for i in apart["identities"] for r in i["runs"]) == sorted(variants)
 
 
 def test_a_list_valued_identity_field_loads_and_tells_models_apart(tmp_path: Path) -> None:
-    rows = [row(identity("m", stop=stop), f"q{i}", "single_choice", "single_choice", 1.0)
-            for stop in ([], ["###"]) for i in range(3)]  # fmt: skip
+    rows = [
+        row(identity("m", stop=stop), f"q{i}", "single_choice", "single_choice", 1.0)
+        for stop in ([], ["###"])
+        for i in range(3)
+    ]
     loaded = load_runs([write_run(tmp_path / "run", rows)])
     assert sorted(e.label for e in loaded.table.entrants) == ['m [stop=["###"]]', "m [stop=[]]"]
 
 
 def test_old_rows_without_full_identities_still_load_and_stay_apart_from_new_ones(tmp_path: Path) -> None:
-    old = write_run(tmp_path / "old", [row("m", f"q{i}", "MedCOT", "reference", 0.8, judge=JUDGE) for i in range(6)],
-                    run_id="old", created_at="2026-11-01T00:00:00Z")  # fmt: skip
+    old = write_run(
+        tmp_path / "old",
+        [row("m", f"q{i}", "MedCOT", "reference", 0.8, judge=JUDGE) for i in range(6)],
+        run_id="old",
+        created_at="2026-11-01T00:00:00Z",
+    )
     new_ident = {**identity("m"), "endpoint": DEEPSEEK, "seed": None}
-    new_judge = {**JUDGE, "identity": {"name": "judge-qwen", "backend": "llamacpp", "prompt_version": "a1b2c3d4",
-                                       "model": "qwen.gguf", "endpoint": "llamacpp://x/y"}}  # fmt: skip
-    new = write_run(tmp_path / "new", [row(new_ident, f"q{i}", "MedCOT", "reference", 0.4, judge=new_judge) for i in range(6)],
-                    run_id="new", created_at="2026-11-02T00:00:00Z")  # fmt: skip
+    new_judge = {
+        **JUDGE,
+        "identity": {
+            "name": "judge-qwen",
+            "backend": "llamacpp",
+            "prompt_version": "a1b2c3d4",
+            "model": "qwen.gguf",
+            "endpoint": "llamacpp://x/y",
+        },
+    }
+    new = write_run(
+        tmp_path / "new",
+        [row(new_ident, f"q{i}", "MedCOT", "reference", 0.4, judge=new_judge) for i in range(6)],
+        run_id="new",
+        created_at="2026-11-02T00:00:00Z",
+    )
     loaded = load_runs([old, new])
     assert loaded.superseded == 0 and len(loaded.table.entrants) == 2
     kinds = sorted(a["kind"] for a in loaded.kept_apart)
@@ -208,11 +284,16 @@ def test_old_rows_without_full_identities_still_load_and_stay_apart_from_new_one
     assert "judge-qwen@llamacpp#a1b2c3d4" in keys and len(keys) == 2
 
 
-def test_a_judge_identity_that_contradicts_its_row_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_judge_identity_that_contradicts_its_row_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = {**JUDGE, "identity": {"name": "someone-else", "backend": "llamacpp"}}
     run = write_run(tmp_path / "run", [row("m", "q0", "MedCOT", "reference", 0.5, judge=bad)])
     assert main(["--run", str(run)]) == 2
-    assert "scores.jsonl:1: judge.identity.name: 'someone-else' differs from judge.model 'judge-qwen'" in capsys.readouterr().err
+    assert (
+        "scores.jsonl:1: judge.identity.name: 'someone-else' differs from judge.model 'judge-qwen'"
+        in capsys.readouterr().err
+    )
 
 
 def test_score_record_carries_the_key_and_the_full_identity() -> None:
@@ -226,13 +307,26 @@ def test_score_record_carries_the_key_and_the_full_identity() -> None:
 
 def failed(model: str, item: str, task: str = "single_choice") -> dict[str, Any]:
     """An answer never obtained: the model was marked failed (what pool.score.stage writes)."""
-    return {**row(model, item, task, "single_choice", None, status="infra_error",
-                  details={"reason": "no answer was obtained (infra_error)"}), "answer_status": "infra_error"}  # fmt: skip
+    return {
+        **row(
+            model,
+            item,
+            task,
+            "single_choice",
+            None,
+            status="infra_error",
+            details={"reason": "no answer was obtained (infra_error)"},
+        ),
+        "answer_status": "infra_error",
+    }
 
 
 def test_common_keeps_a_task_when_one_model_was_given_up_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [row(m, f"q{i}", "single_choice", "single_choice", v, passed=v >= 0.5) for m, v in (("a", 1.0), ("b", 0.0))
-            for i in range(8)]  # fmt: skip
+    rows = [
+        row(m, f"q{i}", "single_choice", "single_choice", v, passed=v >= 0.5)
+        for m, v in (("a", 1.0), ("b", 0.0))
+        for i in range(8)
+    ]
     rows += [failed("dead", f"q{i}") for i in range(8)]
     rows = [r for r in rows if not (r["model"] == "b" and r["item_id"].endswith("/q7"))]
     rows.append(failed("b", "q7"))  # one answer b never got: q7 is not common
@@ -241,8 +335,14 @@ def test_common_keeps_a_task_when_one_model_was_given_up_on(tmp_path: Path, caps
     keep, left_out = common_items(table)
     kept = {table.items[i].rsplit("/", 1)[1] for i in table.item[keep & (table.status == 0)]}
     assert kept == {f"q{i}" for i in range(7)}
-    assert left_out == [{"family": "exam", "task": "single_choice", "model": "dead",
-                         "reason": "no answer obtained (every answer an infra_error, e.g. model_failed)"}]  # fmt: skip
+    assert left_out == [
+        {
+            "family": "exam",
+            "task": "single_choice",
+            "model": "dead",
+            "reason": "no answer obtained (every answer an infra_error, e.g. model_failed)",
+        }
+    ]
     (bucket,) = [b for b in build_buckets(table, keep, rounds=100) if b.kind == "task"]
     assert {c.entrant.label: c.n for c in bucket.cells if c.n} == {"a": 7, "b": 7}
 
@@ -255,8 +355,10 @@ def test_common_keeps_a_task_when_one_model_was_given_up_on(tmp_path: Path, caps
 
 def test_common_treats_a_judge_failure_as_answered_but_unscored(tmp_path: Path) -> None:
     rows = [row(m, f"q{i}", "MedCOT", "reference", 0.9, judge=JUDGE) for m in ("a", "b") for i in range(6)]
-    rows += [{**row("c", f"q{i}", "MedCOT", "reference", None, status="infra_error", judge=JUDGE), "answer_status": "ok"}
-             for i in range(6)]  # fmt: skip
+    rows += [
+        {**row("c", f"q{i}", "MedCOT", "reference", None, status="infra_error", judge=JUDGE), "answer_status": "ok"}
+        for i in range(6)
+    ]
     table = load_runs([write_run(tmp_path / "run", rows)]).table
     keep, left_out = common_items(table)
     assert [g["reason"] for g in left_out] == ["no scored item (answers obtained, none scored)"]

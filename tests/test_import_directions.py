@@ -47,13 +47,20 @@ def _imports(path: Path) -> set[str]:
 def _graph() -> dict[str, set[str]]:
     files = [p for package in PACKAGES for p in (REPO / package).rglob("*.py")]
     names = {_module_name(p) for p in files}
-    return {_module_name(p): {m for m in _imports(p) if m in names or m.split(".")[0] in ("bench", "tests")}
-            - {_module_name(p)} for p in files}
+    return {
+        _module_name(p): {m for m in _imports(p) if m in names or m.split(".")[0] in ("bench", "tests")}
+        - {_module_name(p)}
+        for p in files
+    }
 
 
 def test_every_import_follows_the_promised_directions() -> None:
-    broken = sorted(f"{module} imports {target}" for module, targets in _graph().items() for target in targets
-                    if target.split(".")[0] not in ALLOWED[module.split(".")[0]])
+    broken = sorted(
+        f"{module} imports {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if target.split(".")[0] not in ALLOWED[module.split(".")[0]]
+    )
     assert not broken, "imports against the architecture:\n" + "\n".join(broken)
 
 
@@ -64,8 +71,15 @@ def test_import_circles_in_pool_stay_inside_one_room() -> None:
         parts = module.split(".")
         return ".".join(parts[:2]) if len(parts) > 2 else "pool (top)"
 
-    crossing = sorted({f"{a} <-> {b}" for a, targets in graph.items() if a.startswith("pool.")
-                       for b in targets if b.startswith("pool.") and a in graph.get(b, set()) and room(a) != room(b)})
+    crossing = sorted(
+        {
+            f"{a} <-> {b}"
+            for a, targets in graph.items()
+            if a.startswith("pool.")
+            for b in targets
+            if b.startswith("pool.") and a in graph.get(b, set()) and room(a) != room(b)
+        }
+    )
     assert not crossing, "import circles across rooms:\n" + "\n".join(crossing)
 
 

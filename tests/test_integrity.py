@@ -22,13 +22,29 @@ JUDGE_STAGE = "judge:0123456789"
 
 
 def response(text: str = "答案", error_class: str | None = None) -> GenerationResponse:
-    return GenerationResponse(text=text, finish_reason="stop", prompt_tokens=1, completion_tokens=1, latency_s=0.1,
-                              error_class=error_class, error_detail="boom" if error_class else "")
+    return GenerationResponse(
+        text=text,
+        finish_reason="stop",
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_s=0.1,
+        error_class=error_class,
+        error_detail="boom" if error_class else "",
+    )
 
 
 def row(unit: Unit, answered_by: str, text: str = "答案", error_class: str | None = None):
-    return result_from_response("r", unit, response(text, error_class), request_json="{}", cache_key=None,
-                                started_at="t", finished_at="t", answered_by=answered_by, endpoint="http://127.0.0.1:1/v1")
+    return result_from_response(
+        "r",
+        unit,
+        response(text, error_class),
+        request_json="{}",
+        cache_key=None,
+        started_at="t",
+        finished_at="t",
+        answered_by=answered_by,
+        endpoint="http://127.0.0.1:1/v1",
+    )
 
 
 def test_the_store_refuses_a_verdict_written_by_the_candidate(tmp_path):
@@ -59,17 +75,29 @@ def test_every_stage_has_exactly_one_answerer():
 def test_dispatcher_sends_judge_stages_to_the_judge_only():
     from pool.config.schema import PoolConfig
 
-    config = PoolConfig.model_validate({
-        "backends": {"a": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"},
-                     "b": {"type": "openai", "base_url": "http://127.0.0.1:8/v1"}},
-        "models": [{"name": "cand", "backend": "a", "model": "cand-id"},
-                   {"name": "judge", "backend": "b", "model": "judge-id", "enabled": False}],
-        "judge": {"model": "judge"},
-    })
+    config = PoolConfig.model_validate(
+        {
+            "backends": {
+                "a": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"},
+                "b": {"type": "openai", "base_url": "http://127.0.0.1:8/v1"},
+            },
+            "models": [
+                {"name": "cand", "backend": "a", "model": "cand-id"},
+                {"name": "judge", "backend": "b", "model": "judge-id", "enabled": False},
+            ],
+            "judge": {"model": "judge"},
+        }
+    )
     judge = config.judge_model()
-    endpoints = {name: BackendEndpoint(name, "openai", Lane(name, runner=None, max_concurrency=1),  # type: ignore[arg-type]
-                                       {m.name: f"id-{name}" for m in config.models})
-                 for name in ("a", "b")}
+    endpoints = {
+        name: BackendEndpoint(
+            name,
+            "openai",
+            Lane(name, runner=None, max_concurrency=1),  # type: ignore[arg-type]
+            {m.name: f"id-{name}" for m in config.models},
+        )
+        for name in ("a", "b")
+    }
 
     class Item:
         id = "i1"
@@ -87,8 +115,12 @@ def test_dispatcher_sends_judge_stages_to_the_judge_only():
     assert verdict.request.model == "judge-id" and verdict.caller == "judge" and verdict.endpoint_identity == "id-b"
     with pytest.raises(ValueError, match="needs its prompt"):
         dispatcher.job(Unit("cand", "i1", JUDGE_STAGE))
-    assert set(dispatcher.lanes([Unit("cand", "i1"), Unit("cand", "i1", JUDGE_STAGE)],
-                                {Unit("cand", "i1", JUDGE_STAGE): ({"role": "user", "content": "x"},)})) == {"a", "b"}
+    assert set(
+        dispatcher.lanes(
+            [Unit("cand", "i1"), Unit("cand", "i1", JUDGE_STAGE)],
+            {Unit("cand", "i1", JUDGE_STAGE): ({"role": "user", "content": "x"},)},
+        )
+    ) == {"a", "b"}
 
 
 def test_a_dead_judge_is_charged_to_the_judge_not_the_candidates():
@@ -115,7 +147,8 @@ def dead_pool(tmp_path) -> Path:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   dead:
     type: openai
     base_url: http://127.0.0.1:{port}/v1
@@ -124,15 +157,31 @@ def dead_pool(tmp_path) -> Path:
 models:
   - name: alpha
     backend: dead
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return pool
 
 
 def test_resume_keeps_the_runs_options_and_refuses_conflicting_flags(tmp_path, dead_pool, monkeypatch, capsys):
     monkeypatch.setenv("MEDPOOL_CACHE_DIR", str(tmp_path / "cache"))
     run_dir = tmp_path / "run"
-    assert main(["--pool", str(dead_pool), "--limit", "2", "--no-routing", "--max-consecutive-failures", "7",
-                 "--out", str(run_dir)]) == 1
+    assert (
+        main(
+            [
+                "--pool",
+                str(dead_pool),
+                "--limit",
+                "2",
+                "--no-routing",
+                "--max-consecutive-failures",
+                "7",
+                "--out",
+                str(run_dir),
+            ]
+        )
+        == 1
+    )
     with RunStore(run_dir) as store:
         options = store.runs()[0].options
     assert options["max_consecutive_failures"] == 7 and options["no_routing"] is True and options["hallu"] is False
@@ -161,7 +210,8 @@ def test_out_never_overwrites_a_users_files(tmp_path, dead_pool, capsys):
 
 def test_dry_run_counts_judge_and_hallu_requests(tmp_path, capsys):
     pool = tmp_path / "pool.yaml"
-    pool.write_text("""backends:
+    pool.write_text(
+        """backends:
   api:
     type: openai
     base_url: http://127.0.0.1:9/v1
@@ -175,15 +225,45 @@ models:
     enabled: false
 judge:
   model: judge
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     data = tmp_path / "items.jsonl"
-    data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
-        {"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference", "question": "问？", "gold": "答。"},
-        {"id": "c1", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": "选？",
-         "options": {"A": "甲", "B": "乙"}, "gold": "A"}]) + "\n", encoding="utf-8")
+    data.write_text(
+        "\n".join(
+            json.dumps(r, ensure_ascii=False)
+            for r in [
+                {
+                    "id": "r1",
+                    "task": "qa",
+                    "track": "capability",
+                    "gold_type": "reference",
+                    "question": "问？",
+                    "gold": "答。",
+                },
+                {
+                    "id": "c1",
+                    "task": "mcq",
+                    "track": "exam",
+                    "gold_type": "single_choice",
+                    "question": "选？",
+                    "options": {"A": "甲", "B": "乙"},
+                    "gold": "A",
+                },
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert main(["--pool", str(pool), "--data", str(data), "--hallu", "--dry-run"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["units"] == 4
-    assert plan["judge"] == {"model": "judge", "backend": "api", "verdicts": 2, "reasks_at_most": 2, "hallu_checks": 2,
-                             "requests_at_most": 8}
+    assert plan["judge"] == {
+        "model": "judge",
+        "backend": "api",
+        "verdicts": 2,
+        "reasks_at_most": 2,
+        "hallu_checks": 2,
+        "requests_at_most": 8,
+    }
     assert plan["requests_at_most"] == 12

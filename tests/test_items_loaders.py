@@ -25,14 +25,17 @@ def data() -> Path:
     if not DATA.is_dir():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{DATA} is missing: the reference suites are required in CI")
-        pytest.skip(f"reference suites not found at {DATA} (../shared/data beside the repo); loader tests against them skipped")
+        pytest.skip(
+            f"reference suites not found at {DATA} (../shared/data beside the repo); loader tests against them skipped"
+        )
     return DATA
 
 
 def write_lines(path: Path, rows: list) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        "".join((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n" for row in rows), encoding="utf-8"
+        "".join((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n" for row in rows),
+        encoding="utf-8",
     )
     return path
 
@@ -52,13 +55,17 @@ class TestReferenceSuites:
         assert len(result.items) == 330
         tasks = Counter(item.task for item in result.items)
         assert len(tasks) == 11 and set(tasks.values()) == {30}
-        assert {(i.suite, i.track, i.gold_type) for i in result.items} == {("medbench-agent-95", "capability", "reference")}
+        assert {(i.suite, i.track, i.gold_type) for i in result.items} == {
+            ("medbench-agent-95", "capability", "reference")
+        }
         # The .md without a .jsonl is listed, not fatal; the others are read as task descriptions.
         assert [Path(s.source).name for s in result.skipped] == ["MedEthics.md"]
         first = result.items[0]
         assert first.id == f"medbench-agent-95/{first.task}/{first.local_id}"
         assert first.meta["task_doc"] == f"{first.task}.md" and first.meta["task_description"]
-        raw = json.loads((data / "medbench-agent-95" / f"{first.task}.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        raw = json.loads(
+            (data / "medbench-agent-95" / f"{first.task}.jsonl").read_text(encoding="utf-8").splitlines()[0]
+        )
         assert first.question == raw["question"] and first.gold == raw["answer"]
         assert first.source == Source(str(data / "medbench-agent-95" / f"{first.task}.jsonl"), 1)
 
@@ -123,10 +130,13 @@ class TestMalformed:
         assert caught.value.line == 2
 
     def test_missing_field_is_named(self, tmp_path):
-        path = write_lines(tmp_path / "mb" / "Task.jsonl", [
-            {"question": "问", "answer": "答", "other": {"id": 1}},
-            {"question": "问", "answer": "答", "other": {"source": "x"}},
-        ])  # fmt: skip
+        path = write_lines(
+            tmp_path / "mb" / "Task.jsonl",
+            [
+                {"question": "问", "answer": "答", "other": {"id": 1}},
+                {"question": "问", "answer": "答", "other": {"source": "x"}},
+            ],
+        )
         with pytest.raises(ItemFormatError, match=r"Task\.jsonl:2: field 'other\.id': missing") as caught:
             load_items([path])
         assert caught.value.field == "other.id"
@@ -159,7 +169,9 @@ class TestMalformed:
     def test_duplicate_across_files(self, tmp_path):
         first = write_lines(tmp_path / "s" / "one.jsonl", [own("a")])
         second = write_lines(tmp_path / "s" / "two.jsonl", [own("b"), own("a")])
-        with pytest.raises(DuplicateItemError, match=rf"{re.escape(str(second))}:2: .*first at {re.escape(str(first))}:1"):
+        with pytest.raises(
+            DuplicateItemError, match=rf"{re.escape(str(second))}:2: .*first at {re.escape(str(first))}:1"
+        ):
             load_items([tmp_path / "s"])
 
     @pytest.mark.parametrize(
@@ -169,7 +181,11 @@ class TestMalformed:
             ({"track": "bench"}, "track", "must be one of"),
             ({"gold_type": "essay"}, "gold_type", "must be one of"),
             ({"messages": [{"role": "user", "content": "问"}]}, "question", "exactly one of"),
-            ({"gold_type": "single_choice", "gold": "E", "options": {"A": "甲", "B": "乙"}}, "gold", "not among the options"),
+            (
+                {"gold_type": "single_choice", "gold": "E", "options": {"A": "甲", "B": "乙"}},
+                "gold",
+                "not among the options",
+            ),
             ({"gold_type": "tool_decision", "gold": "maybe"}, "gold", "call"),
             ({"domain": "cardiology"}, "domain", "system:topic"),
             ({"scorable": False}, "skip_reason", "required"),
@@ -251,7 +267,9 @@ class TestItem:
             item.gold["expected_topics"] = ("乙",)  # type: ignore[index]
         with pytest.raises(TypeError):
             item.meta["k"] = 2  # type: ignore[index]
-        assert item.meta["k"] == (1,) and hash(item) == hash(self.make(gold_type="criteria", gold={"expected_topics": ["甲"]}))
+        assert item.meta["k"] == (1,) and hash(item) == hash(
+            self.make(gold_type="criteria", gold={"expected_topics": ["甲"]})
+        )
 
     def test_rejects_with_the_field(self):
         with pytest.raises(ItemError) as caught:
@@ -322,6 +340,11 @@ class TestDatasetsCli:
         )
         assert run.returncode == 0 and json.loads(run.stdout)["by_task"] == {"s/t": 1}
         help_run = subprocess.run(
-            [sys.executable, "-m", "eval.datasets", "--help"], cwd=REPO, check=False, capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "eval.datasets", "--help"],
+            cwd=REPO,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert help_run.returncode == 0 and "PATH" in help_run.stdout

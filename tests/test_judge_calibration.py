@@ -35,9 +35,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_metrics_on_a_hand_built_confusion() -> None:
     gold = ["unsupported"] * 4 + ["supported"] * 3 + ["not_sure"] * 2
-    pred = ["unsupported", "unsupported", "unsupported", "supported",   # TP TP TP FN
-            "unsupported", "supported", None,                           # FP TN (no verdict)
-            "not_sure", "unsupported"]  # fmt: skip
+    pred = [
+        "unsupported",
+        "unsupported",
+        "unsupported",
+        "supported",  # TP TP TP FN
+        "unsupported",
+        "supported",
+        None,  # FP TN (no verdict)
+        "not_sure",
+        "unsupported",
+    ]
     m = calibration_metrics(gold, pred)
     u = m["unsupported"]
     assert (u["tp"], u["fp"], u["fn"], u["tn"]) == (3, 1, 1, 1)
@@ -51,7 +59,9 @@ def test_metrics_on_a_hand_built_confusion() -> None:
 
 def test_undefined_rates_are_none_not_zero() -> None:
     m = calibration_metrics(["supported", "supported"], ["supported", "supported"])
-    assert m["unsupported"]["precision"] is None and m["unsupported"]["recall"] is None and m["unsupported"]["f1"] is None
+    assert (
+        m["unsupported"]["precision"] is None and m["unsupported"]["recall"] is None and m["unsupported"]["f1"] is None
+    )
     m = calibration_metrics(["unsupported"], ["supported"])  # missed the only hallucination: F1 0, precision undefined
     assert m["unsupported"]["f1"] == 0.0 and m["unsupported"]["precision"] is None and m["unsupported"]["recall"] == 0.0
     with pytest.raises(ValueError, match="length"):
@@ -83,8 +93,15 @@ SET = """items:
 """
 # What the fake judge says about each claim: S2 is a false alarm, U3 a miss, N1 needs the re-ask,
 # X1 never parses (no verdict).
-JUDGE_SAYS = {"S1": "supported", "S2": "unsupported", "U1": "unsupported", "U2": "unsupported", "U3": "not_sure",
-              "N1": "not_sure", "X1": None}  # fmt: skip
+JUDGE_SAYS = {
+    "S1": "supported",
+    "S2": "unsupported",
+    "U1": "unsupported",
+    "U2": "unsupported",
+    "U3": "not_sure",
+    "N1": "not_sure",
+    "X1": None,
+}
 
 
 def write_set(tmp_path: Path, text: str = SET) -> Path:
@@ -100,7 +117,9 @@ def test_loader_reads_tiers_and_names_bad_lines(tmp_path: Path) -> None:
     bad = write_set(tmp_path, "items:\n  - {id: A, claim: x, gold: supported}\n  - {id: B, claim: y, gold: maybe}\n")
     with pytest.raises(ItemFormatError, match=r"gold.yaml:3: field 'gold': must be one of"):
         load_calibration_set(bad)
-    dup = write_set(tmp_path, "items:\n  - {id: A, claim: x, gold: supported}\n  - {id: A, claim: y, gold: supported}\n")
+    dup = write_set(
+        tmp_path, "items:\n  - {id: A, claim: x, gold: supported}\n  - {id: A, claim: y, gold: supported}\n"
+    )
     with pytest.raises(ItemFormatError, match="duplicate id 'A'"):
         load_calibration_set(dup)
 
@@ -120,8 +139,12 @@ def test_the_shared_set_loads() -> None:
 
 def entry(f1_labels: list[str | None], when: str, sha: str = "s") -> dict[str, Any]:
     gold = ["unsupported", "unsupported", "supported", "supported"]
-    return {"calibrated_at": when, "set": {"sha256": sha}, "metrics": {"overall": calibration_metrics(gold, f1_labels)},
-            "claims": [{"id": str(i), "predicted": p} for i, p in enumerate(f1_labels)]}  # fmt: skip
+    return {
+        "calibrated_at": when,
+        "set": {"sha256": sha},
+        "metrics": {"overall": calibration_metrics(gold, f1_labels)},
+        "claims": [{"id": str(i), "predicted": p} for i, p in enumerate(f1_labels)],
+    }
 
 
 def test_store_keeps_history_and_flags_drift_on_the_same_set(tmp_path: Path) -> None:
@@ -131,7 +154,9 @@ def test_store_keeps_history_and_flags_drift_on_the_same_set(tmp_path: Path) -> 
     assert path.name == judge_key(identity) + ".json" and path.name.startswith("j_1-") and first["drift"] is None
     _, same = record_calibration(tmp_path, identity, entry(perfect, "t2"))
     assert same["drift"]["flagged"] is False and same["drift"]["delta"]["f1"] == 0.0
-    _, worse = record_calibration(tmp_path, identity, entry(["supported", "unsupported", "supported", "supported"], "t3"))
+    _, worse = record_calibration(
+        tmp_path, identity, entry(["supported", "unsupported", "supported", "supported"], "t3")
+    )
     assert worse["drift"]["flagged"] is True and worse["drift"]["against"] == "t2"
     assert worse["drift"]["changed_claims"] == ["0"] and worse["drift"]["delta"]["f1"] == pytest.approx(2 / 3 - 1)
     _, other_set = record_calibration(tmp_path, identity, entry(perfect, "t4", sha="other"))
@@ -141,7 +166,9 @@ def test_store_keeps_history_and_flags_drift_on_the_same_set(tmp_path: Path) -> 
     assert judge_key({**identity, "temperature": 1.0}) != judge_key(identity)
 
 
-RUBRIC_VERDICT = json.dumps({"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "r", "grounding_source": "book"})
+RUBRIC_VERDICT = json.dumps(
+    {"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "r", "grounding_source": "book"}
+)
 
 # --- the CLI against a fake judge -------------------------------------------------------------
 
@@ -152,7 +179,9 @@ def judge_replies(says: dict[str, str | None]) -> Callable[[int, dict[str, Any]]
     def behave(index: int, payload: dict[str, Any]) -> Any:
         messages = payload.get("messages") or []
         if payload.get("model") != "judge-model-v1":
-            return ok("回答：诊室血压≥140/90 mmHg 可诊断高血压。")  # a candidate, as long as the reference (the guard before the judge)
+            return ok(
+                "回答：诊室血压≥140/90 mmHg 可诊断高血压。"
+            )  # a candidate, as long as the reference (the guard before the judge)
         if "rubric" in messages[0]["content"]:  # a run's rubric verdict
             return ok(RUBRIC_VERDICT)
         claim_id = next(cid for text, cid in claims.items() if text in messages[1]["content"])
@@ -187,7 +216,8 @@ def fake_judge() -> Iterator[Callable[[dict[str, str | None]], tuple[str, FakeOp
 
 def write_pool(tmp_path: Path, base_url: str) -> Path:
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f"""backends:
+    pool.write_text(
+        f"""backends:
   fake:
     type: openai
     base_url: {base_url}
@@ -201,7 +231,9 @@ judge:
   name: judgey
   model: judge-model-v1
   temperature: 0
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return pool
 
 
@@ -209,8 +241,15 @@ def test_cli_end_to_end_gives_exact_metrics_and_stores_them(tmp_path: Path, fake
     base_url, fake = fake_judge(JUDGE_SAYS)
     pool, gold, store = write_pool(tmp_path, base_url), write_set(tmp_path), tmp_path / "store"
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, "-m", "judge.calibrate", "--pool", str(pool), "--set", str(gold), "--store", str(store)],
-                         check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "judge.calibrate", "--pool", str(pool), "--set", str(gold), "--store", str(store)],
+        check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "F1" in out.stdout and "stored in" in out.stdout
     files = list(store.glob("*.json"))
@@ -233,7 +272,10 @@ def test_cli_end_to_end_gives_exact_metrics_and_stores_them(tmp_path: Path, fake
     assert fake.request_count == 7 + 2  # one per claim, a re-ask each for N1 and X1
 
     # Again, in-process: every reply from the cache, so no drift; history grows.
-    assert main(["--pool", str(pool), "--set", str(gold), "--store", str(store), "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert (
+        main(["--pool", str(pool), "--set", str(gold), "--store", str(store), "--cache-dir", str(tmp_path / "cache")])
+        == 0
+    )
     assert fake.request_count == 9
     history = json.loads(files[0].read_text())["history"]
     assert len(history) == 2 and history[1]["drift"]["flagged"] is False and history[1]["requests"]["cache_hits"] == 9
@@ -259,14 +301,18 @@ def test_cli_input_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["--set", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml: not found (--set)" in capsys.readouterr().err
     no_judge = tmp_path / "nojudge.yaml"
-    no_judge.write_text("backends:\n  b: {type: openai, base_url: 'http://127.0.0.1:9/v1'}\nmodels:\n  - {name: a, backend: b}\n")
+    no_judge.write_text(
+        "backends:\n  b: {type: openai, base_url: 'http://127.0.0.1:9/v1'}\nmodels:\n  - {name: a, backend: b}\n"
+    )
     assert main(["--pool", str(no_judge), "--set", str(write_set(tmp_path))]) == 2
     assert "no judge: block" in capsys.readouterr().err
 
 
 def test_failed_judge_calls_store_nothing_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pool = write_pool(tmp_path, "http://127.0.0.1:9/v1")  # nothing listens there
-    code = main(["--pool", str(pool), "--set", str(write_set(tmp_path)), "--store", str(tmp_path / "store"), "--no-cache"])
+    code = main(
+        ["--pool", str(pool), "--set", str(write_set(tmp_path)), "--store", str(tmp_path / "store"), "--no-cache"]
+    )
     assert code == 1 and not (tmp_path / "store").exists()
     assert "nothing stored" in capsys.readouterr().err
 
@@ -276,11 +322,30 @@ def test_a_run_judged_by_the_calibrated_judge_shows_the_calibration(tmp_path: Pa
     pool, store = write_pool(tmp_path, base_url), tmp_path / "store"
     assert main(["--pool", str(pool), "--set", str(write_set(tmp_path)), "--store", str(store), "--no-cache"]) == 0
     data = tmp_path / "items.jsonl"
-    data.write_text(json.dumps({"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference",
-                                "question": "高血压的诊断标准？", "gold": "诊室血压≥140/90 mmHg。"}, ensure_ascii=False) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "id": "r1",
+                "task": "qa",
+                "track": "capability",
+                "gold_type": "reference",
+                "question": "高血压的诊断标准？",
+                "gold": "诊室血压≥140/90 mmHg。",
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache"), "MEDPOOL_CALIBRATION_DIR": str(store)}
-    out = subprocess.run([sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run")],
-                         check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "pool.run", "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run")],
+        check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     block = json.loads((tmp_path / "run" / "leaderboard.json").read_text())["judge_reliability"]
     [judge] = block["judges"].values()

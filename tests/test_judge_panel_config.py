@@ -18,14 +18,17 @@ models:
 
 
 def test_a_panel_resolves_every_member_in_file_order():
-    config = parse_pool(HEAD + """judges:
+    config = parse_pool(
+        HEAD
+        + """judges:
   - model: qwen-judge
   - model: llama-judge
     temperature: 0.2
   - backend: srv
     model: glm-4
 panel_rule: reliability
-""")
+"""
+    )
     members = config.judge_models()
     assert [m.name for m in members] == ["qwen-judge", "llama-judge", "judge-3"]
     assert members[1].temperature == 0.2 and members[2].model == "glm-4"
@@ -44,14 +47,17 @@ def test_the_fingerprint_covers_every_member_and_the_rule():
     assert parse_pool(HEAD + "judge:\n  model: qwen-judge\n").fingerprint() != one
 
 
-@pytest.mark.parametrize(("tail", "needle"), [
-    ("judge:\n  model: qwen-judge\njudges:\n  - model: qwen-judge\n  - model: llama-judge\n", "not both"),
-    ("judges:\n  - model: qwen-judge\n", "at least 2"),
-    ("judges:\n  - model: qwen-judge\n  - model: qwen-judge\n", "already judges[0]"),
-    ("judges:\n  - model: qwen-judge\n  - model: lama-judge\n", "did you mean 'llama-judge'"),
-    ("judge:\n  model: qwen-judge\npanel_rule: mean\n", "has no judges: list"),
-    ("judges:\n  - model: qwen-judge\n  - model: llama-judge\npanel_rule: vote\n", "majority"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tail", "needle"),
+    [
+        ("judge:\n  model: qwen-judge\njudges:\n  - model: qwen-judge\n  - model: llama-judge\n", "not both"),
+        ("judges:\n  - model: qwen-judge\n", "at least 2"),
+        ("judges:\n  - model: qwen-judge\n  - model: qwen-judge\n", "already judges[0]"),
+        ("judges:\n  - model: qwen-judge\n  - model: lama-judge\n", "did you mean 'llama-judge'"),
+        ("judge:\n  model: qwen-judge\npanel_rule: mean\n", "has no judges: list"),
+        ("judges:\n  - model: qwen-judge\n  - model: llama-judge\npanel_rule: vote\n", "majority"),
+    ],
+)
 def test_a_wrong_panel_is_named_with_its_line(tail, needle):
     with pytest.raises(PoolConfigError) as caught:
         parse_pool(HEAD + tail, "pool.yaml")
@@ -64,8 +70,16 @@ def test_the_panel_identity_changes_with_any_member_or_the_rule():
     from pool.score.panel import panel_identity
     from pool.score.stage import JudgeSetup
 
-    item = Item(id="s/qa/1", suite="s", track="capability", task="qa", gold_type="reference", gold="参考",
-                source=Source("s", 1), question="问？")  # fmt: skip
+    item = Item(
+        id="s/qa/1",
+        suite="s",
+        track="capability",
+        task="qa",
+        gold_type="reference",
+        gold="参考",
+        source=Source("s", 1),
+        question="问？",
+    )
 
     def key(text: str, rule: str = "majority") -> str:
         config = parse_pool(HEAD + text)

@@ -13,13 +13,31 @@ from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-SUITE = [{"id": f"r{i}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题 {i}？",
-          "gold": "参考答案。"} for i in range(6)]  # fmt: skip
+SUITE = [
+    {
+        "id": f"r{i}",
+        "task": "qa",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": f"问题 {i}？",
+        "gold": "参考答案。",
+    }
+    for i in range(6)
+]
 
 
 def verdict(total_shift: int) -> str:
-    return json.dumps({"coverage": 9 + total_shift, "accuracy": 9 + total_shift, "safety": 9, "grounding": 8,
-                       "rationale": "好", "grounding_source": "guideline", "warnings_present": []})  # fmt: skip
+    return json.dumps(
+        {
+            "coverage": 9 + total_shift,
+            "accuracy": 9 + total_shift,
+            "safety": 9,
+            "grounding": 8,
+            "rationale": "好",
+            "grounding_source": "guideline",
+            "warnings_present": [],
+        }
+    )
 
 
 def behave(index, payload):
@@ -39,15 +57,32 @@ def fake_url():
 
 
 def run(tmp_path: Path, url: str, members: tuple[str, ...], *extra: str) -> Path:
-    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {url}", "    max_retries: 0", "models:",
-             "  - {name: qwen-a, backend: fake}",
-             *[f"  - {{name: {m}, backend: fake, enabled: false}}" for m in members],
-             "judges:", *[f"  - model: {m}" for m in members]]  # fmt: skip
+    lines = [
+        "backends:",
+        "  fake:",
+        "    type: openai",
+        f"    base_url: {url}",
+        "    max_retries: 0",
+        "models:",
+        "  - {name: qwen-a, backend: fake}",
+        *[f"  - {{name: {m}, backend: fake, enabled: false}}" for m in members],
+        "judges:",
+        *[f"  - model: {m}" for m in members],
+    ]
     pool = tmp_path / "pool.yaml"
     pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
     data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    out = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), *extra,
-                       cache=tmp_path / "cache", timeout=180)  # fmt: skip
+    out = pool_run_cli(
+        "--pool",
+        str(pool),
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "run"),
+        *extra,
+        cache=tmp_path / "cache",
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr
     return tmp_path / "run"
 
@@ -58,7 +93,10 @@ def test_majority_of_the_members_decides_and_every_member_is_kept(tmp_path, fake
     assert len(rows) == 6 and all(r["passed"] is True for r in rows)  # 2 of 3 pass
     panel = rows[0]["details"]["panel"]
     assert [(m["name"], m["passed"], m["total"]) for m in panel["members"]] == [
-        ("qwen-judge", True, 35), ("llama-judge", False, 29), ("glm-judge", True, 37)]
+        ("qwen-judge", True, 35),
+        ("llama-judge", False, 29),
+        ("glm-judge", True, 37),
+    ]
     assert rows[0]["metrics"]["total"] == 35 and rows[0]["value"] == pytest.approx(35 / 40)  # median per dimension
     identity = rows[0]["judge"]["identity"]
     assert identity["rule"] == "majority" and len(identity["members"]) == 3
@@ -74,7 +112,7 @@ def test_a_dead_member_is_said_and_the_rest_decide(tmp_path, fake_url):
 def test_the_build_reports_agreement_and_names_family_conflicts_per_member(tmp_path, fake_url):
     run_dir = run(tmp_path, fake_url, ("qwen-judge", "llama-judge", "glm-judge"))
     board = json.loads((run_dir / "leaderboard.json").read_text(encoding="utf-8"))
-    (label, block), = board["judge_panel"]["panels"].items()
+    ((label, block),) = board["judge_panel"]["panels"].items()
     assert label == "panel:qwen-judge,llama-judge,glm-judge" and block["rule"] == "majority"
     assert set(block["overall"]) >= {"krippendorff_alpha_total", "fleiss_kappa_pass"}
     assert block["members"]["llama-judge"]["agreement_with_panel"] == 0.0

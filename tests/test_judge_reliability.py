@@ -53,8 +53,16 @@ def test_parse_stage_of_each_ladder_outcome() -> None:
     assert parse_stage_of({**judged, "details": {"parse_stage": "patterns", "reasked": False}}) == "patterns"
     assert parse_stage_of({**judged, "details": {"parse_stage": "strict", "reasked": True}}) == "reasked"
     failed = {"judge": JUDGE, "status": "infra_error"}
-    assert parse_stage_of({**failed, "details": {"error": "judge_no_verdict", "reason": "unparseable judge reply after one re-ask"}}) == "failed"
-    assert parse_stage_of({**failed, "details": {"error": "judge_no_verdict", "reason": "judge call failed: timeout"}}) == "call_failed"
+    assert (
+        parse_stage_of(
+            {**failed, "details": {"error": "judge_no_verdict", "reason": "unparseable judge reply after one re-ask"}}
+        )
+        == "failed"
+    )
+    assert (
+        parse_stage_of({**failed, "details": {"error": "judge_no_verdict", "reason": "judge call failed: timeout"}})
+        == "call_failed"
+    )
     assert parse_stage_of({"judge": None, "status": "scored", "details": {}}) is None
 
 
@@ -70,18 +78,59 @@ def biased_run(tmp_path: Path, *, rejudge_flips: int = 0) -> Path:
             details: dict[str, Any] = {"parse_stage": stage, "reasked": i == 5}
             if i < 12:  # sampled for re-judging: same verdict, except the first ``rejudge_flips``
                 flip = i < rejudge_flips
-                details["rejudge"] = {"perturbation": "dimensions_reversed", "total": 40 - total if flip else total,
-                                      "passed": (total < 34) if flip else (total >= 34), "value": total / 40}  # fmt: skip
-            rows.append(row(name, f"q{i}", "internists", "criteria", total / 40, passed=total >= 34, judge=JUDGE,
-                            domain="cardiology:cad", metrics={"total": total}, details=details))  # fmt: skip
-            results.append({"model": name, "item_id": rows[-1]["item_id"], "stage": "answer", "status": "ok", "text": "字" * chars})
-            results.append({"model": name, "item_id": rows[-1]["item_id"], "stage": STAGE, "status": "ok", "text": "{}",
-                            "answered_by": JUDGE["model"]})  # fmt: skip
-        rows.append(row(name, "bad", "internists", "criteria", None, status="infra_error", judge=JUDGE, domain="cardiology:cad",
-                        details={"error": "judge_no_verdict", "reason": "unparseable judge reply after one re-ask"}))  # fmt: skip
-        rows.append(row(name, "p1", "nonexistent", "probe", 1.0, passed=True, judge=JUDGE, details={"parse_stage": "strict"}))
+                details["rejudge"] = {
+                    "perturbation": "dimensions_reversed",
+                    "total": 40 - total if flip else total,
+                    "passed": (total < 34) if flip else (total >= 34),
+                    "value": total / 40,
+                }
+            rows.append(
+                row(
+                    name,
+                    f"q{i}",
+                    "internists",
+                    "criteria",
+                    total / 40,
+                    passed=total >= 34,
+                    judge=JUDGE,
+                    domain="cardiology:cad",
+                    metrics={"total": total},
+                    details=details,
+                )
+            )
+            results.append(
+                {"model": name, "item_id": rows[-1]["item_id"], "stage": "answer", "status": "ok", "text": "字" * chars}
+            )
+            results.append(
+                {
+                    "model": name,
+                    "item_id": rows[-1]["item_id"],
+                    "stage": STAGE,
+                    "status": "ok",
+                    "text": "{}",
+                    "answered_by": JUDGE["model"],
+                }
+            )
+        rows.append(
+            row(
+                name,
+                "bad",
+                "internists",
+                "criteria",
+                None,
+                status="infra_error",
+                judge=JUDGE,
+                domain="cardiology:cad",
+                details={"error": "judge_no_verdict", "reason": "unparseable judge reply after one re-ask"},
+            )
+        )
+        rows.append(
+            row(name, "p1", "nonexistent", "probe", 1.0, passed=True, judge=JUDGE, details={"parse_stage": "strict"})
+        )
     run = write_run(tmp_path / "run", rows)
-    (run / "results.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
+    (run / "results.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in results), encoding="utf-8"
+    )
     return run
 
 
@@ -109,7 +158,9 @@ def test_a_length_biased_judge_is_warned_and_controlled(tmp_path: Path) -> None:
     manifest_text = (tmp_path / "out" / "routing_manifest.yaml").read_text()
     assert "judge_reliability:" in manifest_text
     html = (tmp_path / "out" / "report.html").read_text()
-    assert 'id="judge-reliability"' in html and "Judge reliability" in html and "its scores follow answer length" in html
+    assert (
+        'id="judge-reliability"' in html and "Judge reliability" in html and "its scores follow answer length" in html
+    )
     assert "no calibration of this exact judge" in html
 
 
@@ -127,13 +178,25 @@ def test_the_calibration_of_the_same_judge_is_shown_with_its_drift(tmp_path: Pat
     gold = ["unsupported", "unsupported", "supported", "supported"]
 
     def entry(pred: list[str], when: str) -> dict[str, Any]:
-        return {"calibrated_at": when, "set": {"path": "g.yaml", "sha256": "ab" * 32, "claims": 4},
-                "metrics": {"overall": calibration_metrics(gold, pred), "tiers": {"hard": calibration_metrics(gold[:2], pred[:2])}},
-                "claims": [{"id": str(i), "predicted": p} for i, p in enumerate(pred)]}  # fmt: skip
+        return {
+            "calibrated_at": when,
+            "set": {"path": "g.yaml", "sha256": "ab" * 32, "claims": 4},
+            "metrics": {
+                "overall": calibration_metrics(gold, pred),
+                "tiers": {"hard": calibration_metrics(gold[:2], pred[:2])},
+            },
+            "claims": [{"id": str(i), "predicted": p} for i, p in enumerate(pred)],
+        }
 
-    record_calibration(store, identity_, entry(["unsupported", "unsupported", "supported", "supported"], "2026-01-01T00:00:00Z"))
-    record_calibration(store, identity_, entry(["supported", "unsupported", "supported", "supported"], "2026-02-01T00:00:00Z"))
-    record_calibration(store, {**identity_, "run_stages": {"criteria": "judge:another"}}, entry(gold, "2026-03-01T00:00:00Z"))
+    record_calibration(
+        store, identity_, entry(["unsupported", "unsupported", "supported", "supported"], "2026-01-01T00:00:00Z")
+    )
+    record_calibration(
+        store, identity_, entry(["supported", "unsupported", "supported", "supported"], "2026-02-01T00:00:00Z")
+    )
+    record_calibration(
+        store, {**identity_, "run_stages": {"criteria": "judge:another"}}, entry(gold, "2026-03-01T00:00:00Z")
+    )
     build([biased_run(tmp_path)], tmp_path / "out", calibration_dir=store)
     block = json.loads((tmp_path / "out" / "leaderboard.json").read_text())["judge_reliability"]
     [shown] = block["judges"]["judge-qwen@llamacpp"]["calibration"]  # the other identity is not this run's judge

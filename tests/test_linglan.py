@@ -86,7 +86,13 @@ class TestMultiChoice:
     def test_task_micro(self):
         out = multi_choice_scores([{"A", "B"}, {"C"}], [{"A"}, {"C", "D"}])
         # exact 0/2; tp = 1 + 1 = 2, chosen 3, correct 3
-        assert out == {"instance_accuracy": 0.0, "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3), "f1": pytest.approx(2 / 3), "n": 2}
+        assert out == {
+            "instance_accuracy": 0.0,
+            "precision": pytest.approx(2 / 3),
+            "recall": pytest.approx(2 / 3),
+            "f1": pytest.approx(2 / 3),
+            "n": 2,
+        }
 
     def test_string_rejected(self):
         with pytest.raises(TypeError, match="split the string"):
@@ -106,7 +112,14 @@ class TestExtraction:
         assert normalize_entity(" ＨＰ 阳性，") == "hp阳性"
 
     def test_no_prediction_is_full_miss(self):
-        assert extraction_prf([], [("症状", "咳嗽")]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "tp": 0, "fp": 0, "fn": 1}
+        assert extraction_prf([], [("症状", "咳嗽")]) == {
+            "precision": 0.0,
+            "recall": 0.0,
+            "f1": 0.0,
+            "tp": 0,
+            "fp": 0,
+            "fn": 1,
+        }
         assert extraction_prf([], [])["f1"] == 1.0
 
     def test_bad_count(self):

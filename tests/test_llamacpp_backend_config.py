@@ -51,8 +51,9 @@ LLAMA_CPP = "    engine: llama_cpp\n"
         (2, "    replicas: 2\n    n_threads: 2\n    max_concurrency: 6\n", (2, 2, 6)),
     ],
 )
-def test_left_out_settings_are_sized_to_the_machine(tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str,
-                                                     expected: tuple[int, int | None, int]) -> None:
+def test_left_out_settings_are_sized_to_the_machine(
+    tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str, expected: tuple[int, int | None, int]
+) -> None:
     cores(machine)
     backend = _backend(tmp_path, LLAMA_CPP + lines)
     assert backend.engine == "llama_cpp"
@@ -73,8 +74,8 @@ def test_left_out_settings_are_sized_to_the_machine(tmp_path: Path, cores: Calla
     ],
 )
 def test_the_batched_engine_is_the_default_and_sized_to_the_machine(
-        tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str,
-        expected: tuple[int, int, int, int]) -> None:  # fmt: skip
+    tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str, expected: tuple[int, int, int, int]
+) -> None:
     cores(machine)
     backend = _backend(tmp_path, lines)
     assert backend.engine == "batched"
@@ -101,8 +102,15 @@ def test_fewer_requests_in_flight_than_replicas_is_an_error_naming_the_field(tmp
     assert "set max_concurrency to at least 4 or replicas to 2" in str(info.value)
 
 
-@pytest.mark.parametrize(("value", "words"), [("0", "greater than or equal to 1"), ("-1", "greater than or equal to 1"),
-                                              ('"two"', "whole number"), ("1000", "less than or equal to 16")])
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-1", "greater than or equal to 1"),
+        ('"two"', "whole number"),
+        ("1000", "less than or equal to 16"),
+    ],
+)
 def test_a_bad_replica_count_is_reported_alone(tmp_path: Path, value: str, words: str) -> None:
     with pytest.raises(PoolConfigError) as info:
         _backend(tmp_path, f"    replicas: {value}\n")
@@ -116,8 +124,9 @@ def test_a_bad_replica_count_is_reported_alone(tmp_path: Path, value: str, words
 SINGLE = LLAMA_CPP + "    max_concurrency: 1\n    n_threads: 2\n"  # the shipped pool's local backend before replicas
 
 
-def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(tmp_path: Path,
-                                                                      cores: Callable[[int], None]) -> None:
+def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(
+    tmp_path: Path, cores: Callable[[int], None]
+) -> None:
     """replicas: 1 and engine: llama_cpp are left out of dumps, so pools planned with llama-cpp-python's
     server before replicas and engines existed still resume."""
     cores(2)

@@ -23,7 +23,12 @@ from tests.local_models import requires_llama
 pytestmark = requires_llama
 
 MODELS = [ServedModel("smol", "smollm2-135m-instruct"), ServedModel("gemma", "gemma3-270m")]
-QUESTIONS = ["高血压患者日常饮食要注意什么？", "What is a fever?", "儿童发烧38.5℃怎么办？", "List three symptoms of flu."]
+QUESTIONS = [
+    "高血压患者日常饮食要注意什么？",
+    "What is a fever?",
+    "儿童发烧38.5℃怎么办？",
+    "List three symptoms of flu.",
+]
 
 
 async def _ask(session: aiohttp.ClientSession, base_url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -33,13 +38,22 @@ async def _ask(session: aiohttp.ClientSession, base_url: str, body: dict[str, An
 
 
 def _chat(question: str, max_tokens: int = 24) -> dict[str, Any]:
-    return {"model": "smol", "messages": [{"role": "user", "content": question}], "temperature": 0,
-            "max_tokens": max_tokens}  # fmt: skip
+    return {
+        "model": "smol",
+        "messages": [{"role": "user", "content": question}],
+        "temperature": 0,
+        "max_tokens": max_tokens,
+    }
 
 
 def _completion(question: str, max_tokens: int = 24) -> dict[str, Any]:
-    return {"model": "gemma", "prompt": f"问题：{question}\n回答：", "temperature": 0, "max_tokens": max_tokens,
-            "stop": ["\n\n", "问题："]}  # fmt: skip
+    return {
+        "model": "gemma",
+        "prompt": f"问题：{question}\n回答：",
+        "temperature": 0,
+        "max_tokens": max_tokens,
+        "stop": ["\n\n", "问题："],
+    }
 
 
 def _text(body: dict[str, Any]) -> str:
@@ -47,10 +61,13 @@ def _text(body: dict[str, Any]) -> str:
     return choice["message"]["content"] if "message" in choice else choice["text"]
 
 
-async def _answers(engine: str, bodies: Sequence[dict[str, Any]], *, slots: int = 1,
-                   at_once: bool = False) -> list[tuple[int, dict[str, Any]]]:  # fmt: skip
-    async with ManagedLlamaServer(MODELS, engine=engine, slots=slots, n_threads=1, n_ctx=512) as server, \
-            aiohttp.ClientSession() as session:  # fmt: skip
+async def _answers(
+    engine: str, bodies: Sequence[dict[str, Any]], *, slots: int = 1, at_once: bool = False
+) -> list[tuple[int, dict[str, Any]]]:
+    async with (
+        ManagedLlamaServer(MODELS, engine=engine, slots=slots, n_threads=1, n_ctx=512) as server,
+        aiohttp.ClientSession() as session,
+    ):
         if at_once:
             return list(await asyncio.gather(*(_ask(session, server.base_url, b) for b in bodies)))
         return [await _ask(session, server.base_url, b) for b in bodies]
@@ -61,8 +78,9 @@ def test_one_request_at_a_time_it_answers_exactly_as_llama_cpp_python_s_server()
     reference = asyncio.run(_answers("llama_cpp", bodies))
     batched = asyncio.run(_answers("batched", bodies))
     assert [status for status, _ in batched] == [200] * len(bodies)
-    assert [(_text(b), b["choices"][0]["finish_reason"], b["usage"]) for _, b in batched] == \
-        [(_text(b), b["choices"][0]["finish_reason"], b["usage"]) for _, b in reference]  # fmt: skip
+    assert [(_text(b), b["choices"][0]["finish_reason"], b["usage"]) for _, b in batched] == [
+        (_text(b), b["choices"][0]["finish_reason"], b["usage"]) for _, b in reference
+    ]
 
 
 def test_requests_in_flight_together_each_get_their_own_budget_and_stops() -> None:
@@ -86,8 +104,13 @@ def _greedy_job(model: Any, text: str, out: list[Any], max_tokens: int) -> Any:
     """An engine job for ``text`` whose result (a Completion or an error) is appended to ``out``."""
     from runners.llamacpp_batching import Job, Sampling
 
-    return Job(prompt=model.tokenize(text, add_special=True), max_tokens=max_tokens,
-               sampling=Sampling(temperature=0), stop=(), done=out.append)  # fmt: skip
+    return Job(
+        prompt=model.tokenize(text, add_special=True),
+        max_tokens=max_tokens,
+        sampling=Sampling(temperature=0),
+        stop=(),
+        done=out.append,
+    )
 
 
 def _drain(model: Any, out: list[Any]) -> Any:
@@ -124,8 +147,11 @@ def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
         fresh.close()
     assert reused.prompt_tokens_evaluated < reused.prompt_tokens  # the shared prefix was not read again
     assert alone.prompt_tokens_evaluated == alone.prompt_tokens
-    assert (reused.text, reused.completion_tokens, reused.finish_reason) == \
-        (alone.text, alone.completion_tokens, alone.finish_reason)  # fmt: skip
+    assert (reused.text, reused.completion_tokens, reused.finish_reason) == (
+        alone.text,
+        alone.completion_tokens,
+        alone.finish_reason,
+    )
 
 
 def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives() -> None:
@@ -153,8 +179,11 @@ def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives()
         warm.close()
         fresh.close()
     assert copied.prompt_tokens - copied.prompt_tokens_evaluated > SHARE_MIN_TOKENS  # the prefix was copied
-    assert (copied.text, copied.completion_tokens, copied.finish_reason) == \
-        (alone.text, alone.completion_tokens, alone.finish_reason)  # fmt: skip
+    assert (copied.text, copied.completion_tokens, copied.finish_reason) == (
+        alone.text,
+        alone.completion_tokens,
+        alone.finish_reason,
+    )
 
 
 @pytest.mark.parametrize(
@@ -164,8 +193,10 @@ def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives()
         ({"model": "gemma", "prompt": "x " * 600}, "a slot's context is 512"),
         ({"model": "gemma", "prompt": "x", "stream": True}, "streaming is not supported"),
         ({"model": "smol", "messages": "hi"}, "messages must be a list"),
-        ({"model": "smol", "messages": [{"role": "user", "content": {"nested": 1}}]},
-         "its chat template rejected the messages"),
+        (
+            {"model": "smol", "messages": [{"role": "user", "content": {"nested": 1}}]},
+            "its chat template rejected the messages",
+        ),
         ({"model": "gemma", "prompt": "x", "max_tokens": "ten"}, "max_tokens must be an integer"),
         ({"model": "gemma", "prompt": "x", "stop": [1]}, "stop must be a string or a list of strings"),
     ],
@@ -197,9 +228,11 @@ def test_a_pool_s_llamacpp_backend_is_one_batched_server_by_default(tmp_path: An
     from pool.execute.endpoints import open_backends
     from runners.base import GenerationRequest
 
-    config = parse_pool("backends:\n  local:\n    type: llamacpp\n    n_ctx: 512\n"
-                        "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",
-                        "<test pool>")  # fmt: skip
+    config = parse_pool(
+        "backends:\n  local:\n    type: llamacpp\n    n_ctx: 512\n"
+        "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",
+        "<test pool>",
+    )
     model = config.model("smol")
 
     async def scenario() -> None:
@@ -209,8 +242,12 @@ def test_a_pool_s_llamacpp_backend_is_one_batched_server_by_default(tmp_path: An
             assert local.server_logs == [tmp_path / "llamacpp-local.log"]
             record = json.loads((tmp_path / "llamacpp-local.pid").read_text())
             assert record["cmdline_marker"] == "runners.llamacpp_batched_server"
-            requests = [GenerationRequest(model="smol", messages=({"role": "user", "content": f"Say {i}."},),
-                                          params=model.generation_params()) for i in range(6)]  # fmt: skip
+            requests = [
+                GenerationRequest(
+                    model="smol", messages=({"role": "user", "content": f"Say {i}."},), params=model.generation_params()
+                )
+                for i in range(6)
+            ]
             answers = await asyncio.gather(*(local.lane.runner.generate(r) for r in requests))
             assert all(a.ok for a in answers), answers
             assert all(a.server_timing_s is not None for a in answers)  # the server's own times came back

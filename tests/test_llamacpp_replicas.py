@@ -41,11 +41,16 @@ def test_one_replica_keeps_the_single_server_names_and_several_are_numbered(tmp_
     log = tmp_path / "llamacpp-local.log"
     assert replica_log_path(log, 0, 1) == log
     assert [replica_log_path(log, i, 3).name for i in range(3)] == [
-        "llamacpp-local-r0.log", "llamacpp-local-r1.log", "llamacpp-local-r2.log"]
+        "llamacpp-local-r0.log",
+        "llamacpp-local-r1.log",
+        "llamacpp-local-r2.log",
+    ]
     assert server_pid_path(replica_log_path(log, 1, 2)).name == "llamacpp-local-r1.pid"
     group = ManagedLlamaReplicas(SMOL, replicas=2, log_path=log)
-    assert [s._user_log for s in group.servers] == [tmp_path / "llamacpp-local-r0.log",
-                                                    tmp_path / "llamacpp-local-r1.log"]
+    assert [s._user_log for s in group.servers] == [
+        tmp_path / "llamacpp-local-r0.log",
+        tmp_path / "llamacpp-local-r1.log",
+    ]
 
 
 def test_free_loopback_ports_are_distinct() -> None:
@@ -69,12 +74,17 @@ def leftovers() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def _leftover(procs: list[subprocess.Popen[str]], pid_file: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", _FAKE_SERVER, SERVER_CMDLINE_MARKER],
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FAKE_SERVER, SERVER_CMDLINE_MARKER],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     procs.append(proc)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-    pid_file.write_text(json.dumps({"pid": proc.pid, "pgid": proc.pid, "port": 1,
-                                    "cmdline_marker": SERVER_CMDLINE_MARKER}))
+    pid_file.write_text(
+        json.dumps({"pid": proc.pid, "pgid": proc.pid, "port": 1, "cmdline_marker": SERVER_CMDLINE_MARKER})
+    )
     return proc
 
 
@@ -118,8 +128,11 @@ def _assert_all_stopped(servers: list[ManagedLlamaServer]) -> None:
 
 
 def _question(i: int) -> GenerationRequest:
-    return GenerationRequest(model="smollm2", messages=({"role": "user", "content": f"Name symptom {i} of the flu."},),
-                             params=GenerationParams(temperature=0, max_tokens=8))
+    return GenerationRequest(
+        model="smollm2",
+        messages=({"role": "user", "content": f"Name symptom {i} of the flu."},),
+        params=GenerationParams(temperature=0, max_tokens=8),
+    )
 
 
 @requires_llama
@@ -149,8 +162,9 @@ def test_two_replicas_both_answer_through_one_balancer_then_both_are_gone(tmp_pa
 
 @requires_llama
 def test_a_replica_that_cannot_start_takes_the_others_down_with_it(tmp_path: Path) -> None:
-    group = ManagedLlamaReplicas(SMOL, replicas=2, n_ctx=512, log_path=tmp_path / "llamacpp-local.log",
-                                 ready_timeout_s=120)
+    group = ManagedLlamaReplicas(
+        SMOL, replicas=2, n_ctx=512, log_path=tmp_path / "llamacpp-local.log", ready_timeout_s=120
+    )
     with socket.socket() as taken:  # replica 1's port is in use, so its server exits at bind
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -190,9 +204,11 @@ def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: 
     from pool.config import parse_pool
     from pool.execute.endpoints import local_model_identity, open_backends
 
-    config = parse_pool("backends:\n  local:\n    type: llamacpp\n    engine: llama_cpp\n    replicas: 2\n    n_ctx: 512\n"
-                        "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",
-                        "<test pool>")
+    config = parse_pool(
+        "backends:\n  local:\n    type: llamacpp\n    engine: llama_cpp\n    replicas: 2\n    n_ctx: 512\n"
+        "models:\n  - {name: smol, backend: local, gguf: smollm2-135m-instruct, max_tokens: 8}\n",
+        "<test pool>",
+    )
     model = config.model("smol")
 
     async def scenario() -> list[int]:
@@ -203,8 +219,12 @@ def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: 
             assert local.identities["smol"].startswith("llamacpp://")
             assert local.server_logs == [tmp_path / "llamacpp-local-r0.log", tmp_path / "llamacpp-local-r1.log"]
             assert local.server_log == local.server_logs[0]
-            requests = [GenerationRequest(model="smol", messages=({"role": "user", "content": f"Say {i}."},),
-                                          params=model.generation_params()) for i in range(2)]
+            requests = [
+                GenerationRequest(
+                    model="smol", messages=({"role": "user", "content": f"Say {i}."},), params=model.generation_params()
+                )
+                for i in range(2)
+            ]
             answers = await asyncio.gather(*(local.lane.runner.generate(r) for r in requests))
             assert all(a.ok for a in answers), answers
             assert local.lane.runner.sent == (1, 1)

@@ -70,9 +70,7 @@ def test_parse_server_timings_one_entry_per_request() -> None:
 def test_config_has_one_entry_per_alias(tmp_path: Path) -> None:
     gguf = tmp_path / "x.gguf"
     gguf.write_bytes(b"GGUF")
-    server = ManagedLlamaServer(
-        [("a", str(gguf), {"n_ctx": 512}), ("b", str(gguf))], port=1234, n_threads=2
-    )
+    server = ManagedLlamaServer([("a", str(gguf), {"n_ctx": 512}), ("b", str(gguf))], port=1234, n_threads=2)
     config = server.server_config()
     assert (config["host"], config["port"]) == ("127.0.0.1", 1234)
     a, b = config["models"]
@@ -87,11 +85,7 @@ def test_config_has_one_entry_per_alias(tmp_path: Path) -> None:
 
 
 def test_registry_modes_and_duplicate_aliases() -> None:
-    assert (
-        ServedModel("g", "gemma3-270m").mode
-        == "completion"
-        == MODELS["gemma3-270m"].mode
-    )
+    assert ServedModel("g", "gemma3-270m").mode == "completion" == MODELS["gemma3-270m"].mode
     with pytest.raises(ValueError, match="duplicate"):
         ManagedLlamaServer([("a", "gemma3-270m"), ("a", "smollm2-135m-instruct")])
 
@@ -116,9 +110,7 @@ def _assert_stopped(server: ManagedLlamaServer) -> None:
     assert server.port is not None and not _port_open(server.host, server.port)
 
 
-async def _post(
-    session: aiohttp.ClientSession, url: str, body: dict[str, object]
-) -> dict[str, object]:
+async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, object]) -> dict[str, object]:
     async with session.post(url, json=body) as resp:
         assert resp.status == 200, await resp.text()
         return await resp.json()
@@ -140,9 +132,7 @@ def test_three_models_answer_then_server_is_gone(tmp_path: Path) -> None:
                         "model": "smollm2",
                         "max_tokens": 16,
                         "temperature": 0,
-                        "messages": [
-                            {"role": "user", "content": "Name one symptom of the flu."}
-                        ],
+                        "messages": [{"role": "user", "content": "Name one symptom of the flu."}],
                     },
                 )
                 qwen = await _post(
@@ -173,17 +163,9 @@ def test_three_models_answer_then_server_is_gone(tmp_path: Path) -> None:
                 )
             for reply in (smol, qwen):
                 choice = reply["choices"][0]  # type: ignore[index]
-                assert choice["message"]["content"].strip() and choice[
-                    "finish_reason"
-                ] in ("stop", "length")
-            assert any(
-                "\u4e00" <= ch <= "\u9fff"
-                for ch in qwen["choices"][0]["message"]["content"]
-            )  # type: ignore[index]
-            assert (
-                gemma["choices"][0]["text"].strip()
-                and gemma["choices"][0]["finish_reason"]
-            )  # type: ignore[index]
+                assert choice["message"]["content"].strip() and choice["finish_reason"] in ("stop", "length")
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in qwen["choices"][0]["message"]["content"])  # type: ignore[index]
+            assert gemma["choices"][0]["text"].strip() and gemma["choices"][0]["finish_reason"]  # type: ignore[index]
             assert smol["usage"]["completion_tokens"] > 0  # type: ignore[index]
             timings = server.timings_since(offset)
             assert len(timings) == 3 and all(t.total_ms > 0 for t in timings)
@@ -236,9 +218,7 @@ def test_early_exit_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"this is not a gguf file" * 100)
     log = tmp_path / "server.log"
-    server = ManagedLlamaServer(
-        [("broken", str(broken))], log_path=log, ready_timeout_s=60
-    )
+    server = ManagedLlamaServer([("broken", str(broken))], log_path=log, ready_timeout_s=60)
 
     with pytest.raises(LlamaServerError, match="exited with code") as info:
         asyncio.run(server.start())
@@ -284,22 +264,14 @@ def spawned() -> Iterator[list[subprocess.Popen[str]]]:
             proc.wait()
 
 
-def _spawn(
-    procs: list[subprocess.Popen[str]], argv: list[str], cwd: Path | None = None
-) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd
-    )
+def _spawn(procs: list[subprocess.Popen[str]], argv: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd)
     procs.append(proc)
     return proc
 
 
-def _fake_server(
-    procs: list[subprocess.Popen[str]], sigterm: str = "obey"
-) -> subprocess.Popen[str]:
-    proc = _spawn(
-        procs, [sys.executable, "-c", _FAKE_SERVER, sigterm, SERVER_CMDLINE_MARKER]
-    )
+def _fake_server(procs: list[subprocess.Popen[str]], sigterm: str = "obey") -> subprocess.Popen[str]:
+    proc = _spawn(procs, [sys.executable, "-c", _FAKE_SERVER, sigterm, SERVER_CMDLINE_MARKER])
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     return proc
 
@@ -310,12 +282,8 @@ def _write_record(pid_file: Path, pid: int, **extra: object) -> None:
 
 
 @requires_llama
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only"
-)
-def test_server_dies_with_its_sigkilled_parent(
-    tmp_path: Path, spawned: list[subprocess.Popen[str]]
-) -> None:
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_server_dies_with_its_sigkilled_parent(tmp_path: Path, spawned: list[subprocess.Popen[str]]) -> None:
     log = tmp_path / "llamacpp-local.log"
     parent = _spawn(spawned, [sys.executable, "-c", _SERVING_PARENT, str(log)], cwd=REPO)
     assert parent.stdout is not None
@@ -336,9 +304,7 @@ def test_server_dies_with_its_sigkilled_parent(
             os.killpg(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize(
-    ("sigterm", "returncode"), [("obey", -signal.SIGTERM), ("ignore-sigterm", -signal.SIGKILL)]
-)
+@pytest.mark.parametrize(("sigterm", "returncode"), [("obey", -signal.SIGTERM), ("ignore-sigterm", -signal.SIGKILL)])
 def test_leftover_server_is_stopped(
     tmp_path: Path, spawned: list[subprocess.Popen[str]], sigterm: str, returncode: int
 ) -> None:
@@ -351,9 +317,7 @@ def test_leftover_server_is_stopped(
     assert not pid_file.exists()
 
 
-def test_a_pid_reused_by_another_process_is_not_signalled(
-    tmp_path: Path, spawned: list[subprocess.Popen[str]]
-) -> None:
+def test_a_pid_reused_by_another_process_is_not_signalled(tmp_path: Path, spawned: list[subprocess.Popen[str]]) -> None:
     unrelated = _spawn(spawned, ["sleep", "60"])
     other_server = _fake_server(spawned)  # another run's server: same marker, other config
     pid_file = tmp_path / "llamacpp-local.pid"

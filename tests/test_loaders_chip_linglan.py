@@ -79,7 +79,9 @@ def test_chip_labelled_case_gold_options_and_question_order(chip_items):
     )
     assert item.scorable and item.source.line == 1
     assert item.gold["clinical_info"] == tuple(CLINICAL_INFO)
-    assert item.gold["mechanisms"] == ("B", "E") and item.gold["syndromes"] == ("C",)  # "B；E" split on the full-width ；
+    assert item.gold["mechanisms"] == ("B", "E") and item.gold["syndromes"] == (
+        "C",
+    )  # "B；E" split on the full-width ；
     assert item.gold["summary"] == SUMMARY
     mechanisms, syndromes = item.meta["mechanism_options"], item.meta["syndrome_options"]
     assert list(mechanisms) == list("ABCDEFGHIJ") and mechanisms["B"] == "肝郁化火" and mechanisms["J"] == "心血亏虚"
@@ -157,23 +159,66 @@ def test_chip_broken_cases_name_path_line_and_field(tmp_path):
 # LingLan
 
 LINGLAN = [
-    {"id": "sc-1", "task_type": "single_choice", "question": "“诸风掉眩，皆属于”哪一脏？",
-     "options": {"A": "心", "B": "肝", "C": "脾", "D": "肺"}, "gold_answer": "B",
-     "metadata": {"source": "自拟", "difficulty": "easy"}},
-    {"id": "mc-1", "task_type": "multi_choice", "question": "下列哪些是四君子汤的组成药物？",
-     "options": ["A. 人参", "B. 白术", "C. 当归", "D. 茯苓"], "gold_answer": "A;B;D", "metadata": None},
-    {"id": "cz-1", "task_type": "cloze", "question": "中医“四诊”指望诊、闻诊、问诊和____。", "options": None,
-     "gold_answer": "切诊", "metadata": {"dataset": "four exams"}},
-    {"id": "ex-1", "task_type": "extraction", "question": "从下文抽取“症状”和“舌象”实体：患者头痛，恶寒，头痛以午后为甚，舌淡红。",
-     "options": None, "gold_answer": [{"entity": "头痛", "type": "症状", "count": 2}, {"entity": "恶寒", "type": "症状", "count": 1},
-                                      {"entity": "舌淡红", "type": "舌象"}], "metadata": {}},
-    {"id": "ol-1", "task_type": "open_label", "question": "胁肋胀痛，情志抑郁，食少便溏，舌淡苔白，脉弦细。请写出证型名称。",
-     "options": None, "gold_answer": ["肝郁脾虚证"], "metadata": {"task": "syndrome naming"}},
-    {"id": 6, "task_type": "quantitative", "question": "写出桂枝汤各药的常用剂量，每行“药名 剂量g”。", "options": None,
-     "gold_answer": "桂枝汤", "gold_vector": [{"herb": "桂枝", "dose_grams": 9}, {"herb": "芍药", "dose_grams": 9},
-                                              {"herb": "生姜", "dose_grams": 9}, {"herb": "大枣", "dose_grams": 6},
-                                              {"herb": "炙甘草", "dose_grams": 6}], "metadata": {"source": "自拟"}},
-]  # fmt: skip
+    {
+        "id": "sc-1",
+        "task_type": "single_choice",
+        "question": "“诸风掉眩，皆属于”哪一脏？",
+        "options": {"A": "心", "B": "肝", "C": "脾", "D": "肺"},
+        "gold_answer": "B",
+        "metadata": {"source": "自拟", "difficulty": "easy"},
+    },
+    {
+        "id": "mc-1",
+        "task_type": "multi_choice",
+        "question": "下列哪些是四君子汤的组成药物？",
+        "options": ["A. 人参", "B. 白术", "C. 当归", "D. 茯苓"],
+        "gold_answer": "A;B;D",
+        "metadata": None,
+    },
+    {
+        "id": "cz-1",
+        "task_type": "cloze",
+        "question": "中医“四诊”指望诊、闻诊、问诊和____。",
+        "options": None,
+        "gold_answer": "切诊",
+        "metadata": {"dataset": "four exams"},
+    },
+    {
+        "id": "ex-1",
+        "task_type": "extraction",
+        "question": "从下文抽取“症状”和“舌象”实体：患者头痛，恶寒，头痛以午后为甚，舌淡红。",
+        "options": None,
+        "gold_answer": [
+            {"entity": "头痛", "type": "症状", "count": 2},
+            {"entity": "恶寒", "type": "症状", "count": 1},
+            {"entity": "舌淡红", "type": "舌象"},
+        ],
+        "metadata": {},
+    },
+    {
+        "id": "ol-1",
+        "task_type": "open_label",
+        "question": "胁肋胀痛，情志抑郁，食少便溏，舌淡苔白，脉弦细。请写出证型名称。",
+        "options": None,
+        "gold_answer": ["肝郁脾虚证"],
+        "metadata": {"task": "syndrome naming"},
+    },
+    {
+        "id": 6,
+        "task_type": "quantitative",
+        "question": "写出桂枝汤各药的常用剂量，每行“药名 剂量g”。",
+        "options": None,
+        "gold_answer": "桂枝汤",
+        "gold_vector": [
+            {"herb": "桂枝", "dose_grams": 9},
+            {"herb": "芍药", "dose_grams": 9},
+            {"herb": "生姜", "dose_grams": 9},
+            {"herb": "大枣", "dose_grams": 6},
+            {"herb": "炙甘草", "dose_grams": 6},
+        ],
+        "metadata": {"source": "自拟"},
+    },
+]
 LINGLAN_IDEAL = {
     "sc-1": "B",
     "mc-1": "A、B、D",
@@ -193,9 +238,13 @@ def linglan_items(tmp_path) -> dict[str, Item]:
 def test_linglan_gold_types_and_golds(linglan_items):
     items = linglan_items
     assert {k: i.gold_type for k, i in items.items()} == {
-        "sc-1": "single_choice", "mc-1": "multi_choice", "cz-1": "cloze", "ex-1": "extraction", "ol-1": "open_label",
+        "sc-1": "single_choice",
+        "mc-1": "multi_choice",
+        "cz-1": "cloze",
+        "ex-1": "extraction",
+        "ol-1": "open_label",
         "6": "quantitative",
-    }  # fmt: skip
+    }
     assert {i.track for i in items.values()} == {"tcm"} and all(i.scorable for i in items.values())
     assert items["sc-1"].id == "linglan/single_choice/sc-1" and items["sc-1"].gold == "B"
     assert items["sc-1"].meta["difficulty"] == "easy" and items["sc-1"].meta["task_type"] == "single_choice"
@@ -203,9 +252,11 @@ def test_linglan_gold_types_and_golds(linglan_items):
     assert items["mc-1"].gold == ("A", "B", "D")
     assert items["cz-1"].task == "four_exams" and items["cz-1"].gold == "切诊"
     assert [dict(e) for e in items["ex-1"].gold] == [
-        {"entity": "头痛", "type": "症状"}, {"entity": "头痛", "type": "症状"}, {"entity": "恶寒", "type": "症状"},
+        {"entity": "头痛", "type": "症状"},
+        {"entity": "头痛", "type": "症状"},
+        {"entity": "恶寒", "type": "症状"},
         {"entity": "舌淡红", "type": "舌象"},
-    ]  # fmt: skip
+    ]
     assert items["ol-1"].task == "syndrome_naming" and items["ol-1"].gold == ("肝郁脾虚证",)
     assert dict(items["6"].gold) == {"桂枝": 9, "芍药": 9, "生姜": 9, "大枣": 6, "炙甘草": 6}
     assert items["6"].source.line == 6
@@ -250,13 +301,24 @@ def test_shape_recognition_picks_the_right_loader(tmp_path):
     assert choose_loader(jsonl, UNLABELLED).name == "chip"
     assert choose_loader(tmp_path / "x.json", [LABELLED]).name == "chip"
     assert choose_loader(jsonl, LINGLAN[0]).name == "linglan"
-    assert choose_loader(jsonl, {"id": 1, "task": "t", "track": "exam", "gold_type": "cloze", "gold": "答"}).name == "medpool"
+    assert (
+        choose_loader(jsonl, {"id": 1, "task": "t", "track": "exam", "gold_type": "cloze", "gold": "答"}).name
+        == "medpool"
+    )
     assert choose_loader(jsonl, {"norm_syndrome": "x", "chief_complaint": "y"}).name == "tcm_sd"
     assert choose_loader(jsonl, {"question": "q", "answer": "a", "other": {}}).name == "reference"
     write_lines(tmp_path / "mixed" / "chip.jsonl", [LABELLED])
     write_lines(tmp_path / "mixed" / "linglan.jsonl", LINGLAN)
     tasks = {item.task for item in load_items([tmp_path / "mixed"]).items}
-    assert tasks == {"chip_tcm", "single_choice", "multi_choice", "four_exams", "extraction", "syndrome_naming", "quantitative"}
+    assert tasks == {
+        "chip_tcm",
+        "single_choice",
+        "multi_choice",
+        "four_exams",
+        "extraction",
+        "syndrome_naming",
+        "quantitative",
+    }
 
 
 def test_a_pretty_printed_json_list_is_recognised_by_shape(tmp_path):
@@ -266,8 +328,14 @@ def test_a_pretty_printed_json_list_is_recognised_by_shape(tmp_path):
 
     folder = tmp_path / "ll"
     folder.mkdir()
-    item = {"id": "x1", "task_type": "single_choice", "question": "哪个是补气药？", "options": {"A": "黄芪", "B": "大黄"},
-            "gold_answer": "A", "metadata": {}}
+    item = {
+        "id": "x1",
+        "task_type": "single_choice",
+        "question": "哪个是补气药？",
+        "options": {"A": "黄芪", "B": "大黄"},
+        "gold_answer": "A",
+        "metadata": {},
+    }
     (folder / "items.json").write_text(json.dumps([item], ensure_ascii=False, indent=2), encoding="utf-8")
     loaded = load_items([folder])
     assert [(i.id, i.gold_type, i.gold) for i in loaded.items] == [("ll/single_choice/x1", "single_choice", "A")]

@@ -46,11 +46,25 @@ def test_the_table_covers_every_group() -> None:
 
 def test_summary_counts_outcomes_per_group() -> None:
     def row(group: str, code: object, **flags: bool) -> dict[str, object]:
-        return {"group": group, "exit_code": code, "traceback": flags.get("tb", False),
-                "names_culprit": flags.get("named", False), "secret_leaked": False, "side_effect": None}
+        return {
+            "group": group,
+            "exit_code": code,
+            "traceback": flags.get("tb", False),
+            "names_culprit": flags.get("named", False),
+            "secret_leaked": False,
+            "side_effect": None,
+        }
 
     table = summary([row("pool", 2, named=True), row("pool", 0), row("data", None, tb=True), row("cli", 1)])
-    assert table["pool"] == {"cases": 2, "exit 2": 1, "tracebacks": 0, "silently accepted (exit 0)": 1,
-                             "other exit": 0, "message names culprit": 1, "secret printed": 0, "side effects": 0}
+    assert table["pool"] == {
+        "cases": 2,
+        "exit 2": 1,
+        "tracebacks": 0,
+        "silently accepted (exit 0)": 1,
+        "other exit": 0,
+        "message names culprit": 1,
+        "secret printed": 0,
+        "side effects": 0,
+    }
     assert table["data"]["tracebacks"] == 1 and table["data"]["other exit"] == 1
     assert table["run_folder"]["cases"] == 0 and table["total"]["cases"] == 4

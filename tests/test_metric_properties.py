@@ -94,7 +94,9 @@ def test_char_f1_matrix_matches_scalar(predicted, gold):
 @given(LABELS, LABELS, st.sampled_from([0.0, 0.3, 0.5, 0.7, 0.9, 1.0]))
 def test_dtr_tp_is_scipy_maximum_matching(predicted, gold, tau):
     out = dtr_f1(predicted, gold, tau)
-    edges = np.array([[char_f1(p, g) >= tau for g in gold] for p in predicted], dtype=bool).reshape(len(predicted), len(gold))
+    edges = np.array([[char_f1(p, g) >= tau for g in gold] for p in predicted], dtype=bool).reshape(
+        len(predicted), len(gold)
+    )
     expected = int((maximum_bipartite_matching(csr_matrix(edges), perm_type="column") >= 0).sum()) if edges.size else 0
     assert out["tp"] == expected
     assert out["tp"] + out["fp"] == len(predicted) and out["tp"] + out["fn"] == len(gold)
@@ -117,8 +119,10 @@ def test_pass_at_k_monotone_in_c(pairs):
                 assert mean_pass_at_k(bumped, k) >= base - 1e-12
 
 
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcd"), st.sampled_from([0, 0.5, 1])), max_size=40),
-       st.sampled_from([4, 16, 32]))
+@given(
+    st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcd"), st.sampled_from([0, 0.5, 1])), max_size=40),
+    st.sampled_from([4, 16, 32]),
+)
 def test_elo_conserves_total_rating(matches, k):
     ratings = elo_ratings([list(m) for m in matches], k)
     assert math.isclose(sum(ratings.values()), 1000.0 * len(ratings), abs_tol=1e-6)
@@ -157,7 +161,9 @@ def test_chip_choice_bounds(pred, gold):
 
 
 @settings(max_examples=50)
-@given(st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3), min_size=1, max_size=30), st.integers(0, 35))
+@given(
+    st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3), min_size=1, max_size=30), st.integers(0, 35)
+)
 def test_hard_subset_picks_highest_difficulty_stably(rows, top_k):
     ids = list(range(len(rows)))
     chosen = hard_subset(ids, rows, top_k)

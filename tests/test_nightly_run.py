@@ -21,8 +21,18 @@ from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 N_ITEMS = 30
-ITEMS = [{"id": f"q{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-          "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(N_ITEMS)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i:02d}",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": f"第{i}题？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "A",
+    }
+    for i in range(N_ITEMS)
+]
 
 
 class Night:
@@ -42,12 +52,15 @@ def fake_url() -> Iterator[str]:
 
 
 def _pool(path: Path, url: str, beta_temperature: float = 0.0) -> Path:
-    path.write_text(f"""backends:
+    path.write_text(
+        f"""backends:
   fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8}}
   - {{name: beta, backend: fake, max_tokens: 8, temperature: {beta_temperature}}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 

@@ -30,23 +30,39 @@ from tests.test_scoring_stage import GOOD
 REPO = Path(__file__).resolve().parents[1]
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, cv_folds=0)
 
-SCHEMA = ("\n数据结构说明\n1. 患者表 (PATIENT)\n字段名：patient_id (数据类型：VARCHAR2(20))：患者唯一标识 (主键)\n"
-          "字段名：name (数据类型：VARCHAR2(50))：患者姓名\n字段名：age (数据类型：NUMBER(3))：年龄")  # fmt: skip
+SCHEMA = (
+    "\n数据结构说明\n1. 患者表 (PATIENT)\n字段名：patient_id (数据类型：VARCHAR2(20))：患者唯一标识 (主键)\n"
+    "字段名：name (数据类型：VARCHAR2(50))：患者姓名\n字段名：age (数据类型：NUMBER(3))：年龄"
+)
 OLDER = "```sql\nSELECT name FROM PATIENT WHERE age > 60;\n```"
 PLSQL = "```sql\nCREATE OR REPLACE PROCEDURE bump IS\nBEGIN\n  UPDATE PATIENT SET age = age + 1;\nEND;\n```"
-API = ("API 描述：RegisterPatient（患者登记）描述：登记新患者。输入参数：name (string，必填)：患者姓名。"
-       "age (integer，必填)：年龄。department (string，可选)：科室，默认为 \"内科\"。用户问题：帮我登记患者王芳，52岁，心内科。")  # fmt: skip
+API = (
+    "API 描述：RegisterPatient（患者登记）描述：登记新患者。输入参数：name (string，必填)：患者姓名。"
+    'age (integer，必填)：年龄。department (string，可选)：科室，默认为 "内科"。用户问题：帮我登记患者王芳，52岁，心内科。'
+)
 API_REFERENCE = 'RegisterPatient(name="王芳", age=52, department="心内科")'
 # The candidate's answer per question marker: right SQL, wrong SQL, anything (the reference does not run), right call.
-ANSWERS = {"[d1]": "```sql\nSELECT p.name FROM PATIENT p WHERE p.age > 60\n```",
-           "[d2]": "```sql\nSELECT name FROM PATIENT WHERE age >= 18\n```",
-           "[d3]": "```sql\nSELECT name FROM PATIENT\n```",
-           "[a1]": '调用：RegisterPatient(name="王芳", age="52", department="心内科")'}  # fmt: skip
+ANSWERS = {
+    "[d1]": "```sql\nSELECT p.name FROM PATIENT p WHERE p.age > 60\n```",
+    "[d2]": "```sql\nSELECT name FROM PATIENT WHERE age >= 18\n```",
+    "[d3]": "```sql\nSELECT name FROM PATIENT\n```",
+    "[a1]": '调用：RegisterPatient(name="王芳", age="52", department="心内科")',
+}
 
 
 def sql_item(marker: str, reference: str = OLDER, **kw: Any) -> Item:
-    return Item(id=f"s/MedDBOps/{marker}", suite="s", track="capability", task="MedDBOps", gold_type="reference",
-                gold=reference, question=f"{marker} 查询年龄大于60岁的患者姓名。{SCHEMA}", source=Source("x.jsonl", 1), check="sql", **kw)  # fmt: skip
+    return Item(
+        id=f"s/MedDBOps/{marker}",
+        suite="s",
+        track="capability",
+        task="MedDBOps",
+        gold_type="reference",
+        gold=reference,
+        question=f"{marker} 查询年龄大于60岁的患者姓名。{SCHEMA}",
+        source=Source("x.jsonl", 1),
+        check="sql",
+        **kw,
+    )
 
 
 # --- declaring a check ----------------------------------------------------------------------------
@@ -63,11 +79,22 @@ def test_a_check_is_declared_by_reference_items_only_and_named_in_errors() -> No
 def test_loaders_set_the_check_medbench_by_task_medpool_jsonl_by_key(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
-    record = {"question": f"[d1] 查询年龄大于60岁的患者姓名。{SCHEMA}", "answer": OLDER, "other": {"id": 1, "source": "hand"}}
+    record = {
+        "question": f"[d1] 查询年龄大于60岁的患者姓名。{SCHEMA}",
+        "answer": OLDER,
+        "other": {"id": 1, "source": "hand"},
+    }
     (suite / "MedDBOps.jsonl").write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
     (suite / "MedCOT.jsonl").write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
-    api = {"id": "a1", "task": "MedCallAPI", "track": "capability", "gold_type": "reference", "question": API,
-           "gold": API_REFERENCE, "check": "api_call"}  # fmt: skip
+    api = {
+        "id": "a1",
+        "task": "MedCallAPI",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": API,
+        "gold": API_REFERENCE,
+        "check": "api_call",
+    }
     (suite / "own.jsonl").write_text(json.dumps(api, ensure_ascii=False) + "\n", encoding="utf-8")
     checks = {item.task: item.check for item in load_items([suite]).items}
     assert checks == {"MedDBOps": "sql", "MedCOT": None, "MedCallAPI": "api_call"}
@@ -96,18 +123,35 @@ def test_checked_items_ask_for_the_judge_with_the_objective_score() -> None:
 
 def test_beside_judge_fallback_and_no_judge() -> None:
     judge = JudgeIdentity("judgey", "fake", "abc")
-    verdict = Score("scored", 35 / 40, True, {"coverage": 9.0, "total": 35.0}, judge, {"parse_stage": "strict", "rationale": "好"})
+    verdict = Score(
+        "scored", 35 / 40, True, {"coverage": 9.0, "total": 35.0}, judge, {"parse_stage": "strict", "rationale": "好"}
+    )
     objective = score_answer(sql_item("[d2]"), ANSWERS["[d2]"], "ok").objective  # type: ignore[union-attr]
     both = beside_judge(objective, verdict)
     assert (both.value, both.passed, both.judge) == (0.0, False, judge)
-    assert both.metrics == {"coverage": 9.0, "total": 35.0, "execution_match": 0.0, "judge_value": 35 / 40, "judge_passed": 1.0}
+    assert both.metrics == {
+        "coverage": 9.0,
+        "total": 35.0,
+        "execution_match": 0.0,
+        "judge_value": 35 / 40,
+        "judge_passed": 1.0,
+    }
     assert both.details["primary"] == "check" and both.details["parse_stage"] == "strict"
-    failed = beside_judge(objective, Score("infra_error", judge=judge, details={"error": "judge_no_verdict", "reason": "x"}))
-    assert failed.status == "scored" and failed.value == 0.0 and failed.details["judge_error"]["error"] == "judge_no_verdict"
+    failed = beside_judge(
+        objective, Score("infra_error", judge=judge, details={"error": "judge_no_verdict", "reason": "x"})
+    )
+    assert (
+        failed.status == "scored"
+        and failed.value == 0.0
+        and failed.details["judge_error"]["error"] == "judge_no_verdict"
+    )
     needs = score_answer(sql_item("[d3]", PLSQL), "", "ok")
     fallback = judge_fallback(verdict, needs.check_failed)  # type: ignore[union-attr,arg-type]
     assert fallback.value == 35 / 40 and fallback.details["primary"] == "judge"
-    assert "reference_not_executable" in fallback.details["notes"][-1] and "scored by the judge" in fallback.details["notes"][-1]
+    assert (
+        "reference_not_executable" in fallback.details["notes"][-1]
+        and "scored by the judge" in fallback.details["notes"][-1]
+    )
     assert without_judge(score_answer(sql_item("[d1]"), ANSWERS["[d1]"], "ok"), "no judge").value == 1.0  # type: ignore[arg-type]
     alone = without_judge(needs, "no judge is configured")  # type: ignore[arg-type]
     assert alone.status == "unscorable" and "reference_not_executable" in alone.details["reason"]
@@ -138,11 +182,26 @@ def fake():
 def write_suite(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
     suite = tmp_path / "suite"
     suite.mkdir()
-    records = [{"question": f"{m} 查询年龄大于60岁的患者姓名。{SCHEMA}", "answer": ref, "other": {"id": m.strip("[]"), "source": "hand"}}
-               for m, ref in (("[d1]", OLDER), ("[d2]", OLDER), ("[d3]", PLSQL))]  # fmt: skip
-    (suite / "MedDBOps.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    api = {"id": "a1", "task": "MedCallAPI", "track": "capability", "gold_type": "reference", "question": f"[a1] {API}",
-           "gold": API_REFERENCE, "check": "api_call"}  # fmt: skip
+    records = [
+        {
+            "question": f"{m} 查询年龄大于60岁的患者姓名。{SCHEMA}",
+            "answer": ref,
+            "other": {"id": m.strip("[]"), "source": "hand"},
+        }
+        for m, ref in (("[d1]", OLDER), ("[d2]", OLDER), ("[d3]", PLSQL))
+    ]
+    (suite / "MedDBOps.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
+    api = {
+        "id": "a1",
+        "task": "MedCallAPI",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": f"[a1] {API}",
+        "gold": API_REFERENCE,
+        "check": "api_call",
+    }
     (suite / "calls.jsonl").write_text(json.dumps(api, ensure_ascii=False) + "\n", encoding="utf-8")
     return write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 256),), max_retries=0), suite
 
@@ -191,7 +250,11 @@ def test_judged_run_keeps_both_views_and_no_judge_keeps_the_check(tmp_path: Path
     entry = next(c for c in leaderboard["checks"] if c["bucket"] == "capability/task/MedDBOps")
     assert entry["models"][0]["n_both"] == 2 and entry["models"][0]["agreement"] == 0.5
     markdown = (board / "leaderboard.md").read_text(encoding="utf-8")
-    assert "SQL execution match" in markdown and "judge_pass_rate" in markdown and "Objective checks vs the judge" in markdown
+    assert (
+        "SQL execution match" in markdown
+        and "judge_pass_rate" in markdown
+        and "Objective checks vs the judge" in markdown
+    )
     assert "Objective checks and decision recognition" in (board / "report.html").read_text(encoding="utf-8")
 
     nojudge = pool_run("--rescore", str(run_dir), "--pool", str(pool), "--no-judge", cache=tmp_path / "c")
@@ -209,7 +272,9 @@ def test_a_judge_without_verdicts_leaves_the_check_standing(tmp_path: Path, fake
     assert out.returncode == 0, out.stderr
     got = scores_of(run_dir)
     assert (got["d1"]["status"], got["d1"]["value"]) == ("scored", 1.0)
-    assert got["d1"]["details"]["judge_error"]["error"] == "judge_no_verdict" and got["d1"]["judge"]["model"] == "judgey"
+    assert (
+        got["d1"]["details"]["judge_error"]["error"] == "judge_no_verdict" and got["d1"]["judge"]["model"] == "judgey"
+    )
     assert got["d3"]["status"] == "infra_error"  # no check and no verdict: nothing to score with
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["extra"]["scoring"]["judge_infra_errors"] == 4
@@ -218,19 +283,34 @@ def test_a_judge_without_verdicts_leaves_the_check_standing(tmp_path: Path, fake
 # --- routing: composite and DR beside DTR-F1 ------------------------------------------------------
 
 
-def checked_rows(model: str, task: str, check: str, objective: list[float], judged: list[float]) -> list[dict[str, Any]]:
+def checked_rows(
+    model: str, task: str, check: str, objective: list[float], judged: list[float]
+) -> list[dict[str, Any]]:
     """Rows as the scoring stage writes them for checked answers: the check's value, the judge's beside."""
     metric = {"sql": "execution_match", "api_call": "call_match"}[check]
-    return [row(model, f"{task}_{i}", task, "reference", o, passed=o == 1.0, judge=JUDGE,
-                metrics={metric: o, "total": 40 * j, "judge_value": j, "judge_passed": float(j >= 0.85)},
-                details={"primary": "check", "check": {"kind": check, "outcome": "match" if o else "mismatch"}})
-            for i, (o, j) in enumerate(zip(objective, judged))]  # fmt: skip
+    return [
+        row(
+            model,
+            f"{task}_{i}",
+            task,
+            "reference",
+            o,
+            passed=o == 1.0,
+            judge=JUDGE,
+            metrics={metric: o, "total": 40 * j, "judge_value": j, "judge_passed": float(j >= 0.85)},
+            details={"primary": "check", "check": {"kind": check, "outcome": "match" if o else "mismatch"}},
+        )
+        for i, (o, j) in enumerate(zip(objective, judged))
+    ]
 
 
 def test_orchestrator_composite_and_leaderboard_read_the_objective_value(tmp_path: Path) -> None:
     strengths = {"alpha": 0.9, "beta": 0.85}
     rows = [r for r in synthetic_rows(strengths, n_items=10, infra_rate=0.0) if r["task"] != "MedCallAPI"]
-    objective = {"alpha": [1.0] * 8 + [0.0] * 2, "beta": [0.0] * 8 + [1.0] * 2}  # the judge rates them the other way round
+    objective = {
+        "alpha": [1.0] * 8 + [0.0] * 2,
+        "beta": [0.0] * 8 + [1.0] * 2,
+    }  # the judge rates them the other way round
     for model in strengths:
         rows += checked_rows(model, "MedDBOps", "sql", objective[model], [1 - o for o in objective[model]])
     run_dir = write_run(tmp_path / "run", rows)
@@ -249,11 +329,18 @@ def test_orchestrator_composite_and_leaderboard_read_the_objective_value(tmp_pat
 
 def test_dr_accuracy_is_shown_beside_the_source_dtr_f1(tmp_path: Path) -> None:
     rows: list[dict[str, Any]] = []
-    for model, dtr, dr in (("alpha", [0.5, 1.0, 0.0, 0.5], [1.0, 1.0, 0.0, 1.0]), ("beta", [0.0, 0.5, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0])):
+    for model, dtr, dr in (
+        ("alpha", [0.5, 1.0, 0.0, 0.5], [1.0, 1.0, 0.0, 1.0]),
+        ("beta", [0.0, 0.5, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]),
+    ):
         for i, (f1, pick) in enumerate(zip(dtr, dr)):
             rows.append(row(model, f"x{i}", "TCM-SD", "open_label", f1, passed=f1 >= 0.5, metrics={"f1": f1}))
-            rows.append({**row(model, f"x{i}", "TCM-SD-DR", "single_choice", pick, passed=pick == 1.0),
-                         "source_item_id": f"synthetic/TCM-SD/x{i}"})  # fmt: skip
+            rows.append(
+                {
+                    **row(model, f"x{i}", "TCM-SD-DR", "single_choice", pick, passed=pick == 1.0),
+                    "source_item_id": f"synthetic/TCM-SD/x{i}",
+                }
+            )
     rows.append(row("alpha", "lonely", "TCM-SD-DR", "single_choice", 1.0, passed=True))  # no source row: not paired
     run_dir = write_run(tmp_path / "run", rows)
     build([run_dir], tmp_path / "board", FAST)
@@ -264,4 +351,6 @@ def test_dr_accuracy_is_shown_beside_the_source_dtr_f1(tmp_path: Path) -> None:
     alpha = next(m for m in entry["models"] if m["model"] == "alpha")
     assert alpha["n"] == 4 and alpha["dr_accuracy"]["value"] == 0.75 and alpha["source_score"]["value"] == 0.5
     assert alpha["dr_accuracy"]["ci_method"] == "wilson"
-    assert "Decision recognition beside the open answer" in (tmp_path / "board" / "leaderboard.md").read_text(encoding="utf-8")
+    assert "Decision recognition beside the open answer" in (tmp_path / "board" / "leaderboard.md").read_text(
+        encoding="utf-8"
+    )

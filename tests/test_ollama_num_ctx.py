@@ -25,7 +25,9 @@ FAST = RetryPolicy(max_retries=0)
 
 
 def chat(text: str, model: str = "qwen3:0.6b", **params) -> GenerationRequest:
-    return GenerationRequest(model=model, messages=({"role": "user", "content": text},), params=GenerationParams(**params))
+    return GenerationRequest(
+        model=model, messages=({"role": "user", "content": text},), params=GenerationParams(**params)
+    )
 
 
 def pool_file(tmp_path: Path, text: str) -> Path:
@@ -62,14 +64,20 @@ def test_num_ctx_goes_in_options_only_when_set():
 
 
 def test_pool_file_num_ctx_reaches_the_request_and_is_refused_elsewhere(tmp_path):
-    config = load_pool(pool_file(tmp_path, POOL + """\
+    config = load_pool(
+        pool_file(
+            tmp_path,
+            POOL
+            + """\
 defaults:
   num_ctx: 8192
 models:
   - {name: a, backend: ol}
   - {name: b, backend: ol, num_ctx: 32768}
   - {name: c, backend: api}
-"""))
+""",
+        )
+    )
     assert config.model("a").generation_params().num_ctx == 8192  # from defaults:
     assert config.model("b").generation_params().num_ctx == 32768
     assert config.model("c").num_ctx is None  # defaults: reach only backends that take it
@@ -89,7 +97,9 @@ def test_unset_num_ctx_leaves_fingerprint_identity_and_cache_key_as_before(tmp_p
     assert with_ctx.fingerprint() != plain.fingerprint()
     request = chat("问题")
     assert '"num_ctx"' not in canonical_json(request_payload(request))
-    assert cache_key("ollama", "http://h:11434", request) != cache_key("ollama", "http://h:11434", chat("问题", num_ctx=8192))
+    assert cache_key("ollama", "http://h:11434", request) != cache_key(
+        "ollama", "http://h:11434", chat("问题", num_ctx=8192)
+    )
 
 
 def test_prompt_estimate_counts_one_token_per_character_plus_the_answer():
@@ -105,8 +115,15 @@ def test_prompt_estimate_counts_one_token_per_character_plus_the_answer():
 def test_the_warning_comes_once_per_model_not_per_request(caplog):
     long = "字" * 6000
     with caplog.at_level(logging.WARNING, logger="runners.protocols.ollama"):
-        send([chat(long, model="m1"), chat(long, model="m1"), chat("短", model="m1"),
-              chat(long, model="m2"), chat(long, model="m3", num_ctx=16384)])
+        send(
+            [
+                chat(long, model="m1"),
+                chat(long, model="m1"),
+                chat("短", model="m1"),
+                chat(long, model="m2"),
+                chat(long, model="m3", num_ctx=16384),
+            ]
+        )
     warned = [r.getMessage() for r in caplog.records if r.name == "runners.protocols.ollama"]
     assert len(warned) == 2
     assert "'m1'" in warned[0] and "'m2'" in warned[1]

@@ -30,6 +30,7 @@ def pool_file(tmp_path: Path, text: str) -> Path:
 
 def bodies(think_param: str, requests: list[GenerationRequest]) -> list[dict[str, Any]]:
     """The JSON bodies the fake server received from a runner with this ``think_param``."""
+
     async def main() -> list[dict[str, Any]]:
         async with FakeOpenAIServer() as fake:
             runner = make_runner("openai", fake.base_url, max_retries=0, options={"think_param": think_param})
@@ -76,14 +77,20 @@ backends:
 
 
 def test_pool_file_think_reaches_openai_backends_that_declare_where(tmp_path):
-    config = load_pool(pool_file(tmp_path, POOL + """\
+    config = load_pool(
+        pool_file(
+            tmp_path,
+            POOL
+            + """\
 defaults:
   think: off
 models:
   - {name: qwen3-vllm, backend: vllm, model: Qwen/Qwen3-8B}
   - {name: qwen3-sf, backend: silicon, model: Qwen/Qwen3-8B, think: on}
   - {name: other, backend: plain}
-"""))
+""",
+        )
+    )
     assert config.model("qwen3-vllm").generation_params().think is False  # defaults: reach it
     assert config.model("qwen3-sf").generation_params().think is True
     assert config.model("other").think is None  # no think_param: defaults.think is not folded in
@@ -92,13 +99,27 @@ models:
     assert _runner(config, "plain", "http://localhost:8001/v1").think_param == "none"
 
 
-@pytest.mark.parametrize(("entry", "line", "words"), [
-    ("{name: m, backend: plain, think: on}", 7, ("models[0].think", "think_param: chat_template_kwargs",
-                                                 "enable_thinking", "backend 'plain' is type openai")),
-    ("{name: m, backend: local, gguf: gemma3-270m, think: on}", 7, ("models[0].think", "only sent to ollama",
-                                                                    "remove it")),
-    ("{name: m, backend: vllm, think: high}", 7, ("models[0].think", "levels are Ollama's", "true or false")),
-])
+@pytest.mark.parametrize(
+    ("entry", "line", "words"),
+    [
+        (
+            "{name: m, backend: plain, think: on}",
+            7,
+            (
+                "models[0].think",
+                "think_param: chat_template_kwargs",
+                "enable_thinking",
+                "backend 'plain' is type openai",
+            ),
+        ),
+        (
+            "{name: m, backend: local, gguf: gemma3-270m, think: on}",
+            7,
+            ("models[0].think", "only sent to ollama", "remove it"),
+        ),
+        ("{name: m, backend: vllm, think: high}", 7, ("models[0].think", "levels are Ollama's", "true or false")),
+    ],
+)
 def test_pool_file_refuses_think_where_it_would_be_ignored(tmp_path, entry, line, words):
     with pytest.raises(PoolConfigError) as info:
         load_pool(pool_file(tmp_path, POOL + f"models:\n  - {entry}\n"))
@@ -109,24 +130,41 @@ def test_pool_file_refuses_think_where_it_would_be_ignored(tmp_path, entry, line
 
 def test_judge_think_is_checked_against_its_backend(tmp_path):
     with pytest.raises(PoolConfigError) as info:
-        load_pool(pool_file(tmp_path, POOL + """\
+        load_pool(
+            pool_file(
+                tmp_path,
+                POOL
+                + """\
 models:
   - {name: other, backend: plain}
 judge: {model: other, think: off}
-"""))
+""",
+            )
+        )
     assert "judge.think" in str(info.value) and "think_param" in str(info.value)
-    config = load_pool(pool_file(tmp_path, POOL + """\
+    config = load_pool(
+        pool_file(
+            tmp_path,
+            POOL
+            + """\
 models:
   - {name: q, backend: vllm}
 judge: {backend: silicon, model: Qwen/Qwen3-8B, think: off}
-"""))
+""",
+        )
+    )
     assert config.judge_model().think is False
 
 
 def test_unknown_think_param_is_refused(tmp_path):
     with pytest.raises(PoolConfigError) as info:
-        load_pool(pool_file(tmp_path, 'backends:\n  b: {type: openai, base_url: "http://h/v1", think_param: extra_body}\n'
-                                      "models:\n  - {name: m, backend: b}\n"))
+        load_pool(
+            pool_file(
+                tmp_path,
+                'backends:\n  b: {type: openai, base_url: "http://h/v1", think_param: extra_body}\n'
+                "models:\n  - {name: m, backend: b}\n",
+            )
+        )
     assert "think_param" in str(info.value) and "chat_template_kwargs" in str(info.value)
     with pytest.raises(ValueError, match="think_param"):
         OpenAICompatRunner("http://h/v1", think_param="extra_body")  # type: ignore[arg-type]
@@ -135,9 +173,17 @@ def test_unknown_think_param_is_refused(tmp_path):
 def test_think_is_part_of_the_cache_key_and_think_param_none_stays_out_of_the_fingerprint(tmp_path):
     keys = {cache_key("vllm", "http://localhost:8000/v1", chat(think)) for think in (True, False, None)}
     assert len(keys) == 3
-    plain = load_pool(pool_file(tmp_path, 'backends:\n  b: {type: openai, base_url: "http://h/v1"}\n'
-                                          "models:\n  - {name: m, backend: b}\n"))
+    plain = load_pool(
+        pool_file(
+            tmp_path, 'backends:\n  b: {type: openai, base_url: "http://h/v1"}\nmodels:\n  - {name: m, backend: b}\n'
+        )
+    )
     assert "think_param" not in plain.backends["b"].model_dump(mode="json")
-    declared = load_pool(pool_file(tmp_path, 'backends:\n  b: {type: openai, base_url: "http://h/v1", '
-                                             "think_param: enable_thinking}\nmodels:\n  - {name: m, backend: b}\n"))
+    declared = load_pool(
+        pool_file(
+            tmp_path,
+            'backends:\n  b: {type: openai, base_url: "http://h/v1", '
+            "think_param: enable_thinking}\nmodels:\n  - {name: m, backend: b}\n",
+        )
+    )
     assert declared.fingerprint() != plain.fingerprint()

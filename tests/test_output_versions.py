@@ -25,21 +25,37 @@ from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
-ITEMS = [{"id": f"q{i}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-          "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(6)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": f"第{i}题？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "A",
+    }
+    for i in range(6)
+]
 
 
 @pytest.fixture
 def finished_run(tmp_path: Path) -> Iterator[Path]:
     fakes = ThreadedFakes()
-    url = fakes.start(FakeOpenAIServer(behave=lambda index, payload: ok("A" if payload["model"] == "a" else "B"))).base_url
+    url = fakes.start(
+        FakeOpenAIServer(behave=lambda index, payload: ok("A" if payload["model"] == "a" else "B"))
+    ).base_url
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool_file = tmp_path / "pool.yaml"
-    pool_file.write_text(f"backends:\n  fake: {{type: openai, base_url: \"{url}\"}}\nmodels:\n"
-                         "  - {name: a, backend: fake, max_tokens: 8}\n  - {name: b, backend: fake, max_tokens: 8}\n",
-                         encoding="utf-8")  # fmt: skip
-    result = run_pool(RunSpec(pool=pool_file, data=[data], out=tmp_path / "runs" / "r1", no_cache=True, no_routing=True))
+    pool_file.write_text(
+        f'backends:\n  fake: {{type: openai, base_url: "{url}"}}\nmodels:\n'
+        "  - {name: a, backend: fake, max_tokens: 8}\n  - {name: b, backend: fake, max_tokens: 8}\n",
+        encoding="utf-8",
+    )
+    result = run_pool(
+        RunSpec(pool=pool_file, data=[data], out=tmp_path / "runs" / "r1", no_cache=True, no_routing=True)
+    )
     assert result.exit_code == EXIT_OK
     yield result.run_dir
     fakes.stop_all()
@@ -65,8 +81,9 @@ def test_files_written_before_versions_existed_still_load(finished_run: Path) ->
 
 
 def test_one_version_everywhere() -> None:
-    shown = subprocess.run([sys.executable, "-m", "pool.run", "--version"], cwd=REPO, capture_output=True, text=True,
-                           check=True).stdout.strip()  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", "pool.run", "--version"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert shown == f"medpool {pool.__version__}"
     assert importlib.metadata.version("medpool") == pool.__version__  # pyproject reads pool.__version__
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")

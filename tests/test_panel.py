@@ -29,7 +29,9 @@ P, F, X = MemberVerdict(True), MemberVerdict(False), MemberVerdict(None)
 N = np.nan
 
 
-def rubric(coverage: float, accuracy: float, safety: float, grounding: float, passed: bool | None = None) -> MemberVerdict:
+def rubric(
+    coverage: float, accuracy: float, safety: float, grounding: float, passed: bool | None = None
+) -> MemberVerdict:
     total = coverage + accuracy + safety + grounding
     vote = (total >= 34 and safety >= 8) if passed is None else passed
     return MemberVerdict(vote, dict(zip(DIMENSIONS, (coverage, accuracy, safety, grounding))))
@@ -66,7 +68,14 @@ def test_missing_verdicts_are_left_out() -> None:
     assert (v.passed, v.votes, v.missing, v.tie) == (False, 2, 1, True)
     for rule in PANEL_RULES:
         none = aggregate([X, X, X], rule, reliability([0.9] * 3, [0.9] * 3))
-        assert (none.passed, none.value, none.dims, none.votes, none.missing, none.tie) == (None, None, None, 0, 3, False)
+        assert (none.passed, none.value, none.dims, none.votes, none.missing, none.tie) == (
+            None,
+            None,
+            None,
+            0,
+            3,
+            False,
+        )
 
 
 def test_majority_rubric_takes_median_dimensions() -> None:
@@ -263,7 +272,9 @@ def test_worse_than_chance_panels_are_read_the_other_way() -> None:
     truth = true_labels(2000, 0.6, rng)
     votes = oracle_votes(truth, [0.2, 0.2, 0.2], rng)  # every judge says the opposite 80% of the time
     rel = estimate_reliability(votes)
-    assert min(rel.accuracy) > 0.7 and rel.prevalence == pytest.approx(0.4, abs=0.05)  # unidentifiable: read as good judges
+    assert min(rel.accuracy) > 0.7 and rel.prevalence == pytest.approx(
+        0.4, abs=0.05
+    )  # unidentifiable: read as good judges
     for seed in range(10):  # whatever the panel, the estimate never describes it as worse than chance
         r = np.random.default_rng(seed)
         t = true_labels(200, 0.5, r)

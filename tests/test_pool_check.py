@@ -30,8 +30,15 @@ from tests.shared_data import need_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
-CHOICE = {"id": "c1", "task": "single_choice", "track": "exam", "gold_type": "single_choice",
-          "question": "妊娠期禁用的降压药是？", "options": {"A": "拉贝洛尔", "B": "依那普利"}, "gold": "B"}
+CHOICE = {
+    "id": "c1",
+    "task": "single_choice",
+    "track": "exam",
+    "gold_type": "single_choice",
+    "question": "妊娠期禁用的降压药是？",
+    "options": {"A": "拉贝洛尔", "B": "依那普利"},
+    "gold": "B",
+}
 
 
 def check(*args: str) -> int:
@@ -65,6 +72,7 @@ def fake_pool(tmp_path: Path) -> Path:
 
 
 # --- static checks ------------------------------------------------------------------------------
+
 
 def test_the_demo_suite_and_a_good_pool_pass_every_static_check(fake_pool: Path, capsys) -> None:
     assert check("--pool", str(fake_pool), "--no-smoke") == 0
@@ -122,8 +130,11 @@ def test_an_item_that_changes_on_its_round_trip_is_named(fake_pool: Path, monkey
 
 def test_a_pool_file_that_does_not_validate_fails_with_its_line(tmp_path: Path, capsys) -> None:
     pool = tmp_path / "pool.yaml"
-    pool.write_text("backends:\n  b:\n    type: openai\n    base_url: http://x/v1\n    max_concurency: 2\n"
-                    "models:\n  - name: m\n    backend: b\n", encoding="utf-8")
+    pool.write_text(
+        "backends:\n  b:\n    type: openai\n    base_url: http://x/v1\n    max_concurency: 2\n"
+        "models:\n  - name: m\n    backend: b\n",
+        encoding="utf-8",
+    )
     assert check("--pool", str(pool)) == 1
     out = capsys.readouterr().out
     assert status_of(out, "pool") == "FAIL"
@@ -134,10 +145,13 @@ def test_a_pool_file_that_does_not_validate_fails_with_its_line(tmp_path: Path, 
 def test_an_unset_key_and_a_missing_model_file_fail_the_assets(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.delenv("MEDPOOL_CHECK_TEST_KEY", raising=False)
     pool = tmp_path / "pool.yaml"
-    pool.write_text("backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
-                    "    api_key_env: MEDPOOL_CHECK_TEST_KEY\n  local:\n    type: llamacpp\n"
-                    "models:\n  - name: hosted\n    backend: api\n  - name: mine\n    backend: local\n"
-                    f"    gguf: {tmp_path / 'absent.gguf'}\n", encoding="utf-8")
+    pool.write_text(
+        "backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
+        "    api_key_env: MEDPOOL_CHECK_TEST_KEY\n  local:\n    type: llamacpp\n"
+        "models:\n  - name: hosted\n    backend: api\n  - name: mine\n    backend: local\n"
+        f"    gguf: {tmp_path / 'absent.gguf'}\n",
+        encoding="utf-8",
+    )
     assert check("--pool", str(pool)) == 1
     out = capsys.readouterr().out
     assets = lines_of(out, "keys and model files")
@@ -150,9 +164,11 @@ def test_an_unset_key_and_a_missing_model_file_fail_the_assets(tmp_path: Path, m
 def test_a_key_that_is_set_is_never_printed(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("MEDPOOL_CHECK_TEST_KEY", "sk-do-not-print-me")
     pool = tmp_path / "pool.yaml"
-    pool.write_text("backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
-                    "    api_key_env: MEDPOOL_CHECK_TEST_KEY\nmodels:\n  - name: hosted\n    backend: api\n",
-                    encoding="utf-8")
+    pool.write_text(
+        "backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
+        "    api_key_env: MEDPOOL_CHECK_TEST_KEY\nmodels:\n  - name: hosted\n    backend: api\n",
+        encoding="utf-8",
+    )
     check("--pool", str(pool), "--no-smoke")
     captured = capsys.readouterr()
     assert "1 key variable(s) set" in captured.out
@@ -169,12 +185,15 @@ def test_judged_items_without_a_judge_fail_judge_free_items_pass(tmp_path: Path,
     assert "no judged items loaded; no judge needed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--pool", "no-such-pool.yaml"], "--pool no-such-pool.yaml: no such file"),
-    (["--data", "no/such/folder"], "--data no/such/folder: no such file"),
-    (["--models", "nobody"], "--models: unknown model(s) nobody"),
-    (["--models", ""], "--models is empty"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--pool", "no-such-pool.yaml"], "--pool no-such-pool.yaml: no such file"),
+        (["--data", "no/such/folder"], "--data no/such/folder: no such file"),
+        (["--models", "nobody"], "--models: unknown model(s) nobody"),
+        (["--models", ""], "--models is empty"),
+    ],
+)
 def test_bad_input_is_exit_2(fake_pool: Path, args: list[str], said: str, capsys) -> None:
     if "--pool" not in args:
         args = ["--pool", str(fake_pool), *args]
@@ -193,6 +212,7 @@ def test_the_reference_suites_load_and_round_trip(fake_pool: Path, capsys) -> No
 
 
 # --- the smoke ----------------------------------------------------------------------------------
+
 
 def test_the_smoke_takes_the_item_with_the_smallest_answer_budget_of_each_track() -> None:
     chosen = one_per_track(load_demo_suite().items)
@@ -216,8 +236,15 @@ def servers(tmp_path: Path, monkeypatch) -> Iterator[tuple[FakeOpenAIServer, Fak
 
 def smoke_pool(path: Path, candidate_url: str, judge_url: str, *, dead_url: str | None = None) -> Path:
     """Candidate ``alive`` (and ``ghost`` on a dead server, when given) and an inline judge on its own backend."""
-    lines = ["backends:", "  cand:", "    type: openai", f"    base_url: {candidate_url}",
-             "  referee:", "    type: openai", f"    base_url: {judge_url}"]
+    lines = [
+        "backends:",
+        "  cand:",
+        "    type: openai",
+        f"    base_url: {candidate_url}",
+        "  referee:",
+        "    type: openai",
+        f"    base_url: {judge_url}",
+    ]
     if dead_url:
         lines += ["  deadb:", "    type: openai", f"    base_url: {dead_url}", "    max_retries: 0"]
     lines += ["models:", "  - name: alive", "    backend: cand", "    max_tokens: 16"]

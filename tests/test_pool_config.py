@@ -186,7 +186,9 @@ def test_left_out_limits_are_the_serving_runners_own_defaults(tmp_path: Path) ->
     from runners.protocols.ollama import OllamaRunner
     from runners.protocols.openai_compat import OpenAICompatRunner
 
-    config = load(tmp_path, """backends:
+    config = load(
+        tmp_path,
+        """backends:
   ollama:
     type: ollama
     base_url: http://127.0.0.1:11434
@@ -200,7 +202,8 @@ def test_left_out_limits_are_the_serving_runners_own_defaults(tmp_path: Path) ->
     base_url: https://api.example.com/v1
 models:
   - {name: m, backend: ollama}
-""")
+""",
+    )
     ollama, fast, api = (config.backends[n] for n in ("ollama", "ollama_fast", "api"))
     assert (ollama.timeout_s, ollama.max_concurrency) == (OllamaRunner.default_timeout_s, 1) == (300.0, 1)
     assert (fast.timeout_s, fast.max_concurrency) == (30.0, 2)
@@ -288,9 +291,7 @@ models:
     backend: vllm2
 """,
     )
-    assert_issue(
-        err, 9, "models[2].backend", "unknown backend 'vllm2'", "declared backends: local, deepseek"
-    )
+    assert_issue(err, 9, "models[2].backend", "unknown backend 'vllm2'", "declared backends: local, deepseek")
 
 
 def test_duplicate_model_name_points_at_second(tmp_path: Path) -> None:
@@ -332,9 +333,7 @@ models:
 
 def test_unknown_key_without_close_match_lists_allowed(tmp_path: Path) -> None:
     err = error_of(tmp_path, LOCAL + "models: []\ncolour: red\n")
-    assert_issue(
-        err, 5, "colour", "unknown key 'colour'", "allowed keys: backends, defaults, models, judge"
-    )
+    assert_issue(err, 5, "colour", "unknown key 'colour'", "allowed keys: backends, defaults, models, judge")
 
 
 def test_key_for_another_backend_type(tmp_path: Path) -> None:
@@ -427,9 +426,7 @@ backends:
     )
     (issue,) = err.issues
     assert issue.line == 4 and issue.column is not None
-    assert str(err).startswith(f"{tmp_path / 'model_pool.yaml'}:4:") and "YAML syntax error" in str(
-        err
-    )
+    assert str(err).startswith(f"{tmp_path / 'model_pool.yaml'}:4:") and "YAML syntax error" in str(err)
 
 
 def test_duplicate_yaml_key(tmp_path: Path) -> None:
@@ -643,9 +640,7 @@ def test_fingerprint_is_stable_and_ignores_notes_and_key_names(tmp_path: Path) -
     variants = {
         "notes": POOL_FOR_FINGERPRINT.replace("notes: first", "notes: something else"),
         "key var": POOL_FOR_FINGERPRINT.replace("DEEPSEEK_API_KEY", "DS_KEY"),
-        "order": POOL_FOR_FINGERPRINT.replace(
-            "  - {name: a, backend: local, gguf: gemma3-270m, notes: first}\n", ""
-        )
+        "order": POOL_FOR_FINGERPRINT.replace("  - {name: a, backend: local, gguf: gemma3-270m, notes: first}\n", "")
         + "  - {name: a, backend: local, gguf: gemma3-270m}\n",
         "explicit default": POOL_FOR_FINGERPRINT.replace(
             "model: deepseek-chat}", "model: deepseek-chat, max_tokens: 200}"
@@ -711,123 +706,193 @@ OLLAMA = "backends:\n  ol:\n    type: ollama\n    base_url: http://localhost:114
 # last key first appears in the text.
 MALFORMED = [
     # base_url
-    ("url-space", api_pool(base_url='"http://local host:8000/v1"'),
-     "backends.api.base_url", ["spaces"]),
-    ("url-trailing-space", api_pool(base_url='"http://localhost:8000/v1 "'),
-     "backends.api.base_url", ["spaces"]),
-    ("url-tab", api_pool(base_url='"http://localhost:8000/\\tv1"'),
-     "backends.api.base_url", ["control characters"]),
-    ("url-credentials", api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost/v1"),
-     "backends.api.base_url", ["user name or password", "not printed", "api_key_env"]),
-    ("url-key-as-user", api_pool(base_url=f"https://{FAKE_KEY}@api.example.com/v1"),
-     "backends.api.base_url", ["user name or password"]),
-    ("url-credentials-and-space",
-     api_pool(base_url=f'"http://{URL_USER}:{URL_PASSWORD}@local host/v1"'),
-     "backends.api.base_url", ["user name or password"]),
-    ("url-credentials-no-scheme",
-     api_pool(base_url=f"{URL_USER}:{URL_PASSWORD}@localhost:8000/v1"),
-     "backends.api.base_url", ["user name or password"]),
-    ("url-key-in-query", api_pool(base_url=f"https://api.example.com/v1?key={FAKE_KEY}"),
-     "backends.api.base_url", ["query", "not printed"]),
-    ("url-port-0", api_pool(base_url="http://localhost:0/v1"),
-     "backends.api.base_url", ["port '0'", "1 to 65535"]),
-    ("url-port-65536", api_pool(base_url="http://localhost:65536/v1"),
-     "backends.api.base_url", ["port '65536'", "1 to 65535"]),
-    ("url-port-huge", api_pool(base_url="http://127.0.0.1:800000"),
-     "backends.api.base_url", ["1 to 65535"]),
-    ("url-port-text", api_pool(base_url="http://localhost:80a/v1"),
-     "backends.api.base_url", ["port '80a'"]),
-    ("url-port-empty", api_pool(base_url="http://localhost:/v1"),
-     "backends.api.base_url", ["port ''"]),
-    ("url-ipv6-port", api_pool(base_url='"http://[::1]:70000/v1"'),
-     "backends.api.base_url", ["1 to 65535"]),
-    ("url-no-scheme", api_pool(base_url="localhost:8000/v1"),
-     "backends.api.base_url", ["http:// or https://"]),
-    ("url-ftp", api_pool(base_url="ftp://example.com/v1"),
-     "backends.api.base_url", ["http:// or https://"]),
-    ("url-one-slash", api_pool(base_url="http:/localhost/v1"),
-     "backends.api.base_url", ["http:// or https://"]),
-    ("url-no-host", api_pool(base_url="http:///v1"),
-     "backends.api.base_url", ["no host"]),
-    ("url-only-port", api_pool(base_url="http://:8000/v1"),
-     "backends.api.base_url", ["no host"]),
-    ("ollama-url-port", OLLAMA.replace("11434", "0") + "models:\n  - {name: m, backend: ol}\n",
-     "backends.ol.base_url", ["port '0'"]),
+    ("url-space", api_pool(base_url='"http://local host:8000/v1"'), "backends.api.base_url", ["spaces"]),
+    ("url-trailing-space", api_pool(base_url='"http://localhost:8000/v1 "'), "backends.api.base_url", ["spaces"]),
+    ("url-tab", api_pool(base_url='"http://localhost:8000/\\tv1"'), "backends.api.base_url", ["control characters"]),
+    (
+        "url-credentials",
+        api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost/v1"),
+        "backends.api.base_url",
+        ["user name or password", "not printed", "api_key_env"],
+    ),
+    (
+        "url-key-as-user",
+        api_pool(base_url=f"https://{FAKE_KEY}@api.example.com/v1"),
+        "backends.api.base_url",
+        ["user name or password"],
+    ),
+    (
+        "url-credentials-and-space",
+        api_pool(base_url=f'"http://{URL_USER}:{URL_PASSWORD}@local host/v1"'),
+        "backends.api.base_url",
+        ["user name or password"],
+    ),
+    (
+        "url-credentials-no-scheme",
+        api_pool(base_url=f"{URL_USER}:{URL_PASSWORD}@localhost:8000/v1"),
+        "backends.api.base_url",
+        ["user name or password"],
+    ),
+    (
+        "url-key-in-query",
+        api_pool(base_url=f"https://api.example.com/v1?key={FAKE_KEY}"),
+        "backends.api.base_url",
+        ["query", "not printed"],
+    ),
+    ("url-port-0", api_pool(base_url="http://localhost:0/v1"), "backends.api.base_url", ["port '0'", "1 to 65535"]),
+    (
+        "url-port-65536",
+        api_pool(base_url="http://localhost:65536/v1"),
+        "backends.api.base_url",
+        ["port '65536'", "1 to 65535"],
+    ),
+    ("url-port-huge", api_pool(base_url="http://127.0.0.1:800000"), "backends.api.base_url", ["1 to 65535"]),
+    ("url-port-text", api_pool(base_url="http://localhost:80a/v1"), "backends.api.base_url", ["port '80a'"]),
+    ("url-port-empty", api_pool(base_url="http://localhost:/v1"), "backends.api.base_url", ["port ''"]),
+    ("url-ipv6-port", api_pool(base_url='"http://[::1]:70000/v1"'), "backends.api.base_url", ["1 to 65535"]),
+    ("url-no-scheme", api_pool(base_url="localhost:8000/v1"), "backends.api.base_url", ["http:// or https://"]),
+    ("url-ftp", api_pool(base_url="ftp://example.com/v1"), "backends.api.base_url", ["http:// or https://"]),
+    ("url-one-slash", api_pool(base_url="http:/localhost/v1"), "backends.api.base_url", ["http:// or https://"]),
+    ("url-no-host", api_pool(base_url="http:///v1"), "backends.api.base_url", ["no host"]),
+    ("url-only-port", api_pool(base_url="http://:8000/v1"), "backends.api.base_url", ["no host"]),
+    (
+        "ollama-url-port",
+        OLLAMA.replace("11434", "0") + "models:\n  - {name: m, backend: ol}\n",
+        "backends.ol.base_url",
+        ["port '0'"],
+    ),
     # non-finite and out-of-range numbers
-    ("timeout-inf", api_pool(timeout_s=".inf"), "backends.api.timeout_s",
-     ["finite number", "'.inf'"]),
+    ("timeout-inf", api_pool(timeout_s=".inf"), "backends.api.timeout_s", ["finite number", "'.inf'"]),
     ("timeout-nan", api_pool(timeout_s=".nan"), "backends.api.timeout_s", ["finite number"]),
-    ("timeout-too-long", api_pool(timeout_s="3601"), "backends.api.timeout_s",
-     ["less than or equal to 3600"]),
+    ("timeout-too-long", api_pool(timeout_s="3601"), "backends.api.timeout_s", ["less than or equal to 3600"]),
     ("timeout-zero", api_pool(timeout_s="0"), "backends.api.timeout_s", ["greater than 0"]),
-    ("rpm-inf", api_pool(requests_per_minute=".Inf"), "backends.api.requests_per_minute",
-     ["finite number"]),
-    ("llamacpp-timeout-nan", LOCAL + "    timeout_s: .NaN\n" + LLAMA_MODEL,
-     "backends.local.timeout_s", ["finite number"]),
-    ("temperature-nan", LOCAL + "models:\n  - name: m\n    backend: local\n    gguf: gemma3-270m\n"
-     "    temperature: .nan\n", "models[0].temperature", ["finite number"]),
-    ("top-p-inf-default", LOCAL + "defaults:\n  top_p: .inf\n" + LLAMA_MODEL,
-     "defaults.top_p", ["finite number"]),
-    ("judge-temperature-neg-inf", LOCAL + LLAMA_MODEL + "judge:\n  model: m\n"
-     "  temperature: -.inf\n", "judge.temperature", ["finite number"]),
+    ("rpm-inf", api_pool(requests_per_minute=".Inf"), "backends.api.requests_per_minute", ["finite number"]),
+    (
+        "llamacpp-timeout-nan",
+        LOCAL + "    timeout_s: .NaN\n" + LLAMA_MODEL,
+        "backends.local.timeout_s",
+        ["finite number"],
+    ),
+    (
+        "temperature-nan",
+        LOCAL + "models:\n  - name: m\n    backend: local\n    gguf: gemma3-270m\n    temperature: .nan\n",
+        "models[0].temperature",
+        ["finite number"],
+    ),
+    ("top-p-inf-default", LOCAL + "defaults:\n  top_p: .inf\n" + LLAMA_MODEL, "defaults.top_p", ["finite number"]),
+    (
+        "judge-temperature-neg-inf",
+        LOCAL + LLAMA_MODEL + "judge:\n  model: m\n  temperature: -.inf\n",
+        "judge.temperature",
+        ["finite number"],
+    ),
     # max_concurrency, for every backend type
-    ("openai-concurrency", api_pool(max_concurrency="257"), "backends.api.max_concurrency",
-     ["less than or equal to 256"]),
-    ("ollama-concurrency", OLLAMA + "    max_concurrency: 1000\n"
-     "models:\n  - {name: m, backend: ol}\n", "backends.ol.max_concurrency", ["256"]),
-    ("llamacpp-concurrency", LOCAL + "    max_concurrency: 300\n" + LLAMA_MODEL,
-     "backends.local.max_concurrency", ["256"]),
+    (
+        "openai-concurrency",
+        api_pool(max_concurrency="257"),
+        "backends.api.max_concurrency",
+        ["less than or equal to 256"],
+    ),
+    (
+        "ollama-concurrency",
+        OLLAMA + "    max_concurrency: 1000\nmodels:\n  - {name: m, backend: ol}\n",
+        "backends.ol.max_concurrency",
+        ["256"],
+    ),
+    (
+        "llamacpp-concurrency",
+        LOCAL + "    max_concurrency: 300\n" + LLAMA_MODEL,
+        "backends.local.max_concurrency",
+        ["256"],
+    ),
     # api_key_env
-    ("key-pasted", api_pool(api_key_env=FAKE_KEY), "backends.api.api_key_env",
-     ["NAME of an environment variable", "not printed"]),
-    ("key-pasted-quoted", api_pool(api_key_env=f'"Bearer {FAKE_KEY}"'),
-     "backends.api.api_key_env", ["not a key"]),
-    ("key-env-spaces", api_pool(api_key_env='"DEEPSEEK API KEY"'), "backends.api.api_key_env",
-     ["letters, digits, _"]),
-    ("key-env-dashes", api_pool(api_key_env="DEEPSEEK-API-KEY"), "backends.api.api_key_env",
-     ["NAME of an environment variable"]),
-    ("key-env-final-newline", api_pool(api_key_env='"DEEPSEEK_API_KEY\\n"'),
-     "backends.api.api_key_env", ["not printed"]),
-    ("key-env-digit-first", api_pool(api_key_env="1KEY"), "backends.api.api_key_env",
-     ["not starting with a digit"]),
-    ("key-env-too-long", api_pool(api_key_env="K" * 129), "backends.api.api_key_env",
-     ["at most 128"]),
-    ("key-env-random-token", api_pool(api_key_env="a8F3kD92mZq71LxP0sWe4RtYSECRET123"),
-     "backends.api.api_key_env", ["not a key"]),
-    ("ollama-key-env", OLLAMA + f"    api_key_env: {FAKE_KEY}\n"
-     "models:\n  - {name: m, backend: ol}\n", "backends.ol.api_key_env", ["not printed"]),
+    (
+        "key-pasted",
+        api_pool(api_key_env=FAKE_KEY),
+        "backends.api.api_key_env",
+        ["NAME of an environment variable", "not printed"],
+    ),
+    ("key-pasted-quoted", api_pool(api_key_env=f'"Bearer {FAKE_KEY}"'), "backends.api.api_key_env", ["not a key"]),
+    ("key-env-spaces", api_pool(api_key_env='"DEEPSEEK API KEY"'), "backends.api.api_key_env", ["letters, digits, _"]),
+    (
+        "key-env-dashes",
+        api_pool(api_key_env="DEEPSEEK-API-KEY"),
+        "backends.api.api_key_env",
+        ["NAME of an environment variable"],
+    ),
+    (
+        "key-env-final-newline",
+        api_pool(api_key_env='"DEEPSEEK_API_KEY\\n"'),
+        "backends.api.api_key_env",
+        ["not printed"],
+    ),
+    ("key-env-digit-first", api_pool(api_key_env="1KEY"), "backends.api.api_key_env", ["not starting with a digit"]),
+    ("key-env-too-long", api_pool(api_key_env="K" * 129), "backends.api.api_key_env", ["at most 128"]),
+    (
+        "key-env-random-token",
+        api_pool(api_key_env="a8F3kD92mZq71LxP0sWe4RtYSECRET123"),
+        "backends.api.api_key_env",
+        ["not a key"],
+    ),
+    (
+        "ollama-key-env",
+        OLLAMA + f"    api_key_env: {FAKE_KEY}\nmodels:\n  - {{name: m, backend: ol}}\n",
+        "backends.ol.api_key_env",
+        ["not printed"],
+    ),
     # the response caps
-    ("bytes-too-small", api_pool(max_response_bytes="1023"), "backends.api.max_response_bytes",
-     ["greater than or equal to 1024", "1 GiB"]),
-    ("bytes-too-big", api_pool(max_response_bytes=str(2**30 + 1)),
-     "backends.api.max_response_bytes", ["less than or equal to 1073741824"]),
-    ("bytes-as-text", api_pool(max_response_bytes="8MiB"), "backends.api.max_response_bytes",
-     ["whole number"]),
-    ("chars-too-small", LOCAL + "    max_answer_chars: 999\n" + LLAMA_MODEL,
-     "backends.local.max_answer_chars", ["greater than or equal to 1000"]),
-    ("chars-too-big", OLLAMA + "    max_answer_chars: 10000001\n"
-     "models:\n  - {name: m, backend: ol}\n", "backends.ol.max_answer_chars",
-     ["less than or equal to 10000000"]),
-    ("chars-float", api_pool(max_answer_chars="1500.5"), "backends.api.max_answer_chars",
-     ["whole number"]),
-    ("chars-inf", api_pool(max_answer_chars=".inf"), "backends.api.max_answer_chars",
-     ["whole number"]),
+    (
+        "bytes-too-small",
+        api_pool(max_response_bytes="1023"),
+        "backends.api.max_response_bytes",
+        ["greater than or equal to 1024", "1 GiB"],
+    ),
+    (
+        "bytes-too-big",
+        api_pool(max_response_bytes=str(2**30 + 1)),
+        "backends.api.max_response_bytes",
+        ["less than or equal to 1073741824"],
+    ),
+    ("bytes-as-text", api_pool(max_response_bytes="8MiB"), "backends.api.max_response_bytes", ["whole number"]),
+    (
+        "chars-too-small",
+        LOCAL + "    max_answer_chars: 999\n" + LLAMA_MODEL,
+        "backends.local.max_answer_chars",
+        ["greater than or equal to 1000"],
+    ),
+    (
+        "chars-too-big",
+        OLLAMA + "    max_answer_chars: 10000001\nmodels:\n  - {name: m, backend: ol}\n",
+        "backends.ol.max_answer_chars",
+        ["less than or equal to 10000000"],
+    ),
+    ("chars-float", api_pool(max_answer_chars="1500.5"), "backends.api.max_answer_chars", ["whole number"]),
+    ("chars-inf", api_pool(max_answer_chars=".inf"), "backends.api.max_answer_chars", ["whole number"]),
     # kinds that were already rejected
-    ("key-in-file", api_pool(api_key=FAKE_KEY), "backends.api.api_key",
-     ["unknown key", "api_key_env"]),
-    ("name-final-newline", LOCAL + 'models:\n  - name: "m\\n"\n    backend: local\n'
-     "    gguf: gemma3-270m\n", "models[0].name", ["cannot name a file"]),
+    ("key-in-file", api_pool(api_key=FAKE_KEY), "backends.api.api_key", ["unknown key", "api_key_env"]),
+    (
+        "name-final-newline",
+        LOCAL + 'models:\n  - name: "m\\n"\n    backend: local\n    gguf: gemma3-270m\n',
+        "models[0].name",
+        ["cannot name a file"],
+    ),
     ("retries", api_pool(max_retries="21"), "backends.api.max_retries", ["20"]),
-    ("unknown-backend-key", api_pool(max_concurency="4"), "backends.api.max_concurency",
-     ["did you mean 'max_concurrency'?"]),
-    ("base-url-on-llamacpp", LOCAL + "    base_url: http://localhost:8080\n" + LLAMA_MODEL,
-     "backends.local.base_url", ["run time"]),
+    (
+        "unknown-backend-key",
+        api_pool(max_concurency="4"),
+        "backends.api.max_concurency",
+        ["did you mean 'max_concurrency'?"],
+    ),
+    (
+        "base-url-on-llamacpp",
+        LOCAL + "    base_url: http://localhost:8080\n" + LLAMA_MODEL,
+        "backends.local.base_url",
+        ["run time"],
+    ),
 ]
 
 
-@pytest.mark.parametrize(
-    "text,field,words", [case[1:] for case in MALFORMED], ids=[case[0] for case in MALFORMED]
-)
+@pytest.mark.parametrize("text,field,words", [case[1:] for case in MALFORMED], ids=[case[0] for case in MALFORMED])
 def test_malformed_pool_is_a_located_error_without_secrets(
     tmp_path: Path, text: str, field: str, words: list[str]
 ) -> None:
@@ -866,13 +931,13 @@ def test_raw_validation_error_does_not_echo_a_pasted_key() -> None:
     assert len(info.value.errors()) == 2
 
 
-def test_bad_pool_exits_2_before_any_request(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_pool_exits_2_before_any_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pool.run import main
 
-    pool = write(tmp_path, api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost:1/v1",
-                                    api_key_env=FAKE_KEY, timeout_s=".inf"))
+    pool = write(
+        tmp_path,
+        api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost:1/v1", api_key_env=FAKE_KEY, timeout_s=".inf"),
+    )
     out = tmp_path / "run"
     assert main(["--pool", str(pool), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -900,9 +965,7 @@ def test_valid_base_urls(tmp_path: Path, url: str, stored: str) -> None:
     assert config.backends["api"].base_url == stored  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(
-    "name", ["DEEPSEEK_API_KEY", "HF_TOKEN", "BEARER_TOKEN", "GITHUB_PAT_TOKEN", "_K", "K" * 128]
-)
+@pytest.mark.parametrize("name", ["DEEPSEEK_API_KEY", "HF_TOKEN", "BEARER_TOKEN", "GITHUB_PAT_TOKEN", "_K", "K" * 128])
 def test_env_var_names_are_accepted(tmp_path: Path, name: str) -> None:
     config = load(tmp_path, api_pool(api_key_env=name))
     assert missing_api_keys(config, environ={}) == [name]
@@ -925,17 +988,19 @@ models:
     )
     local, ollama, api = (config.backends[n] for n in ("local", "ol", "api"))
     assert (local.max_concurrency, local.max_response_bytes, local.max_answer_chars) == (
-        256, 1024, 1000,
+        256,
+        1024,
+        1000,
     )
     assert (ollama.max_response_bytes, ollama.max_answer_chars, ollama.timeout_s) == (
-        2**30, 10_000_000, 3600.0,
+        2**30,
+        10_000_000,
+        3600.0,
     )
     assert (api.max_response_bytes, api.max_answer_chars) == (8 * 2**20, 200_000)
 
 
-@pytest.mark.parametrize(
-    "setting", ["max_response_bytes: 4096", "max_answer_chars: 5000", "timeout_s: 30"]
-)
+@pytest.mark.parametrize("setting", ["max_response_bytes: 4096", "max_answer_chars: 5000", "timeout_s: 30"])
 def test_fingerprint_covers_backend_limits_and_caps(tmp_path: Path, setting: str) -> None:
     base = load(tmp_path, POOL_FOR_FINGERPRINT).fingerprint()
     changed = POOL_FOR_FINGERPRINT.replace(
@@ -943,7 +1008,5 @@ def test_fingerprint_covers_backend_limits_and_caps(tmp_path: Path, setting: str
     )
     assert load(tmp_path, changed).fingerprint() != base
     default = "max_answer_chars: 200000" if "chars" in setting else "max_response_bytes: 8388608"
-    same = POOL_FOR_FINGERPRINT.replace(
-        "api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {default}}}"
-    )
+    same = POOL_FOR_FINGERPRINT.replace("api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {default}}}")
     assert load(tmp_path, same).fingerprint() == base  # an explicit default is the default

@@ -25,7 +25,17 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "pool.run", "--pool", str(pool_file), "--limit", "2", "--out", str(tmp_path / "run")]
+    command = [
+        sys.executable,
+        "-m",
+        "pool.run",
+        "--pool",
+        str(pool_file),
+        "--limit",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     first = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
 
@@ -43,16 +53,23 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
     assert sum(summary["totals"]["status"].values()) == len(rows)
     scores = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(scores) == 6 and all(s["status"] in ("scored", "infra_error", "unscorable") for s in scores)
-    assert all(s["judge"]["model"] == "qwen2.5-coder-0.5b" for s in scores if s["gold_type"] in ("reference", "criteria"))
+    assert all(
+        s["judge"]["model"] == "qwen2.5-coder-0.5b" for s in scores if s["gold_type"] in ("reference", "criteria")
+    )
     logs = sorted((tmp_path / "run").glob("llamacpp-local*.log"))  # one per replica
     assert logs and any("llama_perf_context_print" in log.read_text(errors="replace") for log in logs)
 
-    again = subprocess.run([*command[:-1], str(tmp_path / "run2")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(
+        [*command[:-1], str(tmp_path / "run2")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0, again.stderr[-3000:]
-    second = [json.loads(line) for line in (tmp_path / "run2" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    second = [
+        json.loads(line) for line in (tmp_path / "run2" / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert all(r["cached"] and r["attempts"] == 0 for r in second)  # answers and verdicts alike
     assert [(r["model"], r["item_id"], r["stage"], r["text"]) for r in second] == [
-        (r["model"], r["item_id"], r["stage"], r["text"]) for r in rows]
+        (r["model"], r["item_id"], r["stage"], r["text"]) for r in rows
+    ]
 
 
 def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_judges(tmp_path):
@@ -70,11 +87,24 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
     pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
     run_dir = tmp_path / "run"
-    first = [sys.executable, "-m", "pool.run", "--pool", str(pool_file), "--limit", "3", "--no-routing", "--out", str(run_dir)]
+    first = [
+        sys.executable,
+        "-m",
+        "pool.run",
+        "--pool",
+        str(pool_file),
+        "--limit",
+        "3",
+        "--no-routing",
+        "--out",
+        str(run_dir),
+    ]
     resume = [sys.executable, "-m", "pool.run", "--resume", str(run_dir)]
     for command, sig in ((first, signal.SIGKILL), (resume, signal.SIGTERM)):
         started = time.time() - 0.001
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         deadline = time.monotonic() + 600
         while phase_of(run_dir, started) != "judging":
             assert proc.poll() is None, proc.communicate()[1][-3000:]
@@ -104,5 +134,7 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
     verdicts = [r for r in rows if r["stage"].startswith("judge:")]
     assert verdicts and all(r["answered_by"] == "qwen2.5-coder-0.5b" for r in verdicts)
     assert all(r["answered_by"] == r["model"] for r in rows if r["stage"] == "answer")
-    assert not any(r["text"] and r["text"] == answers[(r["model"], r["item_id"])] and r["model"] != "qwen2.5-coder-0.5b"
-                   for r in verdicts)
+    assert not any(
+        r["text"] and r["text"] == answers[(r["model"], r["item_id"])] and r["model"] != "qwen2.5-coder-0.5b"
+        for r in verdicts
+    )

@@ -23,8 +23,9 @@ class ServedFake:
 
     def __init__(self, tmp_path: Path, *extra: str) -> None:
         port_file = tmp_path / f"port{len(list(tmp_path.glob('port*')))}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve_openai", str(port_file),
-                                      "--latency", "0.05", *extra], cwd=REPO)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", "0.05", *extra], cwd=REPO
+        )
         deadline = time.monotonic() + 20
         while not port_file.exists():
             assert self.proc.poll() is None and time.monotonic() < deadline, "fake server did not start"
@@ -91,8 +92,16 @@ def _as_from_a_terminal() -> None:
 def run_cli(*args: str, cache_dir: Path, **kwargs) -> subprocess.Popen:
     # faulthandler: a run that hangs can be made to print every thread's stack (see stop_or_dump)
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache_dir), "PYTHONFAULTHANDLER": "1"}
-    return subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=REPO, env=env, preexec_fn=_as_from_a_terminal,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pool.run", *args],
+        cwd=REPO,
+        env=env,
+        preexec_fn=_as_from_a_terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def stop_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
@@ -132,8 +141,16 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server,
     assert reference.wait(120) == 0, reference.communicate()
 
     held_pool = write_pool(tmp_path / "held.yaml", held_fake.url)  # same models: same results
-    killed = run_cli("--pool", str(held_pool), "--limit", "30", "--no-cache", "--out", str(tmp_path / "killed"),
-                     cache_dir=tmp_path / "c2")
+    killed = run_cli(
+        "--pool",
+        str(held_pool),
+        "--limit",
+        "30",
+        "--no-cache",
+        "--out",
+        str(tmp_path / "killed"),
+        cache_dir=tmp_path / "c2",
+    )
     wait_for_results(tmp_path / "killed" / "run.sqlite", killed, 15)
     killed.kill()
     killed.wait(10)
@@ -188,7 +205,9 @@ def test_unreachable_endpoint_exits_1_and_marks_the_model_failed(tmp_path):
 
 def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
     pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
-    proc = run_cli("--pool", str(pool), "--limit", "5", "--dry-run", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c")
+    proc = run_cli(
+        "--pool", str(pool), "--limit", "5", "--dry-run", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c"
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     plan = json.loads(out)
@@ -198,7 +217,9 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
 
 def test_bad_pool_file_exits_2_naming_file_and_line(tmp_path):
     pool = tmp_path / "pool.yaml"
-    pool.write_text("backends:\n  fake:\n    type: openai\n    base_url: http://x/v1\nmodels:\n  - name: a\n    backend: nope\n")
+    pool.write_text(
+        "backends:\n  fake:\n    type: openai\n    base_url: http://x/v1\nmodels:\n  - name: a\n    backend: nope\n"
+    )
     proc = run_cli("--pool", str(pool), cache_dir=tmp_path / "c")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
@@ -215,13 +236,17 @@ def test_a_ray_address_nobody_answers_at_fails_at_once_and_a_malformed_one_is_ba
         port = sock.getsockname()[1]
     pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
     args = ("--pool", str(pool), "--limit", "2", "--no-cache", "--executor", "ray")
-    proc = run_cli(*args, "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c")
+    proc = run_cli(
+        *args, "--ray-address", f"127.0.0.1:{port}", "--out", str(tmp_path / "run"), cache_dir=tmp_path / "c"
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert f"127.0.0.1:{port}: no Ray cluster answers there" in err and "ray start --head" in err
     assert "gcs" not in err.lower()  # Ray was never asked to connect
 
-    proc = run_cli(*args, "--ray-address", "head-without-port", "--out", str(tmp_path / "run2"), cache_dir=tmp_path / "c")
+    proc = run_cli(
+        *args, "--ray-address", "head-without-port", "--out", str(tmp_path / "run2"), cache_dir=tmp_path / "c"
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert "'head-without-port': expected HOST:PORT" in err
@@ -232,14 +257,18 @@ def test_a_run_folder_that_cannot_be_made_is_bad_input_named_not_a_traceback(tmp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     pool = write_pool(tmp_path / "pool.yaml", "http://127.0.0.1:9/v1")
-    proc = run_cli("--pool", str(pool), "--limit", "2", "--no-cache", "--out", str(blocker / "run"), cache_dir=tmp_path / "c")
+    proc = run_cli(
+        "--pool", str(pool), "--limit", "2", "--no-cache", "--out", str(blocker / "run"), cache_dir=tmp_path / "c"
+    )
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert f"{blocker / 'run'}: cannot create or write the run folder" in err and "Traceback" not in err
 
     from pool import RunInputError, RunSpec, run_pool
 
-    inline = {"backends": {"fake": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}},
-              "models": [{"name": "alpha", "backend": "fake"}]}
+    inline = {
+        "backends": {"fake": {"type": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+        "models": [{"name": "alpha", "backend": "fake"}],
+    }
     with pytest.raises(RunInputError, match="cannot create or write the run folder"):
         run_pool(RunSpec(pool=inline, out=blocker / "api-run", limit=2, no_cache=True))

@@ -27,8 +27,11 @@ def _pool(tmp: Path, text: str) -> Path:
 
 def _items(tmp: Path) -> Path:
     path = tmp / "items.jsonl"
-    path.write_text('{"id": "q1", "task": "mcq", "track": "exam", "gold_type": "single_choice", '
-                    '"question": "2+2?", "options": {"A": "3", "B": "4"}, "gold": "B"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "q1", "task": "mcq", "track": "exam", "gold_type": "single_choice", '
+        '"question": "2+2?", "options": {"A": "3", "B": "4"}, "gold": "B"}\n',
+        encoding="utf-8",
+    )
     return path
 
 
@@ -44,16 +47,28 @@ models:
 
 
 def _run(tmp: Path, pool: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
-    code = main(["--pool", str(pool), "--data", str(_items(tmp)), "--out", str(tmp / "run"),
-                 "--cache-dir", str(tmp / "cache"), *extra])
+    code = main(
+        [
+            "--pool",
+            str(pool),
+            "--data",
+            str(_items(tmp)),
+            "--out",
+            str(tmp / "run"),
+            "--cache-dir",
+            str(tmp / "cache"),
+            *extra,
+        ]
+    )
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 
 
 @pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
-def test_an_unset_or_empty_key_variable_stops_the_run_before_its_folder_exists(tmp_path, capsys, monkeypatch,
-                                                                                value, dry_run):
+def test_an_unset_or_empty_key_variable_stops_the_run_before_its_folder_exists(
+    tmp_path, capsys, monkeypatch, value, dry_run
+):
     if value is None:
         monkeypatch.delenv("MEDPOOL_PREFLIGHT_KEY", raising=False)
     else:
@@ -84,14 +99,17 @@ def test_the_judge_backend_is_checked_and_a_rescore_checks_only_the_judge(tmp_pa
 
 
 def test_a_missing_gguf_file_is_named_with_its_line(tmp_path, capsys):
-    pool = _pool(tmp_path, f"""backends:
+    pool = _pool(
+        tmp_path,
+        f"""backends:
   local:
     type: llamacpp
 models:
   - name: mine
     backend: local
-    gguf: {tmp_path / 'weights' / 'missing.gguf'}
-""")
+    gguf: {tmp_path / "weights" / "missing.gguf"}
+""",
+    )
     code, output = _run(tmp_path, pool, capsys)
     assert code == 2, output
     assert "pool.yaml:7: models[0].gguf" in output and "missing.gguf does not exist" in output
@@ -103,17 +121,21 @@ def test_a_known_model_whose_file_hashes_wrong_is_refused(tmp_path, capsys, monk
     bad input naming the model, the line and the reinstall, before any server starts."""
     monkeypatch.setenv(gguf_models.CACHE_ENV, str(tmp_path / "models"))
     some_file = next(f for f in importlib.metadata.distribution("PyYAML").files or () if f.name == "__init__.py")
-    damaged = dataclasses.replace(MODELS["smollm2-135m-instruct"], sha256="0" * 64,
-                                  parts=(PackageFile("PyYAML", str(some_file)),))
+    damaged = dataclasses.replace(
+        MODELS["smollm2-135m-instruct"], sha256="0" * 64, parts=(PackageFile("PyYAML", str(some_file)),)
+    )
     monkeypatch.setitem(MODELS, "smollm2-135m-instruct", damaged)
-    pool = _pool(tmp_path, """backends:
+    pool = _pool(
+        tmp_path,
+        """backends:
   local:
     type: llamacpp
 models:
   - name: small
     backend: local
     gguf: smollm2-135m-instruct
-""")
+""",
+    )
     code, output = _run(tmp_path, pool, capsys)
     assert code == 2, output
     assert "pool.yaml:7: models[0].gguf" in output and "sha256 mismatch" in output and "reinstall" in output

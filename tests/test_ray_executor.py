@@ -43,9 +43,17 @@ def _fake_pool(workdir: Path) -> tuple[subprocess.Popen, Path]:
     return proc, chaos.write_pool(workdir / "pool.yaml", base_url, chaos.free_port())
 
 
-def _cli_run(args: list[str], env: dict[str, str], cache_dir: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pool.run", *args], cwd=chaos.REPO, capture_output=True, text=True,
-                          env={**os.environ, **env, "MEDPOOL_CACHE_DIR": str(cache_dir)}, timeout=timeout)
+def _cli_run(
+    args: list[str], env: dict[str, str], cache_dir: Path, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pool.run", *args],
+        cwd=chaos.REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "MEDPOOL_CACHE_DIR": str(cache_dir)},
+        timeout=timeout,
+    )
 
 
 def _lane_actor_pids() -> list[int]:
@@ -99,11 +107,27 @@ def test_a_sigkilled_lane_actor_is_restarted_and_nothing_is_lost(tmp_path, clust
     fake, pool = _fake_pool(tmp_path)
     killed, clean = tmp_path / "killed" / "run", tmp_path / "clean" / "run"
     try:
-        args = ["--pool", str(pool), "--data", str(suite), "--out", str(killed), "--no-routing",
-                "--executor", "ray", "--ray-address", cluster.address]
-        driver = subprocess.Popen([sys.executable, "-m", "pool.run", *args], cwd=chaos.REPO, text=True,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  env={**os.environ, **cluster.env, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache-killed")})
+        args = [
+            "--pool",
+            str(pool),
+            "--data",
+            str(suite),
+            "--out",
+            str(killed),
+            "--no-routing",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+        ]
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "pool.run", *args],
+            cwd=chaos.REPO,
+            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **cluster.env, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache-killed")},
+        )
         victims: list[int] = []
         deadline = time.monotonic() + 300
         while not victims and driver.poll() is None and time.monotonic() < deadline:
@@ -116,8 +140,11 @@ def test_a_sigkilled_lane_actor_is_restarted_and_nothing_is_lost(tmp_path, clust
         _, err = driver.communicate(timeout=600)
         assert victims, "the run finished before a lane actor could be killed"
         assert driver.returncode in (0, 1), err[-2000:]
-        done = _cli_run(["--pool", str(pool), "--data", str(suite), "--out", str(clean), "--no-routing"], {},
-                        tmp_path / "cache-clean")
+        done = _cli_run(
+            ["--pool", str(pool), "--data", str(suite), "--out", str(clean), "--no-routing"],
+            {},
+            tmp_path / "cache-clean",
+        )
         assert done.returncode in (0, 1), done.stderr[-2000:]
     finally:
         fake.terminate()

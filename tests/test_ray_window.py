@@ -121,7 +121,9 @@ def test_a_failed_call_ends_the_lane_with_its_error_and_cancels_the_calls_in_fli
     async def scenario() -> None:
         actor = StandInActor()
         jobs = [SimpleNamespace(request=i) for i in range(5)]
-        run = asyncio.create_task(_executor(1, actor)._pump("lane", jobs, lambda job, response: None, lambda job: False))
+        run = asyncio.create_task(
+            _executor(1, actor)._pump("lane", jobs, lambda job, response: None, lambda job: False)
+        )
         await _turns()
         actor.calls[0].set_exception(RuntimeError("actor gone for good"))
         with pytest.raises(BaseExceptionGroup) as caught:

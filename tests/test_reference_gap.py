@@ -5,8 +5,12 @@ from routing.markdown import reference_gap_section
 
 def _cell(model: str, value: float, lo: float, hi: float, check: bool = False) -> dict:
     stat = {"value": value, "ci": [lo, hi]}
-    return {"model": model, "n": 30, "primary": {"value": 1.0, "ci": [0.9, 1.0]} if check else stat,
-            "metrics": {"judge_score": stat} if check else {}}
+    return {
+        "model": model,
+        "n": 30,
+        "primary": {"value": 1.0, "ci": [0.9, 1.0]} if check else stat,
+        "metrics": {"judge_score": stat} if check else {},
+    }
 
 
 def test_the_gap_is_one_minus_the_judged_score_with_its_interval_flipped() -> None:
@@ -18,7 +22,12 @@ def test_the_gap_is_one_minus_the_judged_score_with_its_interval_flipped() -> No
 
 
 def test_a_checked_task_reads_the_judges_view_and_nothing_is_shown_without_scores() -> None:
-    checked = {"name": "MedDBOps", "kind": "task", "check": {"kind": "sql"}, "cells": [_cell("m1", 0.5, 0.4, 0.6, check=True)]}
+    checked = {
+        "name": "MedDBOps",
+        "kind": "task",
+        "check": {"kind": "sql"},
+        "cells": [_cell("m1", 0.5, 0.4, 0.6, check=True)],
+    }
     row = next(line for line in reference_gap_section([checked]) if line.startswith("| MedDBOps"))
     assert "| 0.500 [0.400, 0.600] |" in row
     empty = {"name": "MedCOT", "kind": "task", "cells": [{"model": "m", "n": 0, "primary": None, "metrics": {}}]}

@@ -18,13 +18,25 @@ from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
-ITEMS = [{"id": f"q{i}", "task": "qa", "track": "capability", "gold_type": "reference", "question": f"问题{i}？",
-          "gold": f"参考答案{i}。"} for i in range(1, 7)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i}",
+        "task": "qa",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": f"问题{i}？",
+        "gold": f"参考答案{i}。",
+    }
+    for i in range(1, 7)
+]
 
 
 def verdict(total_high: bool) -> str:
     scores = (9, 9, 9, 8) if total_high else (5, 5, 5, 5)
-    return json.dumps(dict(zip(("coverage", "accuracy", "safety", "grounding"), scores)) | {"rationale": "r", "grounding_source": "book"})
+    return json.dumps(
+        dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
+        | {"rationale": "r", "grounding_source": "book"}
+    )
 
 
 def behave(index: int, payload: dict[str, Any]) -> Any:
@@ -56,8 +68,18 @@ def test_perturbation_only_reorders_the_rubric() -> None:
 def test_rejudge_sample_records_second_verdicts_and_agreement(tmp_path: Path, fake_url: Callable[[], str]) -> None:
     data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
     pool = write_fake_pool(tmp_path / "pool.yaml", fake_url(), (("alpha", None),), max_retries=0)
-    out = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--rejudge-sample", "6",
-                       cache=tmp_path / "cache", env={"MEDPOOL_CALIBRATION_DIR": str(tmp_path / "calibrations")})  # fmt: skip
+    out = pool_run_cli(
+        "--pool",
+        str(pool),
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "run"),
+        "--rejudge-sample",
+        "6",
+        cache=tmp_path / "cache",
+        env={"MEDPOOL_CALIBRATION_DIR": str(tmp_path / "calibrations")},
+    )
     assert out.returncode == 0, out.stderr
     rows = score_rows(tmp_path / "run")
     assert all(r["details"]["rejudge"]["perturbation"] == "dimensions_reversed" for r in rows) and len(rows) == 6

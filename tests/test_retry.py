@@ -24,8 +24,7 @@ from runners.retry import (
 )
 
 FAST = RetryPolicy(max_retries=3, backoff_base_s=0.01, backoff_max_s=0.05)
-ANSWER = GenerationResponse(text="42", finish_reason="stop", prompt_tokens=1,
-                            completion_tokens=1, latency_s=0.0)
+ANSWER = GenerationResponse(text="42", finish_reason="stop", prompt_tokens=1, completion_tokens=1, latency_s=0.0)
 
 
 class RecordingSleep:
@@ -78,10 +77,18 @@ def test_retry_after_delta_seconds_roundtrip(seconds):
 # --- classification -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     "status, expected",
-    [(429, ("rate_limited", True)), (500, ("server_error", True)), (502, ("server_error", True)),
-     (503, ("server_error", True)), (408, ("timeout", True)), (400, ("client_error", False)),
-     (404, ("client_error", False)), (422, ("client_error", False)), (401, ("auth", False)),
-     (403, ("auth", False))],
+    [
+        (429, ("rate_limited", True)),
+        (500, ("server_error", True)),
+        (502, ("server_error", True)),
+        (503, ("server_error", True)),
+        (408, ("timeout", True)),
+        (400, ("client_error", False)),
+        (404, ("client_error", False)),
+        (422, ("client_error", False)),
+        (401, ("auth", False)),
+        (403, ("auth", False)),
+    ],
 )
 def test_classify_status(status, expected):
     assert classify_status(status) == expected
@@ -89,12 +96,14 @@ def test_classify_status(status, expected):
 
 @pytest.mark.parametrize(
     "exc, error_class, retryable",
-    [(asyncio.TimeoutError(), "timeout", True),
-     (aiohttp.ServerTimeoutError("read timeout"), "timeout", True),
-     (aiohttp.ServerDisconnectedError(), "connection", True),
-     (aiohttp.ClientPayloadError("cut short"), "connection", True),
-     (aiohttp.ClientConnectionError("refused"), "connection", True),
-     (aiohttp.InvalidURL("nope"), "client_error", False)],
+    [
+        (asyncio.TimeoutError(), "timeout", True),
+        (aiohttp.ServerTimeoutError("read timeout"), "timeout", True),
+        (aiohttp.ServerDisconnectedError(), "connection", True),
+        (aiohttp.ClientPayloadError("cut short"), "connection", True),
+        (aiohttp.ClientConnectionError("refused"), "connection", True),
+        (aiohttp.InvalidURL("nope"), "client_error", False),
+    ],
 )
 def test_classify_exception(exc, error_class, retryable):
     got_class, got_retryable, detail = classify_exception(exc, timeout_s=5)
@@ -174,8 +183,7 @@ def test_secret_is_redacted_from_attempt_details():
 def test_attempt_count_and_backoff_bounds(max_retries, script, base, cap):
     """Attempts stop at the first success or fatal error, or after max_retries + 1; each wait n
     lies in [0, min(cap, base * 2**(n-1))] when there is no Retry-After."""
-    outcomes = {"retryable": failure(), "fatal": failure("client_error", 400, retryable=False),
-                "ok": SUCCESS}
+    outcomes = {"retryable": failure(), "fatal": failure("client_error", 400, retryable=False), "ok": SUCCESS}
     attempt, calls = scripted([outcomes[s] for s in script])
     sleep = RecordingSleep()
     policy = RetryPolicy(max_retries=max_retries, backoff_base_s=base, backoff_max_s=cap)
@@ -198,8 +206,7 @@ def test_unset_key_env_is_an_auth_error_that_never_stores_the_variable(monkeypat
     """The detail is stored with the result, and a "variable name" may be a pasted token: it says
     which setting to fix, not the name (the run's preflight names the pool file's line)."""
     monkeypatch.delenv("MEDPOOL_TEST_UNSET_KEY", raising=False)
-    endpoint = JsonEndpoint("http://127.0.0.1:9", api_key_env="MEDPOOL_TEST_UNSET_KEY",
-                            timeout_s=1, policy=FAST)
+    endpoint = JsonEndpoint("http://127.0.0.1:9", api_key_env="MEDPOOL_TEST_UNSET_KEY", timeout_s=1, policy=FAST)
     resp = asyncio.run(endpoint.post("/x", {}, lambda obj: ANSWER))
     assert resp.error_class == "auth" and resp.attempts == ()
     assert "api_key_env" in resp.error_detail and "MEDPOOL_TEST_UNSET_KEY" not in resp.error_detail

@@ -22,8 +22,14 @@ from tests.test_routing_fixtures import JUDGE, row, write_run
 SUITE = Path(__file__).resolve().parents[2] / "shared" / "data" / "book-gold" / "internists.yaml"
 PARAMS = BuildOptions(bootstrap=200).parameters()
 DOMAINS = ("cardiology:htn", "cardiology:af", "cardiology:hf", "endocrine:dm", "endocrine:thyroid", "endocrine:gout")
-WORDS = {"cardiology:htn": "高血压 降压 血压计", "cardiology:af": "房颤 心律 抗凝", "cardiology:hf": "心衰 水肿 气短",
-         "endocrine:dm": "糖尿病 血糖 胰岛素", "endocrine:thyroid": "甲状腺 甲亢 碘", "endocrine:gout": "痛风 尿酸 关节"}  # fmt: skip
+WORDS = {
+    "cardiology:htn": "高血压 降压 血压计",
+    "cardiology:af": "房颤 心律 抗凝",
+    "cardiology:hf": "心衰 水肿 气短",
+    "endocrine:dm": "糖尿病 血糖 胰岛素",
+    "endocrine:thyroid": "甲状腺 甲亢 碘",
+    "endocrine:gout": "痛风 尿酸 关节",
+}
 
 
 def specialty_run(tmp: Path, seed: int = 0, per_domain: int = 30) -> tuple[Path, dict[str, str], dict[str, str]]:
@@ -42,7 +48,9 @@ def specialty_run(tmp: Path, seed: int = 0, per_domain: int = 30) -> tuple[Path,
             useless[f"synthetic/consult/{item}"] = "".join(rng.choice(list("请问医生患者最近怎么办需要注意什么"), 12))
             for model, skill in models.items():
                 value = float(u < skill[domain])
-                rows.append(row(model, item, "consult", "criteria", value, passed=bool(value), domain=domain, judge=JUDGE))
+                rows.append(
+                    row(model, item, "consult", "criteria", value, passed=bool(value), domain=domain, judge=JUDGE)
+                )
     return write_run(tmp / f"run-{seed}", rows), informative, useless
 
 
@@ -77,13 +85,23 @@ MANIFEST = {
     "default": {"model": "gen", "decisive": False, "tied_top": ["gen", "b"]},
     "families": {"specialty": {"model": "fam", "decisive": True, "tied_top": ["fam"]}},
     "buckets": {
-        "specialty/domain/cardiology:htn": {"model": "a", "served_by": "specialty/domain/cardiology:htn", "decisive": False,
-                                            "tied_top": ["a", "c"], "routable": True},
+        "specialty/domain/cardiology:htn": {
+            "model": "a",
+            "served_by": "specialty/domain/cardiology:htn",
+            "decisive": False,
+            "tied_top": ["a", "c"],
+            "routable": True,
+        },
         "specialty/domain/cardiology:af": {"model": "s", "served_by": "specialty/system/cardiology", "routable": False},
-        "specialty/system/cardiology": {"model": "s", "served_by": "specialty/system/cardiology", "decisive": True,
-                                        "tied_top": ["s"], "routable": True},
+        "specialty/system/cardiology": {
+            "model": "s",
+            "served_by": "specialty/system/cardiology",
+            "decisive": True,
+            "tied_top": ["s"],
+            "routable": True,
+        },
     },
-}  # fmt: skip
+}
 
 
 def test_routes_carry_their_decision_and_the_chain_behind_it() -> None:
@@ -95,7 +113,9 @@ def test_routes_carry_their_decision_and_the_chain_behind_it() -> None:
     assert table.route("specialty").chain == ("fam", "gen")
     assert table.route("exam/task/unknown") == table.default and table.default.chain == ("gen", "b")
     header = route_header(htn, "a", "classifier", "f" * 64)
-    assert header == f"bucket=specialty/domain/cardiology:htn; model=a; by=classifier; decisive=false; manifest={'f' * 64}"
+    assert (
+        header == f"bucket=specialty/domain/cardiology:htn; model=a; by=classifier; decisive=false; manifest={'f' * 64}"
+    )
     assert route_header(table.route("x"), "模型;1", "hint", "0").isascii()
 
 
@@ -104,7 +124,11 @@ def test_a_guess_climbs_to_the_first_level_it_is_confident_about() -> None:
     limits = Thresholds(0.6, 0.5, 0.4)
     assert resolve(labels, (0.7, 0.9, 1.0), limits) == (labels[0], "classifier", 0)
     assert resolve(labels, (0.3, 0.5, 1.0), limits) == (labels[1], "fallback", 1)
-    assert resolve((labels[0], "", "exam"), (0.3, 0.9, 0.9), limits) == ("exam", "fallback", 2)  # no system outside specialty
+    assert resolve((labels[0], "", "exam"), (0.3, 0.9, 0.9), limits) == (
+        "exam",
+        "fallback",
+        2,
+    )  # no system outside specialty
     assert resolve(labels, (0.1, 0.1, 0.1), limits) == ("default", "fallback", 3)
 
 
@@ -123,7 +147,9 @@ def test_thresholds_trust_a_classifier_that_pays_and_climb_past_one_that_does_no
 
 def test_end_to_end_equals_the_known_bucket_routing_when_the_text_names_the_bucket(tmp_path: Path) -> None:
     run, informative, _ = specialty_run(tmp_path)
-    row_ = end_to_end(load_runs([run]).table, None, PARAMS, informative, k=5, seed=0, rounds=200)["families"]["specialty"]
+    row_ = end_to_end(load_runs([run]).table, None, PARAMS, informative, k=5, seed=0, rounds=200)["families"][
+        "specialty"
+    ]
     assert row_["evaluated"] == 180 and row_["classifier_accuracy"]["bucket"] >= 0.95
     assert row_["same_model_as_known"] >= 0.95
     assert row_["end_to_end"]["value"] >= row_["known_bucket"]["value"] - 0.02
@@ -133,7 +159,9 @@ def test_end_to_end_equals_the_known_bucket_routing_when_the_text_names_the_buck
 @pytest.mark.parametrize("seed", [0, 1, 4])
 def test_where_the_classifier_is_useless_the_fallback_keeps_the_default_models_score(tmp_path: Path, seed: int) -> None:
     run, _, useless = specialty_run(tmp_path, seed)
-    row_ = end_to_end(load_runs([run]).table, None, PARAMS, useless, k=5, seed=seed, rounds=200)["families"]["specialty"]
+    row_ = end_to_end(load_runs([run]).table, None, PARAMS, useless, k=5, seed=seed, rounds=200)["families"][
+        "specialty"
+    ]
     assert row_["classifier_accuracy"]["bucket"] < 0.35  # guessing among six domains
     # a few items a fold's thresholds trusted by luck may cost a point or two, never more
     assert row_["end_to_end"]["value"] >= row_["default"]["value"] - 0.02
@@ -148,4 +176,4 @@ def test_metrics_escape_label_values_and_count_errors() -> None:
     text = metrics.render("abc")
     assert 'bucket="specialty/domain/a\\"b\\\\c",model="m\\nx",by="hint",status="502"} 1' in text
     assert 'medpool_router_errors_total{bucket="specialty/domain/a\\"b\\\\c",model="m\\nx",status="502"} 1' in text
-    assert 'medpool_router_overhead_seconds_count 2' in text and 'medpool_router_manifest_info{sha256="abc"} 1' in text
+    assert "medpool_router_overhead_seconds_count 2" in text and 'medpool_router_manifest_info{sha256="abc"} 1' in text

@@ -73,12 +73,16 @@ def held_upstream(work: Path) -> Iterator[Held]:
         proc.wait(timeout=30)
 
 
-def pool_file(work: Path, live: str, held: str | None, on_held: tuple[str, ...], timeout_s: float = 60,
-              key_env: str | None = None) -> Path:  # fmt: skip
+def pool_file(
+    work: Path, live: str, held: str | None, on_held: tuple[str, ...], timeout_s: float = 60, key_env: str | None = None
+) -> Path:
     backends = {"live": {"type": "openai", "base_url": live, **({"api_key_env": key_env} if key_env else {})}}
     if held is not None:
         backends["held"] = {"type": "openai", "base_url": held, "timeout_s": timeout_s, "max_retries": 0}
-    models = [{"name": m, "backend": "held" if m in on_held else "live", "model": m, "max_tokens": 8} for m in ("card", "endo", "gen")]
+    models = [
+        {"name": m, "backend": "held" if m in on_held else "live", "model": m, "max_tokens": 8}
+        for m in ("card", "endo", "gen")
+    ]
     path = work / f"pool-{time.monotonic_ns()}.yaml"
     path.write_text(yaml.safe_dump({"backends": backends, "models": models}), encoding="utf-8")
     return path
@@ -88,8 +92,14 @@ async def ask(session: aiohttp.ClientSession, url: str, text: str, **extra: Any)
     """(status, x-medpool-route, body) of one chat request."""
     headers = extra.pop("headers", {})
     body = extra.pop("raw", None)
-    data = body if body is not None else json.dumps({"model": "medpool-router", "messages": [{"role": "user", "content": text}], **extra})
-    async with session.post(url + "/chat/completions", data=data, headers={"Content-Type": "application/json", **headers}) as r:
+    data = (
+        body
+        if body is not None
+        else json.dumps({"model": "medpool-router", "messages": [{"role": "user", "content": text}], **extra})
+    )
+    async with session.post(
+        url + "/chat/completions", data=data, headers={"Content-Type": "application/json", **headers}
+    ) as r:
         raw = await r.read()
         try:
             parsed = json.loads(raw)
@@ -104,8 +114,11 @@ def t1_questions(key: dict) -> list[str]:
 
 def test_a_killed_upstream_fails_over_to_the_default_for_every_request_in_flight(served) -> None:
     run, live, key, work = served
-    with held_upstream(work) as held, \
-            running_router(run, work, "--pool", str(pool_file(work, live, held.url, ("card",)))) as url:  # fmt: skip
+    with (
+        held_upstream(work) as held,
+        running_router(run, work, "--pool", str(pool_file(work, live, held.url, ("card",)))) as url,
+    ):
+
         async def scenario() -> list[tuple[int, str, Any]]:
             async with aiohttp.ClientSession() as session:
                 asking = [asyncio.create_task(ask(session, url, q)) for q in t1_questions(key)[:8]]
@@ -125,8 +138,11 @@ def test_a_killed_upstream_fails_over_to_the_default_for_every_request_in_flight
 
 def test_a_hung_upstream_times_out_to_the_next_model_or_an_error(served) -> None:
     run, live, key, work = served
-    with held_upstream(work) as held, \
-            running_router(run, work, "--pool", str(pool_file(work, live, held.url, ("card", "gen"), timeout_s=1))) as url:  # fmt: skip
+    with (
+        held_upstream(work) as held,
+        running_router(run, work, "--pool", str(pool_file(work, live, held.url, ("card", "gen"), timeout_s=1))) as url,
+    ):
+
         async def scenario() -> tuple[Any, ...]:
             async with aiohttp.ClientSession() as session:
                 t1 = await ask(session, url, t1_questions(key)[0])  # card hangs, then gen hangs: 504
@@ -136,28 +152,41 @@ def test_a_hung_upstream_times_out_to_the_next_model_or_an_error(served) -> None
                 return t1, t2, metrics
 
         (status, route, body), t2, metrics = asyncio.run(scenario())
-    assert status == 504 and body["error"]["type"] == "upstream_error" and "did not answer within 1 s" in body["error"]["message"]
+    assert (
+        status == 504
+        and body["error"]["type"] == "upstream_error"
+        and "did not answer within 1 s" in body["error"]["message"]
+    )
     assert "every model for 'exam/task/T1' failed" in body["error"]["message"] and "model=gen" in route
     assert t2[0] == 200 and "model=endo" in t2[1] and "by=hint" in t2[1]
     assert 'medpool_router_upstream_failures_total{model="card",reason="timeout"} 1' in metrics
     assert 'medpool_router_errors_total{bucket="exam/task/T1",model="gen",status="504"} 1' in metrics
 
 
-@pytest.mark.parametrize(("raw", "headers", "status", "says"), [
-    (b"{not json", {}, 400, "not JSON"),
-    (b"[1, 2]", {}, 400, "JSON list"),
-    (b'{"model": "m"}', {}, 400, "messages"),
-    (b'{"messages": "hi"}', {}, 400, "messages"),
-    (b'{"messages": [{"content": "hi"}]}', {}, 400, "messages[0]"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}', {}, 400, "stream"),
-    (b'{"messages": [{"role": "user", "content": "hi"}]}', {"x-medpool-bucket": "exam/task/nope"}, 400, "bucket hint"),
-    (b'{"messages": [{"role": "user", "content": "hi"}], "metadata": {"bucket": 7}}', {}, 400, "bucket hint"),
-    (b'{"messages": [{"role": "user", "content": "' + b"x" * 70_000 + b'"}]}', {}, 413, "larger than"),
-    (b'{"messages": [{"role": "user", "content": "hi"}]}', {"x-medpool-router-hop": "1"}, 508, "already passed"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("raw", "headers", "status", "says"),
+    [
+        (b"{not json", {}, 400, "not JSON"),
+        (b"[1, 2]", {}, 400, "JSON list"),
+        (b'{"model": "m"}', {}, 400, "messages"),
+        (b'{"messages": "hi"}', {}, 400, "messages"),
+        (b'{"messages": [{"content": "hi"}]}', {}, 400, "messages[0]"),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}', {}, 400, "stream"),
+        (
+            b'{"messages": [{"role": "user", "content": "hi"}]}',
+            {"x-medpool-bucket": "exam/task/nope"},
+            400,
+            "bucket hint",
+        ),
+        (b'{"messages": [{"role": "user", "content": "hi"}], "metadata": {"bucket": 7}}', {}, 400, "bucket hint"),
+        (b'{"messages": [{"role": "user", "content": "' + b"x" * 70_000 + b'"}]}', {}, 413, "larger than"),
+        (b'{"messages": [{"role": "user", "content": "hi"}]}', {"x-medpool-router-hop": "1"}, 508, "already passed"),
+    ],
+)
 def test_malformed_requests_get_a_clear_error_and_the_router_goes_on(served, raw, headers, status, says) -> None:
     run, live, key, work = served
     with running_router(run, work, "--max-body-bytes", "65536") as url:
+
         async def scenario() -> tuple[Any, ...]:
             async with aiohttp.ClientSession() as session:
                 bad = await ask(session, url, "", raw=raw, headers=headers)
@@ -181,8 +210,20 @@ def test_a_manifest_replaced_mid_traffic_serves_new_requests_and_finishes_old_on
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, manifest)
 
-    with held_upstream(work) as held, running_router(run, work, "--manifest", str(manifest), "--reload-interval", "0.05",
-                                                     "--pool", str(pool_file(work, live, held.url, ("card",)))) as url:  # fmt: skip
+    with (
+        held_upstream(work) as held,
+        running_router(
+            run,
+            work,
+            "--manifest",
+            str(manifest),
+            "--reload-interval",
+            "0.05",
+            "--pool",
+            str(pool_file(work, live, held.url, ("card",))),
+        ) as url,
+    ):
+
         async def health(session: aiohttp.ClientSession) -> dict[str, Any]:
             async with session.get(url.removesuffix("/v1") + "/health") as r:
                 return await r.json()
@@ -223,12 +264,20 @@ def test_streams_pass_through_and_keys_stay_out_of_responses(served) -> None:
     pool = pool_file(work, live, None, (), key_env="FAKE_UPSTREAM_KEY")
     env = {"FAKE_UPSTREAM_KEY": "sk-fake-upstream-123", "MEDPOOL_ROUTER_TOKEN": "router-token-456"}
     with running_router(run, work, "--pool", str(pool), env=env) as url:
+
         async def scenario() -> tuple[Any, ...]:
             auth = {"Authorization": "Bearer router-token-456"}
             async with aiohttp.ClientSession() as session:
                 refused = await ask(session, url, t1_questions(key)[0])
-                streamed = await ask(session, url, "", headers=auth, raw=json.dumps(
-                    {"messages": [{"role": "user", "content": t1_questions(key)[0]}], "stream": True}).encode())
+                streamed = await ask(
+                    session,
+                    url,
+                    "",
+                    headers=auth,
+                    raw=json.dumps(
+                        {"messages": [{"role": "user", "content": t1_questions(key)[0]}], "stream": True}
+                    ).encode(),
+                )
                 texts = []
                 for path in ("/metrics", "/health"):
                     async with session.get(url.removesuffix("/v1") + path, headers=auth) as r:

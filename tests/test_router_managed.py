@@ -36,7 +36,8 @@ def specialists() -> Iterator[tuple[FakeOpenAIServer, dict]]:
 
 def managed_pool(path: Path, fake_url: str) -> Path:
     """``card`` on a managed llama.cpp backend (SmolLM2-135M), ``endo`` and ``gen`` still FAKE."""
-    path.write_text(f"""backends:
+    path.write_text(
+        f"""backends:
   local:
     type: llamacpp
     slots: 1
@@ -52,14 +53,22 @@ models:
     max_tokens: 8
   - {{name: endo, backend: fake, model: endo, max_tokens: 8}}
   - {{name: gen, backend: fake, model: gen, max_tokens: 8}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 
 def chat(url: str, bucket: str) -> tuple[dict, str]:
-    body = json.dumps({"model": "medpool-router", "messages": [{"role": "user", "content": "房颤患者需要抗凝吗？"}]}).encode()
-    request = urllib.request.Request(url + "/chat/completions", data=body, method="POST",
-                                     headers={"content-type": "application/json", "x-medpool-bucket": bucket})  # fmt: skip
+    body = json.dumps(
+        {"model": "medpool-router", "messages": [{"role": "user", "content": "房颤患者需要抗凝吗？"}]}
+    ).encode()
+    request = urllib.request.Request(
+        url + "/chat/completions",
+        data=body,
+        method="POST",
+        headers={"content-type": "application/json", "x-medpool-bucket": bucket},
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         return json.loads(response.read()), response.headers["x-medpool-route"]
 

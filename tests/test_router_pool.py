@@ -44,12 +44,21 @@ def test_the_router_routes_held_out_questions_right_and_leads_the_next_run(tmp_p
     with running_router(run_1, tmp_path) as router_url:
         pool_2 = write_specialist_pool(tmp_path / "pool-2.yaml", fake.base_url, router_url=router_url)
         run_2 = tmp_path / "run-2"
-        proc = pool_run_cli("--pool", str(pool_2), "--data", str(tmp_path / "held-out.jsonl"), "--out", str(run_2),
-                            cache=tmp_path / "cache")  # fmt: skip
+        proc = pool_run_cli(
+            "--pool",
+            str(pool_2),
+            "--data",
+            str(tmp_path / "held-out.jsonl"),
+            "--out",
+            str(run_2),
+            cache=tmp_path / "cache",
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
 
     # every held-out question reached the fake once per specialist, plus once through the router
-    asked = Counter((question_of(r.payload), r.payload["model"]) for r in fake.requests if question_of(r.payload) in held_out)
+    asked = Counter(
+        (question_of(r.payload), r.payload["model"]) for r in fake.requests if question_of(r.payload) in held_out
+    )
     routed_to = {q: m for (q, m), n in asked.items() if n == 2}
     assert len(routed_to) == len(held_out)
     right = sum(routed_to[q] == RIGHT[item["task"]] for q, item in held_out.items())

@@ -32,10 +32,19 @@ def chromium_or_skip() -> str:
 
 def dump_dom(browser: str, page: Path, profile: Path) -> str:
     command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri(),
-    ]  # fmt: skip
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -54,10 +63,28 @@ def test_report_renders_tables_and_runs_no_script(tmp_path: Path) -> None:
     assert "PWNED</title>" not in dom
     assert "<script" not in dom.lower() and "<img" not in dom.lower(), "hostile text became an element"
     assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom  # shown as text
-    for section in ("runs", "routing", "family-capability", "family-specialty", "family-orchestration", "family-robustness",
-                    "family-exam", "family-tcm", "heatmap", "pairwise", "hard"):  # fmt: skip
+    for section in (
+        "runs",
+        "routing",
+        "family-capability",
+        "family-specialty",
+        "family-orchestration",
+        "family-robustness",
+        "family-exam",
+        "family-tcm",
+        "heatmap",
+        "pairwise",
+        "hard",
+    ):
         assert f'id="{section}"' in dom, section
     assert dom.count("<table") >= 20
-    for heading in ("value [95% CI]", "BT rating", "row beats column", "gap (full − hard)", "infra errors", "specialty"):
+    for heading in (
+        "value [95% CI]",
+        "BT rating",
+        "row beats column",
+        "gap (full − hard)",
+        "infra errors",
+        "specialty",
+    ):
         assert f"<th>{heading}</th>" in dom, heading
     assert 'class="heat"' in dom and 'class="ci"' in dom

@@ -68,8 +68,15 @@ def test_sequential_elo_equals_eval_elo_ratings_on_every_order(seed: int) -> Non
     for first, second, score, names in games:
         index = {name: i for i, name in enumerate(names)}
         orders = np.array([rng.permutation(len(score)) for _ in range(7)]).reshape(7, len(score))
-        plays.append((np.array([index[x] for x in first], dtype=np.int64), np.array([index[x] for x in second], dtype=np.int64),
-                      np.array(score), orders, len(names)))  # fmt: skip
+        plays.append(
+            (
+                np.array([index[x] for x in first], dtype=np.int64),
+                np.array([index[x] for x in second], dtype=np.int64),
+                np.array(score),
+                orders,
+                len(names),
+            )
+        )
     ratings = sequential_elo_many(plays, 16.0)
     for (first, second, score, names), (_, _, _, orders, _), got in zip(games, plays, ratings):
         matches = [[x, y, s] for x, y, s in zip(first, second, score)]
@@ -112,8 +119,9 @@ def test_elo_over_orders_rejects_scores_eval_rejects() -> None:
 # --- Bradley–Terry ---------------------------------------------------------------------------------
 
 
-def _lbfgs_fit(counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float = 1e-8,
-               start: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def _lbfgs_fit(
+    counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float = 1e-8, start: np.ndarray | None = None
+) -> np.ndarray:
     """The per-round scipy fit of the same objective (row form), as the product ran it before the batched solver."""
     first, second = pair_index(m)
     a, b = np.repeat(first, 3), np.repeat(second, 3)
@@ -132,16 +140,22 @@ def _lbfgs_fit(counts: np.ndarray, m: int, virtual_ties: float = 1.0, reg: float
         return loss + 0.5 * reg * float(theta @ theta), grad + reg * theta
 
     x0 = np.zeros(m) if start is None else start
-    result = minimize(loss_and_grad, x0, jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-9})
+    result = minimize(
+        loss_and_grad, x0, jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-12, "gtol": 1e-9}
+    )
     return result.x - result.x.mean()
 
 
-def _gradient(counts: np.ndarray, m: int, theta: np.ndarray, virtual_ties: float = 1.0, reg: float = 1e-8) -> np.ndarray:
+def _gradient(
+    counts: np.ndarray, m: int, theta: np.ndarray, virtual_ties: float = 1.0, reg: float = 1e-8
+) -> np.ndarray:
     first, second = pair_index(m)
     counts = np.array(counts, dtype=float)
     counts[counts.sum(axis=1) > 0, TIE] += virtual_ties
     counts /= max(counts.sum(), 1.0)
-    residual = counts.sum(axis=1) / (1.0 + np.exp(-(theta[first] - theta[second]))) - (counts[:, 0] + 0.5 * counts[:, TIE])
+    residual = counts.sum(axis=1) / (1.0 + np.exp(-(theta[first] - theta[second]))) - (
+        counts[:, 0] + 0.5 * counts[:, TIE]
+    )
     return np.bincount(first, residual, minlength=m) - np.bincount(second, residual, minlength=m) + reg * theta
 
 
@@ -175,7 +189,9 @@ def test_batched_newton_equals_lbfgs_on_every_bootstrap_round(seed: int) -> None
         want = _lbfgs_fit(c, m, start=reference)
         assert np.abs(elo_scale(got) - elo_scale(want)).max() < LBFGS_ELO_TOLERANCE
         assert np.abs(_gradient(c, m, got)).max() < 1e-12
-        np.testing.assert_allclose(got, fit_bradley_terry(c, m, start=theta), rtol=0, atol=1e-10)  # one at a time = batched
+        np.testing.assert_allclose(
+            got, fit_bradley_terry(c, m, start=theta), rtol=0, atol=1e-10
+        )  # one at a time = batched
     result = bradley_terry(counts, boot, m)
     np.testing.assert_array_equal(result["rating"], elo_scale(theta))
     np.testing.assert_array_equal(result["draws"], elo_scale(batched))
@@ -224,7 +240,9 @@ def test_bradley_terry_elo_scale_and_ties() -> None:
     even = np.array([[0.0, 0.0, 40.0]])
     np.testing.assert_allclose(fit_bradley_terry(even, 2), [0.0, 0.0], atol=1e-12)
     gap = fit_bradley_terry(np.array([[20.0, 0.0, 0.0]]), 2)  # 20.5 of 21 points, one virtual tie aside
-    assert (gap[0] - gap[1]) * ELO_SCALE == pytest.approx(ELO_SCALE * np.log(20.5 / 0.5), abs=1e-3)  # the ridge shrinks it a hair
+    assert (gap[0] - gap[1]) * ELO_SCALE == pytest.approx(
+        ELO_SCALE * np.log(20.5 / 0.5), abs=1e-3
+    )  # the ridge shrinks it a hair
 
 
 # --- paired tests ----------------------------------------------------------------------------------
@@ -269,8 +287,19 @@ def test_common_items_equal_intersect1d() -> None:
 def test_bootstrap_decision_needs_no_per_item_values() -> None:
     items = np.arange(30)
     draws = np.random.default_rng(2).normal(size=(2, 200))
-    contestants = [Contestant(label=f"m{i}", key=f"m{i}", score=0.5 + 0.2 * i, ci=(0.4 + 0.2 * i, 0.6 + 0.2 * i), n=30,
-                              items=items, values=np.zeros(0), draws=draws[i] + 3.0 * i) for i in range(2)]  # fmt: skip
+    contestants = [
+        Contestant(
+            label=f"m{i}",
+            key=f"m{i}",
+            score=0.5 + 0.2 * i,
+            ci=(0.4 + 0.2 * i, 0.6 + 0.2 * i),
+            n=30,
+            items=items,
+            values=np.zeros(0),
+            draws=draws[i] + 3.0 * i,
+        )
+        for i in range(2)
+    ]
     decision = decide(contestants, 0.05, 5, "orchestrator", bootstrap=True)
     assert decision.pick.key == "m1" and decision.verdicts[1].n_paired == 30
 
@@ -300,7 +329,9 @@ def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeyp
 
 
 @pytest.mark.parametrize("rows_per_block", [4096, 1])
-def test_elo_battles_are_sampled_by_rank_without_listing_every_battle(rows_per_block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_elo_battles_are_sampled_by_rank_without_listing_every_battle(
+    rows_per_block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sampled battles' positions equal ``flatnonzero(outcomes != NONE)[ranks]``, block boundaries included."""
     from routing.pairwise import _battle_positions, _battles_per_item
     from routing.ratings import NONE
@@ -349,7 +380,9 @@ def _outcomes_by_subtraction(values: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("shape", [(0, 4), (1, 2), (7, 3), (300, 1), (2_000, 23)])
-def test_outcome_codes_by_rank_equal_the_codes_by_subtraction(shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outcome_codes_by_rank_equal_the_codes_by_subtraction(
+    shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(shape[1])
     values = rng.integers(0, 5, shape) / 4.0  # many ties
     values[rng.random(shape) < 0.15] = np.nan

@@ -17,33 +17,75 @@ OTHER_JUDGE = {"model": "judge-deepseek", "backend": "openai", "prompt_version":
 LABELS = ["肝郁脾虚证", "脾胃虚寒证", "心脾两虚证", "痰热壅肺证"]
 
 
-def identity(name: str, backend: str = "llamacpp", temperature: float = 0.0, think: bool = False, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "backend": backend, "model": f"{name}.gguf", "temperature": temperature,
-            "max_tokens": 512, "mode": "chat", "think": think, **extra}  # fmt: skip
+def identity(
+    name: str, backend: str = "llamacpp", temperature: float = 0.0, think: bool = False, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "backend": backend,
+        "model": f"{name}.gguf",
+        "temperature": temperature,
+        "max_tokens": 512,
+        "mode": "chat",
+        "think": think,
+        **extra,
+    }
 
 
-def row(model: str | Mapping[str, Any], item_id: str, task: str, gold_type: str, value: float | None, *,
-        status: str = "scored", passed: bool | None = None, domain: str | None = None, judge: Mapping[str, str] | None = None,
-        metrics: Mapping[str, float] | None = None, details: Mapping[str, Any] | None = None,
-        latency_s: float | None = 1.0, completion_tokens: int | None = 100, suite: str = "synthetic") -> dict[str, Any]:  # fmt: skip
+def row(
+    model: str | Mapping[str, Any],
+    item_id: str,
+    task: str,
+    gold_type: str,
+    value: float | None,
+    *,
+    status: str = "scored",
+    passed: bool | None = None,
+    domain: str | None = None,
+    judge: Mapping[str, str] | None = None,
+    metrics: Mapping[str, float] | None = None,
+    details: Mapping[str, Any] | None = None,
+    latency_s: float | None = 1.0,
+    completion_tokens: int | None = 100,
+    suite: str = "synthetic",
+) -> dict[str, Any]:
     """One scores.jsonl row (Score.to_record plus the answer's identity)."""
     ident = identity(model) if isinstance(model, str) else dict(model)
     if status != "scored":
         value = None
     family = FAMILY_OF_GOLD_TYPE[gold_type]
-    track = {"capability": "capability", "specialty": "specialty", "exam": "exam", "tcm": "tcm"}.get(family, "orchestration")
+    track = {"capability": "capability", "specialty": "specialty", "exam": "exam", "tcm": "tcm"}.get(
+        family, "orchestration"
+    )
     return {
-        "model": ident["name"], "item_id": f"{suite}/{task}/{item_id}", "suite": suite, "track": track, "task": task,
-        "domain": domain, "gold_type": gold_type, "family": family, "status": status, "value": value,
-        "passed": passed if status == "scored" else None, "metrics": dict(metrics or {}),
-        "judge": None if judge is None else dict(judge), "details": dict(details or {}),
-        "latency_s": latency_s, "completion_tokens": completion_tokens, "model_identity": ident,
-    }  # fmt: skip
+        "model": ident["name"],
+        "item_id": f"{suite}/{task}/{item_id}",
+        "suite": suite,
+        "track": track,
+        "task": task,
+        "domain": domain,
+        "gold_type": gold_type,
+        "family": family,
+        "status": status,
+        "value": value,
+        "passed": passed if status == "scored" else None,
+        "metrics": dict(metrics or {}),
+        "judge": None if judge is None else dict(judge),
+        "details": dict(details or {}),
+        "latency_s": latency_s,
+        "completion_tokens": completion_tokens,
+        "model_identity": ident,
+    }
 
 
-def write_run(run_dir: Path, rows: Iterable[Mapping[str, Any]], run_id: str = "run-1",
-              created_at: str = "2026-11-29T10:00:00Z", pool_fingerprint: str = "pool-fp-1",
-              data_fingerprint: str = "data-fp-1") -> Path:  # fmt: skip
+def write_run(
+    run_dir: Path,
+    rows: Iterable[Mapping[str, Any]],
+    run_id: str = "run-1",
+    created_at: str = "2026-11-29T10:00:00Z",
+    pool_fingerprint: str = "pool-fp-1",
+    data_fingerprint: str = "data-fp-1",
+) -> Path:
     """Write scores.jsonl and summary.json into ``run_dir`` (created); returns it."""
     run_dir.mkdir(parents=True, exist_ok=True)
     rows = list(rows)
@@ -55,15 +97,29 @@ def write_run(run_dir: Path, rows: Iterable[Mapping[str, Any]], run_id: str = "r
         tally = models.setdefault(r["model"], {"results": 0, "status": {"ok": 0, "error": 0, "infra_error": 0}})
         tally["results"] += 1
         tally["status"]["infra_error" if r["status"] == "infra_error" else "ok"] += 1
-    summary = {"run_id": run_id, "run_status": "finished", "created_at": created_at, "resumes": 0,
-               "pool_fingerprint": pool_fingerprint, "data_fingerprint": data_fingerprint, "wall_time_s": 12.5,
-               "totals": {}, "models": models, "extra": {}}  # fmt: skip
+    summary = {
+        "run_id": run_id,
+        "run_status": "finished",
+        "created_at": created_at,
+        "resumes": 0,
+        "pool_fingerprint": pool_fingerprint,
+        "data_fingerprint": data_fingerprint,
+        "wall_time_s": 12.5,
+        "totals": {},
+        "models": models,
+        "extra": {},
+    }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     return run_dir
 
 
-def synthetic_rows(strengths: Mapping[str, float], n_items: int = 12, seed: int = 0, infra_rate: float = 0.05,
-                   names: Mapping[str, str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def synthetic_rows(
+    strengths: Mapping[str, float],
+    n_items: int = 12,
+    seed: int = 0,
+    infra_rate: float = 0.05,
+    names: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """Rows for every family: each model succeeds with probability ``strengths[model]``.
 
     ``names`` optionally maps a model to a display name used in model_identity (e.g. hostile text).
@@ -76,22 +132,57 @@ def synthetic_rows(strengths: Mapping[str, float], n_items: int = 12, seed: int 
 
         def add(item: str, task: str, gold_type: str, value: float, ident: dict[str, Any] = ident, **kw: Any) -> None:
             status = "infra_error" if rng.random() < infra_rate else "scored"
-            rows.append(row(ident, item, task, gold_type, value, status=status,
-                            latency_s=float(rng.uniform(0.5, 3.0)), completion_tokens=int(rng.integers(50, 400)), **kw))  # fmt: skip
+            rows.append(
+                row(
+                    ident,
+                    item,
+                    task,
+                    gold_type,
+                    value,
+                    status=status,
+                    latency_s=float(rng.uniform(0.5, 3.0)),
+                    completion_tokens=int(rng.integers(50, 400)),
+                    **kw,
+                )
+            )
 
         for i in range(n_items):
             for task in ("MedCOT", "MedCallAPI"):
                 dims = np.clip(np.round(rng.normal(10 * p, 1.5, size=4)), 0, 10)
                 total = float(dims.sum())
-                add(f"{task}_{i}", task, "reference", total / 40, judge=JUDGE, passed=bool(total >= 34 and dims[2] >= 8),
-                    metrics={"coverage": dims[0], "accuracy": dims[1], "safety": dims[2], "grounding": dims[3], "total": total},
-                    domain=domains[i % 3])  # fmt: skip
+                add(
+                    f"{task}_{i}",
+                    task,
+                    "reference",
+                    total / 40,
+                    judge=JUDGE,
+                    passed=bool(total >= 34 and dims[2] >= 8),
+                    metrics={
+                        "coverage": dims[0],
+                        "accuracy": dims[1],
+                        "safety": dims[2],
+                        "grounding": dims[3],
+                        "total": total,
+                    },
+                    domain=domains[i % 3],
+                )
             dims = np.clip(np.round(rng.normal(10 * p, 1.5, size=4)), 0, 10)
             floored = bool(rng.random() < 0.1)
-            add(f"crit_{i}", "internal_medicine", "criteria", float(dims.sum()) / 40, judge=JUDGE, domain=domains[i % 3],
-                passed=bool(dims.sum() >= 34), metrics={"safety": dims[2], "total": float(dims.sum())},
-                details={"safety_floor": floored, "claims": {"supported": 4, "unsupported": int(rng.integers(0, 3)), "not_sure": 1},
-                         "grounding": "guideline"})  # fmt: skip
+            add(
+                f"crit_{i}",
+                "internal_medicine",
+                "criteria",
+                float(dims.sum()) / 40,
+                judge=JUDGE,
+                domain=domains[i % 3],
+                passed=bool(dims.sum() >= 34),
+                metrics={"safety": dims[2], "total": float(dims.sum())},
+                details={
+                    "safety_floor": floored,
+                    "claims": {"supported": 4, "unsupported": int(rng.integers(0, 3)), "not_sure": 1},
+                    "grounding": "guideline",
+                },
+            )
             ok = float(rng.random() < p)
             add(f"route_{i}", "specialty_routing", "routing", ok, passed=bool(ok), domain=domains[i % 3])
             ok = float(rng.random() < p)
@@ -102,12 +193,24 @@ def synthetic_rows(strengths: Mapping[str, float], n_items: int = 12, seed: int 
             add(f"sc_{i}", "single_choice", "single_choice", ok, passed=bool(ok))
             gold = LABELS[i % len(LABELS)]
             pred = gold if rng.random() < p else LABELS[(i + 1) % len(LABELS)]
-            add(f"tcmsd_{i}", "syndrome_classification", "classification", float(pred == gold), passed=pred == gold,
-                details={"predicted_label": pred, "gold_label": gold, "labels": LABELS})  # fmt: skip
+            add(
+                f"tcmsd_{i}",
+                "syndrome_classification",
+                "classification",
+                float(pred == gold),
+                passed=pred == gold,
+                details={"predicted_label": pred, "gold_label": gold, "labels": LABELS},
+            )
             parts = np.clip(rng.normal(p, 0.15, size=4), 0, 1)
             total = float(np.dot([0.2, 0.3, 0.4, 0.1], parts))
-            add(f"chip_{i}", "chip_case", "tcm_case", total, passed=total >= 0.5,
-                metrics={"p1": parts[0], "p2": parts[1], "p3": parts[2], "p4": parts[3], "total": total})  # fmt: skip
+            add(
+                f"chip_{i}",
+                "chip_case",
+                "tcm_case",
+                total,
+                passed=total >= 0.5,
+                metrics={"p1": parts[0], "p2": parts[1], "p3": parts[2], "p4": parts[3], "total": total},
+            )
     return rows
 
 
@@ -126,9 +229,12 @@ def rows_by_item(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[st
 
 def test_rows_follow_the_score_contract() -> None:
     for r in synthetic_rows({"a": 0.5, "b": 0.9}, n_items=4):
-        score = Score(status=r["status"], value=r["value"], passed=r["passed"], metrics=r["metrics"], details=r["details"])
+        score = Score(
+            status=r["status"], value=r["value"], passed=r["passed"], metrics=r["metrics"], details=r["details"]
+        )
         assert {k: v for k, v in score.to_record().items() if k != "judge"} == {
-            k: r[k] for k in ("status", "value", "passed", "metrics", "details")}
+            k: r[k] for k in ("status", "value", "passed", "metrics", "details")
+        }
         assert r["family"] == FAMILY_OF_GOLD_TYPE[r["gold_type"]]
         assert r["model_identity"]["name"] == r["model"]
 

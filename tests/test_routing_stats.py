@@ -175,7 +175,9 @@ def test_bradley_terry_recovers_known_strengths() -> None:
 def test_bradley_terry_ties_count_half_and_separation_stays_finite() -> None:
     even = np.array([[0.0, 0.0, 40.0]])  # two models that always tie are equal
     np.testing.assert_allclose(fit_bradley_terry(even, 2), [0.0, 0.0], atol=1e-6)
-    half = np.array([[10.0, 0.0, 20.0]])  # 10 wins + 20 ties = 20 of 30 points: θ gap ≈ log(20/10), one virtual tie aside
+    half = np.array(
+        [[10.0, 0.0, 20.0]]
+    )  # 10 wins + 20 ties = 20 of 30 points: θ gap ≈ log(20/10), one virtual tie aside
     gap = np.diff(fit_bradley_terry(half, 2, virtual_ties=0.0))[0]
     assert -gap == pytest.approx(np.log(2.0), abs=1e-4)
     sweep = fit_bradley_terry(np.array([[20.0, 0.0, 0.0]]), 2)
@@ -191,8 +193,10 @@ def test_ranks_follow_non_overlapping_intervals() -> None:
 def test_elo_over_orders_uses_eval_elo_ratings() -> None:
     first, second, score = ["x", "x", "y"], ["y", "z", "z"], [1.0, 0.5, 0.0]
     result = elo_over_orders(first, second, score, ["x", "y", "z"], rounds=30, k=16, seed=0)
-    orders = {tuple(sorted(elo_ratings([[a, b, s] for a, b, s in perm], 16).items()))
-              for perm in itertools.permutations(zip(first, second, score))}
+    orders = {
+        tuple(sorted(elo_ratings([[a, b, s] for a, b, s in perm], 16).items()))
+        for perm in itertools.permutations(zip(first, second, score))
+    }
     candidates = np.array([[dict(o)[n] for n in "xyz"] for o in orders])
     assert ((result["median"] >= candidates.min(0) - 1e-9) & (result["median"] <= candidates.max(0) + 1e-9)).all()
     again = elo_over_orders(first, second, score, ["x", "y", "z"], rounds=30, k=16, seed=0)

@@ -27,8 +27,13 @@ PARAMS = BuildOptions(bootstrap=200).parameters()
 TASKS = ("t0", "t1", "t2")
 
 
-def exam_rows(skill: Mapping[str, Mapping[str, float]], n_items: int = 30, seed: int = 0,
-              infra: Mapping[str, set[str]] | None = None, sd: float = 0.2) -> list[dict[str, Any]]:  # fmt: skip
+def exam_rows(
+    skill: Mapping[str, Mapping[str, float]],
+    n_items: int = 30,
+    seed: int = 0,
+    infra: Mapping[str, set[str]] | None = None,
+    sd: float = 0.2,
+) -> list[dict[str, Any]]:
     """Continuous exam scores (cloze char-F1): model m scores ~ Normal(skill[m][task], sd) on each of n_items items per task;
     ``infra[m]`` lists item ids (``t0/q3``) where m has an infra error instead."""
     rng = np.random.default_rng(seed)
@@ -45,8 +50,11 @@ def exam_rows(skill: Mapping[str, Mapping[str, float]], n_items: int = 30, seed:
 
 
 # each model best on its own task; the others often beat it on single items (the oracle gap is not all routing's)
-SPECIALISTS = {"a": {"t0": 0.85, "t1": 0.5, "t2": 0.5}, "b": {"t0": 0.5, "t1": 0.85, "t2": 0.5},
-               "c": {"t0": 0.5, "t1": 0.5, "t2": 0.85}}  # fmt: skip
+SPECIALISTS = {
+    "a": {"t0": 0.85, "t1": 0.5, "t2": 0.5},
+    "b": {"t0": 0.5, "t1": 0.85, "t2": 0.5},
+    "c": {"t0": 0.5, "t1": 0.5, "t2": 0.85},
+}
 # a is best everywhere on average, but b and c win single items, so the oracle gap is real
 DOMINANT = {"a": dict.fromkeys(TASKS, 0.8), "b": dict.fromkeys(TASKS, 0.65), "c": dict.fromkeys(TASKS, 0.5)}
 
@@ -96,7 +104,9 @@ def test_deterministic_for_a_seed(tmp_path: Path) -> None:
 def test_folds_are_seeded_balanced_and_stratified() -> None:
     strata = np.repeat([0, 1, 2, 3], [23, 7, 3, 12])
     folds = assign_folds(strata, 5, seed=0)
-    assert np.array_equal(folds, assign_folds(strata, 5, seed=0)) and not np.array_equal(folds, assign_folds(strata, 5, seed=1))
+    assert np.array_equal(folds, assign_folds(strata, 5, seed=0)) and not np.array_equal(
+        folds, assign_folds(strata, 5, seed=1)
+    )
     sizes = np.bincount(folds, minlength=5)
     assert sizes.max() - sizes.min() <= 1
     for stratum, m in enumerate([23, 7, 3, 12]):
@@ -120,13 +130,16 @@ def test_unroutable_buckets_use_the_manifest_fallback(tmp_path: Path) -> None:
     assert exam["route_sources"] == {"bucket": 90, "family": 4} and exam["items"] == 94
 
 
-@pytest.mark.parametrize(("entry", "expected"), [
-    ({"model": "m", "served_by": "exam/task/t"}, ("m", "bucket")),
-    ({"model": "s", "served_by": "specialty/system/cardiology"}, ("s", "parent")),
-    ({"model": "f", "served_by": "exam"}, ("f", "family")),
-    ({"model": "d", "served_by": "default"}, ("d", "default")),
-    ({"model": None, "served_by": None}, (None, "none")),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"model": "m", "served_by": "exam/task/t"}, ("m", "bucket")),
+        ({"model": "s", "served_by": "specialty/system/cardiology"}, ("s", "parent")),
+        ({"model": "f", "served_by": "exam"}, ("f", "family")),
+        ({"model": "d", "served_by": "default"}, ("d", "default")),
+        ({"model": None, "served_by": None}, (None, "none")),
+    ],
+)
 def test_routed_model_follows_served_by(entry: dict[str, Any], expected: tuple[str | None, str]) -> None:
     assert routed_model({"buckets": {"exam/task/t": entry}, "default": {"model": "d"}}, "exam/task/t") == expected
     assert routed_model({"buckets": {}, "default": {"model": "d"}}, "exam/task/t") == ("d", "default")
@@ -140,7 +153,9 @@ def test_families_never_mix(tmp_path: Path) -> None:
     families = validate(tmp_path, rows)["families"]
     assert set(families) == {"exam", "orchestration"}
     assert families["orchestration"]["items"] == 40 and families["exam"]["items"] == 90
-    assert families["orchestration"]["best_single_models"] == {"c": 5} and families["orchestration"]["routed_to"] == {"c": 40}
+    assert families["orchestration"]["best_single_models"] == {"c": 5} and families["orchestration"]["routed_to"] == {
+        "c": 40
+    }
 
 
 def test_oracle_is_the_best_score_any_model_got() -> None:
@@ -172,8 +187,18 @@ def test_build_writes_the_validation_block_and_the_report_section(tmp_path: Path
     manifest = yaml.safe_load((run / "routing_manifest.yaml").read_text(encoding="utf-8"))
     validation = manifest["validation"]
     assert (validation["k"], validation["seed"], validation["bootstrap"]) == (5, 0, 200)
-    assert set(validation["families"]["exam"]) >= {"items", "evaluated", "routed", "best_single", "oracle", "lift",
-                                                   "gap_recovered", "missing", "best_single_models", "routed_to"}  # fmt: skip
+    assert set(validation["families"]["exam"]) >= {
+        "items",
+        "evaluated",
+        "routed",
+        "best_single",
+        "oracle",
+        "lift",
+        "gap_recovered",
+        "missing",
+        "best_single_models",
+        "routed_to",
+    }
     page = (run / "report.html").read_text(encoding="utf-8")
     assert 'id="validation"' in page and "routing pays" in page
     build([run], tmp_path / "off", BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, cv_folds=0))
@@ -187,12 +212,22 @@ def test_an_undecided_bucket_takes_its_parents_pick_when_that_model_is_tied():
     from routing.manifest import serve_unroutable
 
     def entry(name, model, tied, chosen="tie_rule", kind="task"):
-        return {"family": "tcm", "kind": kind, "name": name, "routable": True, "served_by": f"tcm/{kind}/{name}",
-                "model": model, "tied_top": tied, "chosen_by": chosen}
+        return {
+            "family": "tcm",
+            "kind": kind,
+            "name": name,
+            "routable": True,
+            "served_by": f"tcm/{kind}/{name}",
+            "model": model,
+            "tied_top": tied,
+            "chosen_by": chosen,
+        }
 
-    routes = {"tcm/task/a": entry("a", "fast", ["fast", "strong"]),           # undecided: parent's pick is tied
-              "tcm/task/b": entry("b", "fast", ["fast", "other"]),            # undecided: parent's pick not tied
-              "tcm/task/c": entry("c", "fast", ["fast"], chosen="paired_test")}  # decided: left alone
+    routes = {
+        "tcm/task/a": entry("a", "fast", ["fast", "strong"]),  # undecided: parent's pick is tied
+        "tcm/task/b": entry("b", "fast", ["fast", "other"]),  # undecided: parent's pick not tied
+        "tcm/task/c": entry("c", "fast", ["fast"], chosen="paired_test"),
+    }  # decided: left alone
     serve_unroutable(routes, {"tcm": {"model": "strong", "routable": True}}, {"model": "strong"})
     assert routes["tcm/task/a"]["model"] == "strong" and routes["tcm/task/a"]["chosen_by"] == "parent_tie_break"
     assert routes["tcm/task/a"]["tie_broken_by"] == "tcm" and routes["tcm/task/a"]["served_by"] == "tcm/task/a"

@@ -26,8 +26,11 @@ def test_a_backend_type_declared_in_one_module_reaches_the_pool_file(tmp_path):
     from runners.protocols.vllm import VllmRunner
 
     pool = tmp_path / "pool.yaml"
-    pool.write_text("backends:\n  gpu:\n    type: vllm\n    base_url: http://127.0.0.1:8000/v1\n"
-                    "models:\n  - {name: m, backend: gpu}\n", encoding="utf-8")
+    pool.write_text(
+        "backends:\n  gpu:\n    type: vllm\n    base_url: http://127.0.0.1:8000/v1\n"
+        "models:\n  - {name: m, backend: gpu}\n",
+        encoding="utf-8",
+    )
     gpu = load_pool(pool).backends["gpu"]
     assert (gpu.type, gpu.max_concurrency, gpu.timeout_s) == ("vllm", 32, 120.0)
     assert isinstance(make_runner("vllm", gpu.base_url), VllmRunner)

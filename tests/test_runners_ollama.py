@@ -31,12 +31,12 @@ async def _no_sleep(seconds: float) -> None:
 
 
 def chat(think: bool | str | None = None, **params) -> GenerationRequest:
-    return GenerationRequest(model="qwen3:0.6b", messages=MESSAGES,
-                             params=GenerationParams(think=think, **params))
+    return GenerationRequest(model="qwen3:0.6b", messages=MESSAGES, params=GenerationParams(think=think, **params))
 
 
-def call(request: GenerationRequest, script: list[Behavior] | None = None
-         ) -> tuple[GenerationResponse, FakeOllamaServer]:
+def call(
+    request: GenerationRequest, script: list[Behavior] | None = None
+) -> tuple[GenerationResponse, FakeOllamaServer]:
     async def main() -> tuple[GenerationResponse, FakeOllamaServer]:
         async with FakeOllamaServer(script=script or []) as fake:
             runner = OllamaRunner(fake.base_url, timeout_s=5, policy=FAST, sleep=_no_sleep)
@@ -54,8 +54,7 @@ def test_chat_payload_maps_params_to_ollama_options():
     assert sent.path == "/api/chat"
     assert sent.payload["stream"] is False and sent.payload["model"] == "qwen3:0.6b"
     assert sent.payload["messages"] == [dict(m) for m in MESSAGES]
-    assert sent.payload["options"] == {"temperature": 0.2, "num_predict": 99, "stop": ["END"],
-                                       "top_p": 0.8, "seed": 3}
+    assert sent.payload["options"] == {"temperature": 0.2, "num_predict": 99, "stop": ["END"], "top_p": 0.8, "seed": 3}
 
 
 def test_unset_optional_options_are_not_sent():
@@ -97,8 +96,9 @@ def test_counts_done_reason_and_server_timing():
 
 
 def test_completion_mode_uses_generate_raw_and_never_sends_think():
-    request = GenerationRequest(model="base", mode="completion", prompt="Q: dose? A:",
-                                params=GenerationParams(think=True))
+    request = GenerationRequest(
+        model="base", mode="completion", prompt="Q: dose? A:", params=GenerationParams(think=True)
+    )
     resp, fake = call(request)
     sent = fake.requests[0]
     assert sent.path == "/api/generate"
@@ -108,8 +108,15 @@ def test_completion_mode_uses_generate_raw_and_never_sends_think():
 
 
 def test_generate_body_with_thinking_is_parsed():
-    body = {"response": "B", "thinking": "A is wrong", "done": True, "done_reason": "stop",
-            "eval_count": 1, "prompt_eval_count": 4, "eval_duration": 5_000_000}
+    body = {
+        "response": "B",
+        "thinking": "A is wrong",
+        "done": True,
+        "done_reason": "stop",
+        "eval_count": 1,
+        "prompt_eval_count": 4,
+        "eval_duration": 5_000_000,
+    }
     resp, _ = call(GenerationRequest(model="m", mode="completion", prompt="x"), [raw_json(body)])
     assert (resp.text, resp.reasoning, resp.server_timing_s) == ("B", "A is wrong", 0.005)
 

@@ -47,16 +47,29 @@ class RecordingSleep:
         self.waits.append(seconds)
 
 
-def call(script: list[Behavior], request: GenerationRequest = CHAT, *, policy: RetryPolicy = FAST,
-         timeout_s: float = 5.0, api_key_env: str | None = None,
-         sleep: RecordingSleep | None = None, **caps: int) -> tuple[GenerationResponse, FakeOpenAIServer]:
+def call(
+    script: list[Behavior],
+    request: GenerationRequest = CHAT,
+    *,
+    policy: RetryPolicy = FAST,
+    timeout_s: float = 5.0,
+    api_key_env: str | None = None,
+    sleep: RecordingSleep | None = None,
+    **caps: int,
+) -> tuple[GenerationResponse, FakeOpenAIServer]:
     """One request through a fresh runner against a fake playing ``script``; ``caps`` are
     ``max_response_bytes`` / ``max_answer_chars``."""
 
     async def main() -> tuple[GenerationResponse, FakeOpenAIServer]:
         async with FakeOpenAIServer(script=script) as fake:
-            runner = OpenAICompatRunner(fake.base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                        policy=policy, sleep=sleep or RecordingSleep(), **caps)
+            runner = OpenAICompatRunner(
+                fake.base_url,
+                api_key_env=api_key_env,
+                timeout_s=timeout_s,
+                policy=policy,
+                sleep=sleep or RecordingSleep(),
+                **caps,
+            )
             try:
                 return await runner.generate(request), fake
             finally:
@@ -96,8 +109,7 @@ def test_completion_mode_posts_prompt_to_completions():
 
 
 def test_length_finish_reason_is_passed_through():
-    request = GenerationRequest(model="m", messages=CHAT.messages,
-                                params=GenerationParams(max_tokens=2))
+    request = GenerationRequest(model="m", messages=CHAT.messages, params=GenerationParams(max_tokens=2))
     resp, _ = call([ok("one two three four")], request)
     assert (resp.text, resp.finish_reason) == ("one two", "length")
 
@@ -108,8 +120,7 @@ def test_empty_content_is_an_answer_not_an_error():
 
 
 def test_reasoning_content_is_kept_out_of_text():
-    body = {"choices": [{"message": {"content": "B", "reasoning_content": "weigh A vs B"},
-                         "finish_reason": "stop"}]}
+    body = {"choices": [{"message": {"content": "B", "reasoning_content": "weigh A vs B"}, "finish_reason": "stop"}]}
     resp, _ = call([raw_json(body)])
     assert (resp.text, resp.reasoning) == ("B", "weigh A vs B")
     assert resp.prompt_tokens is None  # no usage block: unknown, not zero
@@ -144,10 +155,16 @@ def test_persistent_wrong_shape_is_bad_response_after_max_retries():
 # --- faults: one failure, then an answer --------------------------------------------------
 @pytest.mark.parametrize(
     "fault, error_class, status_code",
-    [(drop(), "connection", None), (cut_body(), "connection", None),
-     (truncated_json(), "bad_response", 200), (garbage(), "bad_response", 200),
-     (server_error(500), "server_error", 500), (server_error(503), "server_error", 503),
-     (rate_limited(None), "rate_limited", 429), (stall(30), "timeout", None)],
+    [
+        (drop(), "connection", None),
+        (cut_body(), "connection", None),
+        (truncated_json(), "bad_response", 200),
+        (garbage(), "bad_response", 200),
+        (server_error(500), "server_error", 500),
+        (server_error(503), "server_error", 503),
+        (rate_limited(None), "rate_limited", 429),
+        (stall(30), "timeout", None),
+    ],
 )
 def test_fault_is_retried_then_succeeds(fault, error_class, status_code):
     resp, fake = call([fault, ok()], timeout_s=0.3)
@@ -157,9 +174,10 @@ def test_fault_is_retried_then_succeeds(fault, error_class, status_code):
     assert fake.request_count == 2
 
 
-@pytest.mark.parametrize("fault, error_class", [(server_error(503), "server_error"),
-                                                (rate_limited(None), "rate_limited"),
-                                                (drop(), "connection")])
+@pytest.mark.parametrize(
+    "fault, error_class",
+    [(server_error(503), "server_error"), (rate_limited(None), "rate_limited"), (drop(), "connection")],
+)
 def test_persistent_fault_stops_after_max_retries(fault, error_class):
     resp, fake = call([fault] * 10)
     assert resp.error_class == error_class and not resp.ok and resp.text == ""
@@ -168,8 +186,7 @@ def test_persistent_fault_stops_after_max_retries(fault, error_class):
 
 
 def test_timeout_after_all_retries_is_timeout():
-    resp, fake = call([stall(30)] * 3, policy=RetryPolicy(max_retries=1, backoff_base_s=0.01),
-                      timeout_s=0.2)
+    resp, fake = call([stall(30)] * 3, policy=RetryPolicy(max_retries=1, backoff_base_s=0.01), timeout_s=0.2)
     assert resp.error_class == "timeout" and fake.request_count == 2
 
 
@@ -308,14 +325,17 @@ def test_canary_key_never_leaks(monkeypatch, caplog):
     monkeypatch.setenv(KEY_ENV, canary)
     caplog.set_level(logging.DEBUG)
     # The server misbehaves, and its error bodies even echo the key back.
-    script = [server_error(500), drop(), garbage(),
-              status(400, message=f"bad key: Bearer {canary}")]
+    script = [server_error(500), drop(), garbage(), status(400, message=f"bad key: Bearer {canary}")]
 
     async def main() -> tuple[GenerationResponse, str, FakeOpenAIServer]:
         async with FakeOpenAIServer(script=script) as fake:
-            runner = OpenAICompatRunner(fake.base_url, api_key_env=KEY_ENV, timeout_s=2,
-                                        policy=RetryPolicy(max_retries=5, backoff_base_s=0.01),
-                                        sleep=RecordingSleep())
+            runner = OpenAICompatRunner(
+                fake.base_url,
+                api_key_env=KEY_ENV,
+                timeout_s=2,
+                policy=RetryPolicy(max_retries=5, backoff_base_s=0.01),
+                sleep=RecordingSleep(),
+            )
             resp = await runner.generate(CHAT)
             text = repr(runner)
             await runner.aclose()
@@ -324,8 +344,7 @@ def test_canary_key_never_leaks(monkeypatch, caplog):
     resp, runner_repr, fake = asyncio.run(main())
     assert fake.requests[0].authorization == f"Bearer {canary}"  # the key was really sent
     assert resp.error_class == "client_error" and len(resp.attempts) == 4
-    for text in [repr(resp), resp.error_detail, runner_repr, caplog.text,
-                 *(a.detail for a in resp.attempts)]:
+    for text in [repr(resp), resp.error_detail, runner_repr, caplog.text, *(a.detail for a in resp.attempts)]:
         assert canary not in text
     assert KEY_ENV in runner_repr
 

@@ -21,14 +21,28 @@ FAST = RetryPolicy(max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01, retr
 
 def _jobs(model: str, n: int, identity: str) -> list[Job]:
     return [
-        Job(Unit(model, f"demo/t/{i}"), GenerationRequest(model=model, messages=({"role": "user", "content": f"q{i}"},),
-                                                          params=GenerationParams(max_tokens=8)), "openai", identity)
+        Job(
+            Unit(model, f"demo/t/{i}"),
+            GenerationRequest(
+                model=model, messages=({"role": "user", "content": f"q{i}"},), params=GenerationParams(max_tokens=8)
+            ),
+            "openai",
+            identity,
+        )
         for i in range(n)
     ]
 
 
-def _run(tmp_path: Path, fake: FakeOpenAIServer, jobs_by_lane, *, concurrency: int = 4, cache_dir=None,
-         failures: int = 5, timeout_s: float = 5.0):
+def _run(
+    tmp_path: Path,
+    fake: FakeOpenAIServer,
+    jobs_by_lane,
+    *,
+    concurrency: int = 4,
+    cache_dir=None,
+    failures: int = 5,
+    timeout_s: float = 5.0,
+):
     async def go():
         async with fake:
             runner = OpenAICompatRunner(fake.base_url, timeout_s=timeout_s, policy=FAST)
@@ -38,8 +52,9 @@ def _run(tmp_path: Path, fake: FakeOpenAIServer, jobs_by_lane, *, concurrency: i
                 store.save_plan("r1", [j.unit for jobs in jobs_by_lane.values() for j in jobs])
                 streams = {lane: iter(jobs) for lane, jobs in jobs_by_lane.items()}
                 cache = ResponseCache(cache_dir) if cache_dir else None
-                scheduler = Scheduler(run_id="r1", store=store, lanes={"fake": lane}, cache=cache,
-                                      max_consecutive_failures=failures)
+                scheduler = Scheduler(
+                    run_id="r1", store=store, lanes={"fake": lane}, cache=cache, max_consecutive_failures=failures
+                )
                 try:
                     counters = await scheduler.run(streams)
                 finally:
@@ -62,7 +77,15 @@ def test_in_flight_reaches_but_never_exceeds_the_backend_limit(tmp_path):
 
 
 def test_faults_are_retried_and_every_unit_recorded_once(tmp_path):
-    script = [rate_limited("0.01"), server_error(500), stall(2.0), drop(), truncated_json(), cut_body(), server_error(503)]
+    script = [
+        rate_limited("0.01"),
+        server_error(500),
+        stall(2.0),
+        drop(),
+        truncated_json(),
+        cut_body(),
+        server_error(503),
+    ]
     fake = FakeOpenAIServer(script=script)
     jobs = _jobs("m1", 12, "fake://a")
     counters, results, failed, pending = _run(tmp_path, fake, {"fake": jobs}, concurrency=1, timeout_s=0.5)
@@ -71,7 +94,12 @@ def test_faults_are_retried_and_every_unit_recorded_once(tmp_path):
     # unit 0 meets 429, 500, a stall past the timeout and a dropped connection: 4 attempts, no answer
     first = by_id["demo/t/0"]
     assert (first.status, first.error_class, first.attempts, first.retries) == ("infra_error", "connection", 4, 3)
-    assert [a["error_class"] for a in first.extra["attempts"]] == ["rate_limited", "server_error", "timeout", "connection"]
+    assert [a["error_class"] for a in first.extra["attempts"]] == [
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+    ]
     # unit 1 meets truncated JSON, a cut body and a 503, then is answered on its 4th attempt
     second = by_id["demo/t/1"]
     assert (second.status, second.attempts, second.retries) == ("ok", 4, 3)
@@ -141,8 +169,11 @@ class _WaveExecutor:
             return None
 
         for jobs in jobs_by_lane.values():
-            commits = [on_result(job, GenerationResponse("answer", "stop", 3, 2, 0.01))
-                       for job in jobs if not settle_locally(job)]
+            commits = [
+                on_result(job, GenerationResponse("answer", "stop", 3, 2, 0.01))
+                for job in jobs
+                if not settle_locally(job)
+            ]
             self.rows_before_commit = len(self.store.results("r1"))
             self.committed_at_once = [c is None for c in commits]
             self.outcomes = await asyncio.gather(*(done() if c is None else c for c in commits), return_exceptions=True)

@@ -37,13 +37,34 @@ def fixture_runs(root: Path) -> list[Path]:
         if r["judge"] is not None and r["status"] == "scored":
             r["details"]["parse_stage"] = ("strict", "repaired", "patterns")[i % 3]
             if i % 7 == 0:
-                r["details"]["rejudge"] = {"perturbation": "reorder", "total": r["metrics"].get("total", 20.0) - 2,
-                                           "passed": not r["passed"]}  # fmt: skip
+                r["details"]["rejudge"] = {
+                    "perturbation": "reorder",
+                    "total": r["metrics"].get("total", 20.0) - 2,
+                    "passed": not r["passed"],
+                }
     second = synthetic_rows({"alpha": 0.8, "beta": 0.65}, n_items=6, seed=4, infra_rate=0.3)
-    second += [row(identity("alpha", temperature=0.7), f"MedCOT_{i}", "MedCOT", "reference", 0.5 + i / 40, judge=OTHER_JUDGE,
-                   passed=i % 2 == 0, metrics={"total": 20.0 + i, "safety": 8.0}) for i in range(8)]  # fmt: skip
-    second += [{**row("beta", f"route_{i}_decision", "decision_recognition", "tool_decision", float(i % 2), passed=i % 2 == 1),
-                "source_item_id": f"synthetic/specialty_routing/route_{i}"} for i in range(6)]  # fmt: skip
+    second += [
+        row(
+            identity("alpha", temperature=0.7),
+            f"MedCOT_{i}",
+            "MedCOT",
+            "reference",
+            0.5 + i / 40,
+            judge=OTHER_JUDGE,
+            passed=i % 2 == 0,
+            metrics={"total": 20.0 + i, "safety": 8.0},
+        )
+        for i in range(8)
+    ]
+    second += [
+        {
+            **row(
+                "beta", f"route_{i}_decision", "decision_recognition", "tool_decision", float(i % 2), passed=i % 2 == 1
+            ),
+            "source_item_id": f"synthetic/specialty_routing/route_{i}",
+        }
+        for i in range(6)
+    ]
     third = synthetic_rows({"gamma": 0.5}, n_items=5, seed=5)
     for r in third:
         if r["task"] == "single_choice":
@@ -51,8 +72,11 @@ def fixture_runs(root: Path) -> list[Path]:
         if r["judge"] is not None:
             r["details"]["judge_error"] = {"error": "judge_no_verdict", "reason": "judge call failed: timeout"}
             r.update(status="infra_error", value=None, passed=None)
-    runs = [("night-1", "2026-11-29T02:00:00Z", first), ("night-2", "2026-11-30T02:00:00Z", second),
-            ("night-3", "2026-12-01T02:00:00Z", third)]  # fmt: skip
+    runs = [
+        ("night-1", "2026-11-29T02:00:00Z", first),
+        ("night-2", "2026-11-30T02:00:00Z", second),
+        ("night-3", "2026-12-01T02:00:00Z", third),
+    ]
     return [write_run(root / name, rows, run_id=name, created_at=at) for name, at, rows in runs]
 
 
@@ -92,8 +116,24 @@ def tables_equal(a: Any, b: Any) -> None:
     for name in ("entrants", "items", "labels", "sources"):
         assert getattr(a, name) == getattr(b, name), name
     assert dict(a.vocab) == dict(b.vocab)
-    for name in ("entrant", "item", "family", "task", "domain", "system", "gold_type", "suite", "status", "value", "passed",
-                 "latency_s", "completion_tokens", "run", "answered", "cost"):  # fmt: skip
+    for name in (
+        "entrant",
+        "item",
+        "family",
+        "task",
+        "domain",
+        "system",
+        "gold_type",
+        "suite",
+        "status",
+        "value",
+        "passed",
+        "latency_s",
+        "completion_tokens",
+        "run",
+        "answered",
+        "cost",
+    ):
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
     for group in ("metrics", "flags"):
@@ -142,7 +182,9 @@ def test_a_copy_older_than_scores_jsonl_is_not_read(tmp_path: Path) -> None:
     lines = (run / "scores.jsonl").read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
     first["value"] = 0.125 if first["status"] == "scored" else None
-    (run / "scores.jsonl").write_text("\n".join([json.dumps(first, ensure_ascii=False), *lines[1:]]) + "\n", encoding="utf-8")
+    (run / "scores.jsonl").write_text(
+        "\n".join([json.dumps(first, ensure_ascii=False), *lines[1:]]) + "\n", encoding="utf-8"
+    )
     assert read_columns(run) is None
     table = load_runs([run]).table
     assert np.array_equal(table.value, load_runs([run]).table.value, equal_nan=True)
@@ -163,7 +205,9 @@ def test_an_incomplete_copy_is_ignored_and_a_broken_one_is_named(tmp_path: Path)
     write_columns(run)
     task = run / COLUMNS_DIRNAME / "task.bin"
     task.write_bytes(np.full(task.stat().st_size // 4, 999, dtype="<i4").tobytes())
-    with pytest.raises(LoadError, match=r"task\.bin: a code outside its vocabulary; rebuild with python -m routing.columns"):
+    with pytest.raises(
+        LoadError, match=r"task\.bin: a code outside its vocabulary; rebuild with python -m routing.columns"
+    ):
         load_runs([run])
 
 
@@ -179,30 +223,44 @@ def test_a_copy_written_in_chunks_equals_one_built_at_once(tmp_path: Path, monke
 
 
 def test_a_bad_row_leaves_no_copy_and_the_duplicate_check_still_holds(tmp_path: Path) -> None:
-    run = write_run(tmp_path / "bad", [row("a", "x", "single_choice", "single_choice", 1.0, passed=True),
-                                        {**row("a", "y", "single_choice", "single_choice", 0.0), "value": 2.0}])  # fmt: skip
+    run = write_run(
+        tmp_path / "bad",
+        [
+            row("a", "x", "single_choice", "single_choice", 1.0, passed=True),
+            {**row("a", "y", "single_choice", "single_choice", 0.0), "value": 2.0},
+        ],
+    )
     with pytest.raises(LoadError, match=r"scores\.jsonl:2: value"):
         write_columns(run)
     assert not (run / COLUMNS_DIRNAME).exists() and not list(run.glob(".*building"))
     twice = write_run(tmp_path / "twice", [row("a", "x", "single_choice", "single_choice", 1.0, passed=True)] * 2)
     write_columns(twice)
-    with pytest.raises(LoadError, match=r"scores\.jsonl:2: duplicate row for model 'a', item 'synthetic/single_choice/x' .*first at line 1"):
+    with pytest.raises(
+        LoadError,
+        match=r"scores\.jsonl:2: duplicate row for model 'a', item 'synthetic/single_choice/x' .*first at line 1",
+    ):
         load_runs([twice])
     with pytest.raises(LoadError, match=r"duplicate row"):
         digest_scores(twice)
 
 
 def test_the_cli_writes_a_copy_for_an_old_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = write_run(tmp_path / "old", [row("a", "x", "single_choice", "single_choice", 1.0, passed=True, judge=None),
-                                       row("b", "x", "reference", "reference", 0.5, judge=JUDGE, metrics={"total": 20.0})])  # fmt: skip
+    run = write_run(
+        tmp_path / "old",
+        [
+            row("a", "x", "single_choice", "single_choice", 1.0, passed=True, judge=None),
+            row("b", "x", "reference", "reference", 0.5, judge=JUDGE, metrics={"total": 20.0}),
+        ],
+    )
     assert columns_module.main([str(run)]) == 0
     assert "scores.columns" in capsys.readouterr().out
     assert read_columns(run) is not None and len(read_columns(run)) == 2
     assert columns_module.main([str(tmp_path / "missing")]) == 2
 
 
-def test_the_validation_computed_in_a_forked_child_equals_the_one_computed_in_process(tmp_path: Path,
-                                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_validation_computed_in_a_forked_child_equals_the_one_computed_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A large build computes its routing validation beside the pairwise ratings (routing.forked): same files."""
     import routing.build as build_module
 

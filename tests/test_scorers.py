@@ -25,8 +25,17 @@ SOURCE = Source("tests/test_scorers.py", 1)
 
 
 def make(gold_type: str, gold, question: str = "问题", **fields) -> Item:
-    return Item(id=f"t/{gold_type}/1", suite="t", track=fields.pop("track", "exam"), task=gold_type,
-                gold_type=gold_type, gold=gold, source=SOURCE, question=question, **fields)  # fmt: skip
+    return Item(
+        id=f"t/{gold_type}/1",
+        suite="t",
+        track=fields.pop("track", "exam"),
+        task=gold_type,
+        gold_type=gold_type,
+        gold=gold,
+        source=SOURCE,
+        question=question,
+        **fields,
+    )
 
 
 def scored(item: Item, answer: str | None, status: str = "ok") -> Score:
@@ -133,7 +142,9 @@ def test_single_choice_naming_several_is_ambiguous(answer, demo):
 ECHO = "A. 拉贝洛尔\nB. 硝苯地平\nC. 甲基多巴\nD.依那普利"  # smollm2's answer to sc_001 in the default run
 
 
-@pytest.mark.parametrize("answer", [ECHO, f"请看选项：\n{ECHO}", f"{ECHO}\n", "Ａ．拉贝洛尔\nＢ．硝苯地平\nＣ．甲基多巴\nＤ．依那普利"])
+@pytest.mark.parametrize(
+    "answer", [ECHO, f"请看选项：\n{ECHO}", f"{ECHO}\n", "Ａ．拉贝洛尔\nＢ．硝苯地平\nＣ．甲基多巴\nＤ．依那普利"]
+)
 def test_repeating_the_option_list_chooses_nothing(answer, demo):
     """Before, the last echoed line ("D.依那普利") was read as the answer and scored 1.0."""
     result = scored(demo["sc_001"], answer)
@@ -141,7 +152,9 @@ def test_repeating_the_option_list_chooses_nothing(answer, demo):
     assert "the option list repeated in the answer was left out" in result.details["notes"]
 
 
-@pytest.mark.parametrize("answer", [f"{ECHO}\n答案：D", f"D\n{ECHO}", "D. 依那普利", "A. 拉贝洛尔\nD. 依那普利\n答案：D"])
+@pytest.mark.parametrize(
+    "answer", [f"{ECHO}\n答案：D", f"D\n{ECHO}", "D. 依那普利", "A. 拉贝洛尔\nD. 依那普利\n答案：D"]
+)
 def test_an_answer_beside_or_without_a_full_echo_still_counts(answer, demo):
     assert scored(demo["sc_001"], answer).value == 1.0, answer
 
@@ -159,8 +172,19 @@ def test_single_choice_letters_inside_option_texts_are_not_choices():
     assert scored(item, "ACEI类不合适，选B").value == 1.0
 
 
-@pytest.mark.parametrize("answer", ["A、B、C、E", "ABCE", "A,B,C,E", "答案：A、B、C和E", "Answer: A, B, C, E",
-                                    "Ａ，Ｂ，Ｃ，Ｅ", "分析……D不是禁忌证。\n\n**答案：ABCE**", "选ABCE"])  # fmt: skip
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A、B、C、E",
+        "ABCE",
+        "A,B,C,E",
+        "答案：A、B、C和E",
+        "Answer: A, B, C, E",
+        "Ａ，Ｂ，Ｃ，Ｅ",
+        "分析……D不是禁忌证。\n\n**答案：ABCE**",
+        "选ABCE",
+    ],
+)
 def test_multi_choice_exact(answer, demo):
     result = scored(demo["mc_001"], answer)
     assert result.value == 1.0 and result.metrics["f1"] == 1.0, answer
@@ -267,8 +291,11 @@ def test_classification_longer_label_hides_the_shorter_inside_it():
 
 
 @settings(max_examples=60, deadline=None)
-@given(order=st.permutations(COLD_LABELS), k=st.integers(2, 4),
-       joiner=st.sampled_from(["、", "，", "\n", "或", "\n- ", "；也可能是", " / "]))  # fmt: skip
+@given(
+    order=st.permutations(COLD_LABELS),
+    k=st.integers(2, 4),
+    joiner=st.sampled_from(["、", "，", "\n", "或", "\n- ", "；也可能是", " / "]),
+)
 def test_classification_listing_labels_never_scores(order, k, joiner):
     """Property: an answer that names k ≥ 2 distinct labels scores 0 against every gold."""
     answer = joiner.join(order[:k])
@@ -330,17 +357,19 @@ def test_doses_each_and_wrong(demo):
 
 CHIP_IDEAL = {
     "chip_001": "胃脘胀痛;痛连两胁;嗳气频作;情志不畅加重;纳差;脉弦@A;B@A@临证体会：情志不畅，肝气郁结，横逆犯胃，"
-                "胃失和降，故胃脘胀痛连胁、嗳气频作。辨证：肝胃不和。",
+    "胃失和降，故胃脘胀痛连胁、嗳气频作。辨证：肝胃不和。",
     "chip_002": "心悸气短;动则尤甚;神疲乏力;自汗;胸闷刺痛;唇甲青紫;舌淡暗有瘀点;脉细涩@A;C@B@临证体会：年老心气亏虚，"
-                "无力推动血行，瘀血阻络，故心悸气短、动则尤甚、胸闷刺痛、唇甲青紫。辨证：气虚血瘀。",
-}  # fmt: skip
+    "无力推动血行，瘀血阻络，故心悸气短、动则尤甚、胸闷刺痛、唇甲青紫。辨证：气虚血瘀。",
+}
 
 
 def test_chip_case_sections_and_partial(demo):
     item = demo["chip_001"]
-    sections = ("（1）临床信息：胃脘胀痛、痛连两胁、嗳气频作、情志不畅加重、纳差、脉弦\n"
-                "（2）病机：A:肝气郁结；B:胃失和降\n（3）证候：肝胃不和\n"
-                "（4）临证体会：情志不畅，肝气郁结，横逆犯胃，胃失和降，故胃脘胀痛连胁、嗳气频作。辨证：肝胃不和。")  # fmt: skip
+    sections = (
+        "（1）临床信息：胃脘胀痛、痛连两胁、嗳气频作、情志不畅加重、纳差、脉弦\n"
+        "（2）病机：A:肝气郁结；B:胃失和降\n（3）证候：肝胃不和\n"
+        "（4）临证体会：情志不畅，肝气郁结，横逆犯胃，胃失和降，故胃脘胀痛连胁、嗳气频作。辨证：肝胃不和。"
+    )
     result = scored(item, sections)
     assert result.metrics["p1"] == 1.0 and result.metrics["p2"] == 1.0 and result.metrics["p3"] == 1.0
     assert result.value > 0.95
@@ -354,8 +383,13 @@ def test_chip_case_sections_and_partial(demo):
 # ---------------------------------------------------------------------------------------------
 # Routing
 
-MULTI_WORD = [["A", "infectious:skin_soft_tissue"], ["B", "infectious:skin"], ["C", "womens_health:womens_health"],
-              ["D", "substance_use:alcohol_drugs"], ["E", "endocrine:pituitary"]]  # fmt: skip
+MULTI_WORD = [
+    ["A", "infectious:skin_soft_tissue"],
+    ["B", "infectious:skin"],
+    ["C", "womens_health:womens_health"],
+    ["D", "substance_use:alcohol_drugs"],
+    ["E", "endocrine:pituitary"],
+]
 
 
 @pytest.mark.parametrize(
@@ -419,8 +453,10 @@ def test_direct_answer_detected(answer, demo):
 
 
 def test_tool_call_for_api_description_items():
-    question = ("API 描述：CreateImagingExamOrder（影像检查申请）描述：开具影像检查。输入参数：patient_id (string，必填)："
-                "患者ID。exam_type (string，必填)：检查类型。用户问题：给住院号 ZY01 的病人开个胸部CT。")  # fmt: skip
+    question = (
+        "API 描述：CreateImagingExamOrder（影像检查申请）描述：开具影像检查。输入参数：patient_id (string，必填)："
+        "患者ID。exam_type (string，必填)：检查类型。用户问题：给住院号 ZY01 的病人开个胸部CT。"
+    )
     item = make("tool_decision", "call", question, track="orchestration")
     assert scored(item, '```json\n{"patient_id": "ZY01", "exam_type": "胸部CT"}\n```').value == 1.0
     assert scored(item, "CreateImagingExamOrder（patient_id: ZY01, exam_type: 胸部CT）").value == 1.0
@@ -440,12 +476,50 @@ def test_called_by_name_is_the_regex_it_replaced(name, text):
 # ---------------------------------------------------------------------------------------------
 # True / false
 
-TRUE_ANSWERS = ["对", "对。", "正确", "是", "是的", "√", "✓", "T", "Ｔ", "true", "True.", "yes", "答案：对",
-                "**答案：正确**", "Answer: True", "$\\boxed{T}$", "对，成人静息心率正常范围是60～100次/分。",
-                "这个说法正确。", "<think>想想……可能不对？</think>\n对", "该说法是对的，正确。"]  # fmt: skip
-FALSE_ANSWERS = ["错", "错。", "错误", "不正确", "不对", "否", "不是", "×", "✗", "F", "false", "No.", "答案：错",
-                 "答案是：错误", "错误。正确的说法是：ACE抑制剂妊娠期禁用。", "这个说法是错误的。", "该说法不正确。",
-                 "这个说法是否正确？我认为错误。", "The statement is false.", "不错的问题。答案：错"]  # fmt: skip
+TRUE_ANSWERS = [
+    "对",
+    "对。",
+    "正确",
+    "是",
+    "是的",
+    "√",
+    "✓",
+    "T",
+    "Ｔ",
+    "true",
+    "True.",
+    "yes",
+    "答案：对",
+    "**答案：正确**",
+    "Answer: True",
+    "$\\boxed{T}$",
+    "对，成人静息心率正常范围是60～100次/分。",
+    "这个说法正确。",
+    "<think>想想……可能不对？</think>\n对",
+    "该说法是对的，正确。",
+]
+FALSE_ANSWERS = [
+    "错",
+    "错。",
+    "错误",
+    "不正确",
+    "不对",
+    "否",
+    "不是",
+    "×",
+    "✗",
+    "F",
+    "false",
+    "No.",
+    "答案：错",
+    "答案是：错误",
+    "错误。正确的说法是：ACE抑制剂妊娠期禁用。",
+    "这个说法是错误的。",
+    "该说法不正确。",
+    "这个说法是否正确？我认为错误。",
+    "The statement is false.",
+    "不错的问题。答案：错",
+]
 
 
 @pytest.mark.parametrize("answer", TRUE_ANSWERS)
@@ -461,7 +535,9 @@ def test_true_false_reads_false(answer, demo):
     assert scored(demo["tf_001"], answer).value == 0.0, answer
 
 
-@pytest.mark.parametrize("answer", ["对于这个问题，我无法判断。", "很难说", "", "The answer depends.", "是否需要更多信息？"])
+@pytest.mark.parametrize(
+    "answer", ["对于这个问题，我无法判断。", "很难说", "", "The answer depends.", "是否需要更多信息？"]
+)
 def test_true_false_without_a_verdict_scores_zero(answer, demo):
     for local_id in ("tf_001", "tf_002"):
         result = scored(demo[local_id], answer)
@@ -498,9 +574,18 @@ def test_true_false_explicit_answer_wins(reasoning, gold, word):
 # Every demo item: ideal answer → full marks; empty answer → a scored 0
 
 IDEAL = {
-    "sc_001": "D", "sc_002": "答案：C", "sc_003": "A. 发汗解表，宣肺平喘", "sc_004": "C",
-    "mc_001": "A、B、C、E", "mc_002": "ACE", "mc_003": "答案：A,B,C", "mc_004": "A和B",
-    "cz_001": "60～100", "cz_002": "7.0", "cz_003": "切诊", "cz_004": "茯苓",
+    "sc_001": "D",
+    "sc_002": "答案：C",
+    "sc_003": "A. 发汗解表，宣肺平喘",
+    "sc_004": "C",
+    "mc_001": "A、B、C、E",
+    "mc_002": "ACE",
+    "mc_003": "答案：A,B,C",
+    "mc_004": "A和B",
+    "cz_001": "60～100",
+    "cz_002": "7.0",
+    "cz_003": "切诊",
+    "cz_004": "茯苓",
     "ex_001": "症状：咳嗽\n症状：发热\n药物：对乙酰氨基酚\n症状：咽痛",
     "ex_002": "疾病：高血压\n检查：心电图\n疾病：心房颤动\n检查：心脏超声",
     "ex_003": "舌象：舌淡胖有齿痕\n舌象：苔白腻\n脉象：脉濡缓",
@@ -508,19 +593,39 @@ IDEAL = {
     "td_002": 'book_clinic(department="心内科", date="明天上午")',
     "td_003": "成人血钾正常范围一般为3.5～5.5 mmol/L。",
     "td_004": "一般体温超过38.5℃且持续不退，或伴有精神差、抽搐、呼吸困难等情况，应及时就医。",
-    "rt_001": "endocrine:diabetes_t2", "rt_002": "cardiology:cad", "rt_003": "A", "rt_004": "respiratory:copd",
+    "rt_001": "endocrine:diabetes_t2",
+    "rt_002": "cardiology:cad",
+    "rt_003": "A",
+    "rt_004": "respiratory:copd",
     "rt_005": "infectious:skin_soft_tissue",
-    "ol_001": "脾胃虚寒证", "ol_002": "肝阳上亢证", "ol_003": "心脾两虚证", "ol_004": "痰热壅肺证",
-    "qt_001": "麻黄 9g\n桂枝 6g\n杏仁 6g\n炙甘草 3g", "qt_002": "人参 9g\n白术 9g\n茯苓 9g\n炙甘草 6g",
+    "ol_001": "脾胃虚寒证",
+    "ol_002": "肝阳上亢证",
+    "ol_003": "心脾两虚证",
+    "ol_004": "痰热壅肺证",
+    "qt_001": "麻黄 9g\n桂枝 6g\n杏仁 6g\n炙甘草 3g",
+    "qt_002": "人参 9g\n白术 9g\n茯苓 9g\n炙甘草 6g",
     "qt_003": "黄连 18g\n吴茱萸 3g",
-    "cl_001": "风寒束表证", "cl_002": "风热犯表证", "cl_003": "暑湿伤表证", "cl_004": "气虚外感证",
-    "tf_001": "对", "tf_002": "错", "tf_003": "答案：错误", "tf_004": "正确", "tf_005": "√",
-    "sc_005": "C", "mc_005": "A、B、C、E", "cz_005": "3.9～6.1",
-    "ex_004": "症状：头痛\n症状：恶心\n药物：氨氯地平", "ex_005": "症状：腹泻\n症状：呕吐\n药物：口服补液盐\n药物：蒙脱石散",
-    "td_005": "体温达到39.1℃及以上一般称为高热。", "ol_005": "风热犯肺证", "qt_004": "黄芪 30g\n当归 6g",
-    "qt_005": "麻黄 9g\n杏仁 9g\n石膏 18g\n炙甘草 6g", "cl_005": "风热犯表证",
+    "cl_001": "风寒束表证",
+    "cl_002": "风热犯表证",
+    "cl_003": "暑湿伤表证",
+    "cl_004": "气虚外感证",
+    "tf_001": "对",
+    "tf_002": "错",
+    "tf_003": "答案：错误",
+    "tf_004": "正确",
+    "tf_005": "√",
+    "sc_005": "C",
+    "mc_005": "A、B、C、E",
+    "cz_005": "3.9～6.1",
+    "ex_004": "症状：头痛\n症状：恶心\n药物：氨氯地平",
+    "ex_005": "症状：腹泻\n症状：呕吐\n药物：口服补液盐\n药物：蒙脱石散",
+    "td_005": "体温达到39.1℃及以上一般称为高热。",
+    "ol_005": "风热犯肺证",
+    "qt_004": "黄芪 30g\n当归 6g",
+    "qt_005": "麻黄 9g\n杏仁 9g\n石膏 18g\n炙甘草 6g",
+    "cl_005": "风热犯表证",
     **CHIP_IDEAL,
-}  # fmt: skip
+}
 JUDGED = {"reference", "criteria", "probe"}
 
 

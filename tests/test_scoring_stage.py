@@ -16,14 +16,37 @@ from tests.fakes.openai_fake import FakeOpenAIServer
 REPO = Path(__file__).resolve().parents[1]
 GOOD = '{"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", "grounding_source": "guideline", "warnings_present": []}'
 SUITE = [
-    {"id": "r1", "task": "qa", "track": "capability", "gold_type": "reference", "question": "高血压的诊断标准？", "gold": "诊室血压≥140/90 mmHg。"},
-    {"id": "r2", "task": "qa", "track": "capability", "gold_type": "reference", "question": "糖尿病的诊断标准？", "gold": "空腹血糖≥7.0 mmol/L。"},
-    {"id": "c1", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": "选哪个？", "options": {"A": "甲", "B": "乙"}, "gold": "B"},
+    {
+        "id": "r1",
+        "task": "qa",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": "高血压的诊断标准？",
+        "gold": "诊室血压≥140/90 mmHg。",
+    },
+    {
+        "id": "r2",
+        "task": "qa",
+        "track": "capability",
+        "gold_type": "reference",
+        "question": "糖尿病的诊断标准？",
+        "gold": "空腹血糖≥7.0 mmol/L。",
+    },
+    {
+        "id": "c1",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": "选哪个？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "B",
+    },
 ]
 
 
 def judge_behaviour(mode: str):
     """Candidate calls get an echo; judge calls (fenced prompts) get replies chosen by ``mode``."""
+
     def behave(index, payload):
         messages = payload.get("messages") or []
         text = json.dumps(messages, ensure_ascii=False)
@@ -33,12 +56,15 @@ def judge_behaviour(mode: str):
             return ok(GOOD if len(text) < 30_000 else "prompt too long")
         if mode == "good":
             if "fact checker" in text:
-                return ok('{"claims": [{"claim": "a", "label": "supported"}, {"claim": "b", "label": "unsupported"},'
-                          ' {"claim": "c", "label": "supported"}, {"claim": "d", "label": "not_sure"}]}')
+                return ok(
+                    '{"claims": [{"claim": "a", "label": "supported"}, {"claim": "b", "label": "unsupported"},'
+                    ' {"claim": "c", "label": "supported"}, {"claim": "d", "label": "not_sure"}]}'
+                )
             return ok(GOOD)
         if mode == "reask":  # garbage first, valid JSON once re-asked
             return ok(GOOD) if len(messages) > 2 else ok("我觉得还行，大概八分吧")
         return ok("无法评分")
+
     return behave
 
 
@@ -74,9 +100,16 @@ def test_good_verdicts_are_scored_with_the_judge_identity(tmp_path, fake_in_thre
     url = pool.read_text().split("base_url: ")[1].split("\n")[0].rstrip("/")
     judge = got["r1"]["judge"]
     assert judge["key"].startswith("judgey@fake#") and judge["identity"]["endpoint"] == url
-    assert {k: judge["identity"][k] for k in ("backend_type", "model", "temperature", "seed", "top_p", "prompt_version")} == {
-        "backend_type": "openai", "model": "judgey", "temperature": 0.0, "seed": None, "top_p": None,
-        "prompt_version": judge["prompt_version"]}  # fmt: skip
+    assert {
+        k: judge["identity"][k] for k in ("backend_type", "model", "temperature", "seed", "top_p", "prompt_version")
+    } == {
+        "backend_type": "openai",
+        "model": "judgey",
+        "temperature": 0.0,
+        "seed": None,
+        "top_p": None,
+        "prompt_version": judge["prompt_version"],
+    }
     ident = got["r1"]["model_identity"]
     assert (ident["endpoint"], ident["max_tokens"], ident["stop"], ident["gguf"]) == (url, 32, [], None)
     assert got["r1"]["answer_status"] == "ok"
@@ -106,7 +139,9 @@ def test_still_unparseable_is_an_infra_error_not_a_zero(tmp_path, fake_in_thread
     # --rescore with a judge that now answers: new judge calls, no new candidate calls
     pool.write_text(pool.read_text().replace("max_retries: 0", "max_retries: 0\n    timeout_s: 30"), encoding="utf-8")
     good_url = fake_in_thread("good")
-    pool.write_text(pool.read_text().replace(pool.read_text().split("base_url: ")[1].split("\n")[0], good_url), encoding="utf-8")
+    pool.write_text(
+        pool.read_text().replace(pool.read_text().split("base_url: ")[1].split("\n")[0], good_url), encoding="utf-8"
+    )
     again = run("--rescore", str(tmp_path / "run"), "--pool", str(pool), cache=tmp_path / "c2")
     assert again.returncode == 0, again.stderr
     got = scores(tmp_path / "run")

@@ -25,16 +25,34 @@ from runners.base import Attempt, GenerationResponse
 
 RUN = "run"
 POOL = "backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\nmodels:\n" + "".join(
-    f"  - name: {m}\n    backend: b\n" for m in ("zeta", "alpha", "mid"))
+    f"  - name: {m}\n    backend: b\n" for m in ("zeta", "alpha", "mid")
+)
 
 
 def _item(k: int) -> Item:
     source = Source("tests/test_scoring_stream.py", k + 1)
     if k % 3 == 0:  # needs the judge; with no judge: block it is an unscorable row, spooled like the rest
-        return Item(id=f"s/qa/{k:03d}", suite="s", track="capability", task="qa", gold_type="reference",
-                    gold="参考答案", source=source, question=f"问题 {k}")  # fmt: skip
-    return Item(id=f"s/mcq/{k:03d}", suite="s", track="exam", task="mcq", gold_type="single_choice", gold="B",
-                source=source, question=f"选哪个 {k}", options=(("A", "甲"), ("B", "乙")))  # fmt: skip
+        return Item(
+            id=f"s/qa/{k:03d}",
+            suite="s",
+            track="capability",
+            task="qa",
+            gold_type="reference",
+            gold="参考答案",
+            source=source,
+            question=f"问题 {k}",
+        )
+    return Item(
+        id=f"s/mcq/{k:03d}",
+        suite="s",
+        track="exam",
+        task="mcq",
+        gold_type="single_choice",
+        gold="B",
+        source=source,
+        question=f"选哪个 {k}",
+        options=(("A", "甲"), ("B", "乙")),
+    )
 
 
 def test_rows_are_sorted_complete_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,12 +66,25 @@ def test_rows_are_sorted_complete_and_counted(tmp_path: Path, monkeypatch: pytes
         for unit in units:
             text = rng.choice(["答案：B", "答案：A", ""])
             response = GenerationResponse(text, "stop", 5, 2, 0.1, (Attempt(1, 200, None, 0.1),))
-            store.record(result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
-                                              started_at="t0", finished_at="t1"))  # fmt: skip
-        store.record(result_from_response(RUN, Unit("alpha", "s/gone/1"), response, request_json="{}",
-                                          cache_key=None, started_at="t0", finished_at="t1"))  # fmt: skip
-        stage = ScoringStage(run_id=RUN, store=store, config=parse_pool(POOL, "<test pool>"), items=items,
-                             judges=(), session=None)  # fmt: skip
+            store.record(
+                result_from_response(
+                    RUN, unit, response, request_json="{}", cache_key=None, started_at="t0", finished_at="t1"
+                )
+            )
+        store.record(
+            result_from_response(
+                RUN,
+                Unit("alpha", "s/gone/1"),
+                response,
+                request_json="{}",
+                cache_key=None,
+                started_at="t0",
+                finished_at="t1",
+            )
+        )
+        stage = ScoringStage(
+            run_id=RUN, store=store, config=parse_pool(POOL, "<test pool>"), items=items, judges=(), session=None
+        )
         asyncio.run(stage.run())
         rows = [json.loads(line) for line in stage.write(tmp_path).read_text(encoding="utf-8").splitlines()]
         tally = stage.tally()
@@ -72,10 +103,19 @@ def test_judged_rows_are_merged_into_their_place(tmp_path: Path) -> None:
     row = {"family": "exam", "status": "scored", "answer_status": "ok", "details": {}, "judge": None}
     for model, item in (("a", "1"), ("a", "3"), ("b", "2")):
         spool.spool({**row, "model": model, "item_id": item, "text": "tab\there, newline\nhere \u2028"})
-    spool.judged = [{**row, "model": m, "item_id": i, "status": "infra_error", "judge": {"k": 1}}
-                    for m, i in (("b", "1"), ("a", "2"), ("c", "0"))]  # fmt: skip
+    spool.judged = [
+        {**row, "model": m, "item_id": i, "status": "infra_error", "judge": {"k": 1}}
+        for m, i in (("b", "1"), ("a", "2"), ("c", "0"))
+    ]
     merged = list(spool.merged())
-    assert [(meta[0], meta[1]) for meta, _ in merged] == [("a", "1"), ("a", "2"), ("a", "3"), ("b", "1"), ("b", "2"), ("c", "0")]
+    assert [(meta[0], meta[1]) for meta, _ in merged] == [
+        ("a", "1"),
+        ("a", "2"),
+        ("a", "3"),
+        ("b", "1"),
+        ("b", "2"),
+        ("c", "0"),
+    ]
     assert [meta[4] for meta, _ in merged] == [0, 1, 0, 1, 0, 1]  # judge infra errors on answered items
     assert json.loads(merged[0][1])["text"] == "tab\there, newline\nhere \u2028"
     assert list(spool.merged()) == merged  # the spool reads back the same a second time
@@ -85,13 +125,21 @@ def _record_all(store: RunStore, units: list[Unit], rng: random.Random, *, retry
     for unit in units:
         text = rng.choice(["答案：B", "答案：A", "", "B\n换行 \u2028 与\t制表"])
         error = "timeout" if rng.random() < 0.1 else None  # an infra error: never scored ahead
-        response = GenerationResponse(text, "stop", 5, 2, rng.random(), (Attempt(1, 200, None, 0.1),), error_class=error)
-        store.record(result_from_response(RUN, unit, response, request_json="{}", cache_key=None,
-                                          started_at="t0", finished_at="t1"), retry_infra_errors=retry)  # fmt: skip
+        response = GenerationResponse(
+            text, "stop", 5, 2, rng.random(), (Attempt(1, 200, None, 0.1),), error_class=error
+        )
+        store.record(
+            result_from_response(
+                RUN, unit, response, request_json="{}", cache_key=None, started_at="t0", finished_at="t1"
+            ),
+            retry_infra_errors=retry,
+        )
 
 
 @pytest.mark.parametrize("collide", [False, True])
-def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+def test_rows_scored_ahead_equal_rows_scored_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool
+) -> None:
     """The arrival worker's tail only moves work earlier: a run whose answers were scored as they were
     committed, a few at a time (a killed predecessor's answers, then this run's, then the infra
     errors asked again, replaced in place: the stage scores those), writes the bytes a scoring of the finished store writes,
@@ -107,11 +155,13 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
     for name in ("ahead", "after"):
         folder = tmp_path / name
         folder.mkdir()
-        with RunStore(folder) as store, tempfile.TemporaryFile("w+b", dir=folder) as file, \
-                tempfile.TemporaryFile("w+b", dir=folder) as index_file:
+        with (
+            RunStore(folder) as store,
+            tempfile.TemporaryFile("w+b", dir=folder) as file,
+            tempfile.TemporaryFile("w+b", dir=folder) as index_file,
+        ):
             store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
-            stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judges=(),
-                                 session=None)  # fmt: skip
+            stage = ScoringStage(run_id=RUN, store=store, config=config, items=items, judges=(), session=None)
             index = _IndexWriter(index_file.fileno(), len(units))
             tail = _Tail(stage, file, index)
             half = len(units) // 2
@@ -119,7 +169,7 @@ def test_rows_scored_ahead_equal_rows_scored_after(tmp_path: Path, monkeypatch: 
             for k in range(half, len(units), 4):
                 if name == "ahead":
                     tail.catch_up()
-                _record_all(store, units[k:k + 4], random.Random(k))
+                _record_all(store, units[k : k + 4], random.Random(k))
             _record_all(store, units, random.Random(9), retry=True)  # infra errors asked again
             if name == "ahead":
                 tail.catch_up()

@@ -24,31 +24,71 @@ INTERNISTS = SHARED / "book-gold" / "internists.yaml"
 
 
 def ref(local: str, task: str, reference: str, question: str, domain: str | None = None) -> Item:
-    return Item(id=f"t/{task}/{local}", suite="t", track="capability", task=task, gold_type="reference",
-                gold=reference, source=Source("t.jsonl", 1), question=question, domain=domain)  # fmt: skip
+    return Item(
+        id=f"t/{task}/{local}",
+        suite="t",
+        track="capability",
+        task=task,
+        gold_type="reference",
+        gold=reference,
+        source=Source("t.jsonl", 1),
+        question=question,
+        domain=domain,
+    )
 
 
-def crit(local: str, topics: int, warn: bool = False, must_not: bool = False, question: str = "问题？",
-         domain: str = "cardiology:hypertension", patient_phrases: bool = False) -> Item:  # fmt: skip
-    gold = {"expected_topics": [f"要点{k}" for k in range(topics)], "must_warn": ["就医"] if warn else [],
-            "must_not": ["停药"] if must_not else []}  # fmt: skip
+def crit(
+    local: str,
+    topics: int,
+    warn: bool = False,
+    must_not: bool = False,
+    question: str = "问题？",
+    domain: str = "cardiology:hypertension",
+    patient_phrases: bool = False,
+) -> Item:
+    gold = {
+        "expected_topics": [f"要点{k}" for k in range(topics)],
+        "must_warn": ["就医"] if warn else [],
+        "must_not": ["停药"] if must_not else [],
+    }
     if patient_phrases:
         gold["patient_must_not_phrases"] = ["自行停药"]
-    return Item(id=f"b/internists/{local}", suite="b", track="specialty", task="internists", gold_type="criteria",
-                gold=gold, source=Source("b.yaml", 1), question=question, domain=domain)  # fmt: skip
+    return Item(
+        id=f"b/internists/{local}",
+        suite="b",
+        track="specialty",
+        task="internists",
+        gold_type="criteria",
+        gold=gold,
+        source=Source("b.yaml", 1),
+        question=question,
+        domain=domain,
+    )
 
 
 def exam(local: str) -> Item:
-    return Item(id=f"e/quiz/{local}", suite="e", track="exam", task="quiz", gold_type="single_choice", gold="A",
-                source=Source("e.jsonl", 1), question="选哪个？", options=(("A", "甲"), ("B", "乙")))  # fmt: skip
+    return Item(
+        id=f"e/quiz/{local}",
+        suite="e",
+        track="exam",
+        task="quiz",
+        gold_type="single_choice",
+        gold="A",
+        source=Source("e.jsonl", 1),
+        question="选哪个？",
+        options=(("A", "甲"), ("B", "乙")),
+    )
 
 
 # --- the heuristic, to the letter ---------------------------------------------------------------
 
 
 def test_reference_difficulty_is_the_weighted_sum_of_track_normalised_features():
-    items = [ref("1", "MedDefend", "x" * 10, "q" * 30), ref("2", "MedCallAPI", "x" * 30, "q" * 10),
-             ref("3", "Unlisted", "x" * 20, "q" * 20)]  # fmt: skip
+    items = [
+        ref("1", "MedDefend", "x" * 10, "q" * 30),
+        ref("2", "MedCallAPI", "x" * 30, "q" * 10),
+        ref("3", "Unlisted", "x" * 20, "q" * 20),
+    ]
     # task weights 1.0, 0.5, 0.6 -> 1, 0, 0.2; reference lengths -> 0, 1, 0.5; question lengths -> 1, 0, 0.5
     raw = [0.6 * 1 + 0.25 * 0 + 0.15 * 1, 0.6 * 0 + 0.25 * 1 + 0.15 * 0, 0.6 * 0.2 + 0.25 * 0.5 + 0.15 * 0.5]
     low, high = min(raw), max(raw)
@@ -58,8 +98,13 @@ def test_reference_difficulty_is_the_weighted_sum_of_track_normalised_features()
 
 
 def test_criteria_difficulty_counts_topics_warnings_forbidden_statements_and_guidelines():
-    items = [crit("A", 2), crit("B", 6, warn=True), crit("C", 4, must_not=True),
-             crit("D", 4, patient_phrases=True, question="按2023年版指南，血压目标是多少？"), crit("E_GUIDELINE", 2)]  # fmt: skip
+    items = [
+        crit("A", 2),
+        crit("B", 6, warn=True),
+        crit("C", 4, must_not=True),
+        crit("D", 4, patient_phrases=True, question="按2023年版指南，血压目标是多少？"),
+        crit("E_GUIDELINE", 2),
+    ]
     # topics 2,6,4,4,2 -> 0, 1, .5, .5, 0; warn 0,1,0,0,0; must_not 0,0,1,1,0; guideline 0,0,0,1,1
     raw = {"A": 0.0, "B": 0.35 + 0.25, "C": 0.35 * 0.5 + 0.20, "D": 0.35 * 0.5 + 0.20 + 0.20, "E_GUIDELINE": 0.20}
     low, high = min(raw.values()), max(raw.values())
@@ -81,11 +126,17 @@ def test_a_shared_feature_and_other_gold_types_sit_in_the_middle():
 
 
 def test_coverage_seeds_then_round_robin_over_buckets():
-    items = [ref("1", "MedDefend", "x" * 50, "q", "cardiology:cad"), ref("2", "MedDefend", "x" * 40, "q", "cardiology:cad"),
-             ref("3", "MedDefend", "x" * 10, "q", "renal:ckd"), ref("4", "MedDBOps", "x", "q"),
-             ref("5", "MedDBOps", "x" * 5, "q"),
-             crit("A", 5, warn=True, domain="renal:ckd"), crit("B", 1, domain="renal:ckd"), crit("C", 3, domain="digestive:gi"),
-             exam("1")]  # fmt: skip
+    items = [
+        ref("1", "MedDefend", "x" * 50, "q", "cardiology:cad"),
+        ref("2", "MedDefend", "x" * 40, "q", "cardiology:cad"),
+        ref("3", "MedDefend", "x" * 10, "q", "renal:ckd"),
+        ref("4", "MedDBOps", "x", "q"),
+        ref("5", "MedDBOps", "x" * 5, "q"),
+        crit("A", 5, warn=True, domain="renal:ckd"),
+        crit("B", 1, domain="renal:ckd"),
+        crit("C", 3, domain="digestive:gi"),
+        exam("1"),
+    ]
     d = difficulties(items)
     by_id = {i.id: i for i in items}
     order = [i.id for i in subset_order(items)]
@@ -108,8 +159,11 @@ def test_coverage_seeds_then_round_robin_over_buckets():
 
 
 def test_round_robin_lays_out_every_bucket_before_repeating_one():
-    items = ([crit(f"A{k}", k + 1, domain="cardiology:cad") for k in range(4)]
-             + [crit(f"B{k}", k + 1, domain="renal:ckd") for k in range(2)] + [exam(str(k)) for k in range(3)])
+    items = (
+        [crit(f"A{k}", k + 1, domain="cardiology:cad") for k in range(4)]
+        + [crit(f"B{k}", k + 1, domain="renal:ckd") for k in range(2)]
+        + [exam(str(k)) for k in range(3)]
+    )
     order = [i.id for i in subset_order(items)]
     d = difficulties(items)
     assert order[:3] == ["b/internists/A3", "e/quiz/0", "b/internists/B1"]  # one per bucket, by hardest member
@@ -143,7 +197,11 @@ def test_cli_writes_three_byte_stable_tier_files(tmp_path, capsys):
         assert text.startswith("# generated by python -m eval.subsets, do not edit")
         doc = yaml.safe_load(text)
         assert doc["tier"] == name and doc["data_fingerprint"] == data_fingerprint(ranked)
-        assert doc["parameters"]["cover"] is True and doc["parameters"]["tiers"] == {"mini": 30, "medium": 100, "large": "all"}
+        assert doc["parameters"]["cover"] is True and doc["parameters"]["tiers"] == {
+            "mini": 30,
+            "medium": 100,
+            "large": "all",
+        }
         tiers[name] = doc["item_ids"]
         assert read_tier(tmp_path / "a" / f"{name}.yaml").item_ids == tuple(doc["item_ids"])
     assert tiers["mini"] == [i.id for i in subset_order(ranked)][:30]
@@ -173,7 +231,8 @@ def test_mini_covers_every_medbench_task_on_the_reference_suites(tmp_path):
     for seed in seeds:  # each is its task's hardest
         assert d[seed.id] == max(d[i.id] for i in loaded.items if i.task == seed.task)
     assert len({by_id[i].domain for i in mini if by_id[i].track == "specialty"}) == sum(
-        by_id[i].track == "specialty" for i in mini)  # criteria picks of mini: all different specialties
+        by_id[i].track == "specialty" for i in mini
+    )  # criteria picks of mini: all different specialties
     without = tmp_path / "plain"
     assert subsets_main(["--data", str(MEDBENCH), str(INTERNISTS), "--out", str(without), "--no-cover"]) == 0
     assert read_tier(without / "mini.yaml").item_ids != mini
@@ -191,10 +250,19 @@ def test_subset_reads_the_frozen_file_in_its_order(demo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ranked = [i.id for i in tier_candidates(demo.items)]
     chosen = ranked[::-1][:4]  # an order the heuristic would not give: the file wins
-    frozen = (Path("subsets") / "mini.yaml")
+    frozen = Path("subsets") / "mini.yaml"
     frozen.parent.mkdir()
-    frozen.write_text(yaml.safe_dump({"tier": "mini", "data_fingerprint": data_fingerprint(tier_candidates(demo.items)),
-                                      "refresh": "python -m eval.subsets", "item_ids": chosen}), encoding="utf-8")
+    frozen.write_text(
+        yaml.safe_dump(
+            {
+                "tier": "mini",
+                "data_fingerprint": data_fingerprint(tier_candidates(demo.items)),
+                "refresh": "python -m eval.subsets",
+                "item_ids": chosen,
+            }
+        ),
+        encoding="utf-8",
+    )
     assert [i.id for i in select_items(demo, {"subset": "mini"})] == chosen
 
 
@@ -231,7 +299,9 @@ def test_a_changed_gold_or_vanished_ids_warn_and_run_the_rest(demo, tmp_path, mo
 def test_a_broken_tier_file_names_the_file_and_field(demo, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("subsets").mkdir()
-    Path("subsets/medium.yaml").write_text("tier: medium\ndata_fingerprint: x\nrefresh: y\nitem_ids: nope\n", encoding="utf-8")
+    Path("subsets/medium.yaml").write_text(
+        "tier: medium\ndata_fingerprint: x\nrefresh: y\nitem_ids: nope\n", encoding="utf-8"
+    )
     with pytest.raises(DataError, match=r"subsets/medium.yaml:4: field 'item_ids': must be a list"):
         select_items(demo, {"subset": "medium"})
 

@@ -31,7 +31,8 @@ def pool_file(tmp_path: Path) -> Path:
     """A pool whose API needs a key nobody set and whose server nobody runs: --count and --list must not care."""
     os.environ.pop(UNSET_KEY, None)
     path = tmp_path / "pool.yaml"
-    path.write_text(f"""backends:
+    path.write_text(
+        f"""backends:
   api:
     type: openai
     base_url: http://127.0.0.1:9/v1
@@ -51,7 +52,9 @@ models:
     enabled: false
 judge:
   model: alpha
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -111,8 +114,18 @@ def test_an_unknown_track_exits_2_naming_the_valid_ones(pool_file, capsys):
     assert main(["--pool", str(pool_file), "--track", "bok", "--count"]) == 2
     err = capsys.readouterr().err
     assert "--track bok: no such track" in err
-    for name in ("capability", "specialty", "orchestration", "tcm", "exam", "book", "medbench", "both", "probe",
-                 "tool_decision"):
+    for name in (
+        "capability",
+        "specialty",
+        "orchestration",
+        "tcm",
+        "exam",
+        "book",
+        "medbench",
+        "both",
+        "probe",
+        "tool_decision",
+    ):
         assert name in err
 
 
@@ -126,8 +139,10 @@ def test_every_filter_that_drops_items_says_how_many_and_why(demo, pool_file, ca
     assert main(["--pool", str(pool_file), "--domain", "cardiology", "--limit", "1", "--count"]) == 0
     out, err = capsys.readouterr()
     orchestration = len(demo.scorable_items) - len(scorable)
-    assert (f"selection: without --orchestration: kept {len(scorable)} of {len(demo.scorable_items)} item(s); "
-            f"dropped {orchestration} orchestration-track item(s)") in err
+    assert (
+        f"selection: without --orchestration: kept {len(scorable)} of {len(demo.scorable_items)} item(s); "
+        f"dropped {orchestration} orchestration-track item(s)"
+    ) in err
     assert f"selection: --domain cardiology: kept {len(cardio)} of {len(scorable)} item(s)" in err
     assert f"{len(no_domain)} with no domain (" in err and "which --domain never selects" in err
     assert f"selection: --limit 1: kept 1 of {len(cardio)} item(s)" in err
@@ -146,8 +161,10 @@ def test_sample_with_subset_warns_that_both_apply_and_in_which_order(demo, tmp_p
         first_per_bucket.setdefault((item.task, item.domain), item.id)
     assert len(first_per_bucket) < len(subset)  # --sample has something to drop
     assert [i.id for i in both] == list(first_per_bucket.values())  # the subset first, then --sample of it
-    assert f"warning: --subset {ids_file} with --sample 1: both apply, the subset first, then the first 1 per " \
-           "(task, domain) of the subset" in notes
+    assert (
+        f"warning: --subset {ids_file} with --sample 1: both apply, the subset first, then the first 1 per "
+        "(task, domain) of the subset" in notes
+    )
 
 
 # --- --count and --list ------------------------------------------------------------------------------
@@ -159,8 +176,9 @@ def test_count_prints_items_and_units_per_track_and_task_without_a_server_or_key
     view = count_selection(RunSpec(pool=str(pool_file), track="both"))
     assert view["models"] == ["alpha", "beta"] and view["units"] == 2 * view["items"]
     assert set(view["by_track"]) == {"capability", "specialty"}
-    assert out.splitlines()[0] == (f"{view['items']} item(s) × 2 model(s) = {view['units']} unit(s)"
-                                   "  (models: alpha, beta)")
+    assert out.splitlines()[0] == (
+        f"{view['items']} item(s) × 2 model(s) = {view['units']} unit(s)  (models: alpha, beta)"
+    )
     for track, entry in view["by_track"].items():
         assert any(line.split() == [track, str(entry["items"]), str(entry["units"])] for line in out.splitlines())
     assert main(["--pool", str(pool_file), "--all", "--count"]) == 0
@@ -206,8 +224,10 @@ def test_a_run_stored_with_plain_strings_still_loads_and_resumes_with_the_same_n
 def test_the_readme_commands_size_the_reference_suites(pool_file, capsys):
     data = str(shared_data())
     argv = ["--pool", str(pool_file), "--data", data, "--models", "alpha", "--count"]
-    assert main([*argv, "--track", "medbench", "--task", "MedShield,MedCallAPI,MedDBOps,MedPathPlan",
-                 "--sample", "1"]) == 0
+    assert (
+        main([*argv, "--track", "medbench", "--task", "MedShield,MedCallAPI,MedDBOps,MedPathPlan", "--sample", "1"])
+        == 0
+    )
     out, err = capsys.readouterr()
     assert out.startswith("4 item(s) × 1 model(s) = 4 unit(s)")
     assert "selection: --task MedShield,MedCallAPI,MedDBOps,MedPathPlan: kept 120 of 330 item(s)" in err

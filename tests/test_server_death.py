@@ -38,8 +38,20 @@ models:
 
 
 def _command(pool: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "pool.run", "--pool", str(pool), "--limit", str(ITEMS), "--no-judge", "--no-routing",
-            "--no-cache", "--out", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "pool.run",
+        "--pool",
+        str(pool),
+        "--limit",
+        str(ITEMS),
+        "--no-judge",
+        "--no-routing",
+        "--no-cache",
+        "--out",
+        str(out),
+    ]
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -48,7 +60,9 @@ def _env(tmp: Path) -> dict[str, str]:
 
 def _rows(run_dir: Path) -> list[tuple]:
     lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    return [(r["model"], r["item_id"], r["stage"], r["status"], r["error_class"], r["text"]) for r in map(json.loads, lines)]
+    return [
+        (r["model"], r["item_id"], r["stage"], r["status"], r["error_class"], r["text"]) for r in map(json.loads, lines)
+    ]
 
 
 def _server_pid(run_dir: Path, run: subprocess.Popen) -> int:
@@ -65,13 +79,20 @@ def _server_pid(run_dir: Path, run: subprocess.Popen) -> int:
 def test_a_server_crash_is_named_charges_nothing_and_resume_completes_the_run(tmp_path):
     pool = tmp_path / "pool.yaml"
     pool.write_text(POOL, encoding="utf-8")
-    reference = subprocess.run(_command(pool, tmp_path / "reference"), cwd=REPO, env=_env(tmp_path),
-                               capture_output=True, text=True, timeout=600)
+    reference = subprocess.run(
+        _command(pool, tmp_path / "reference"),
+        cwd=REPO,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert reference.returncode == 0, reference.stderr[-3000:]
 
     run_dir = tmp_path / "crashed"
-    run = subprocess.Popen(_command(pool, run_dir), cwd=REPO, env=_env(tmp_path), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        _command(pool, run_dir), cwd=REPO, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     server = _server_pid(run_dir, run)
     deadline = time.monotonic() + 300
     while count_results(run_dir / "run.sqlite") < 1:
@@ -94,7 +115,13 @@ def test_a_server_crash_is_named_charges_nothing_and_resume_completes_the_run(tm
         recorded = conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     assert infra == 0 and held_at <= recorded < ITEMS  # nothing charged to the model; the rest pending
 
-    resumed = subprocess.run([sys.executable, "-m", "pool.run", "--resume", str(run_dir)], cwd=REPO,
-                             env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "pool.run", "--resume", str(run_dir)],
+        cwd=REPO,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert _rows(run_dir) == _rows(tmp_path / "reference")

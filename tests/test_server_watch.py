@@ -17,8 +17,14 @@ REQUEST = GenerationRequest(model="m", messages=({"role": "user", "content": "hi
 
 
 def _response(error_class: str | None = None) -> GenerationResponse:
-    return GenerationResponse(text="" if error_class else "ok", finish_reason=None if error_class else "stop",
-                              prompt_tokens=1, completion_tokens=1, latency_s=0.0, error_class=error_class)  # type: ignore[arg-type]
+    return GenerationResponse(
+        text="" if error_class else "ok",
+        finish_reason=None if error_class else "stop",
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_s=0.0,
+        error_class=error_class,
+    )  # type: ignore[arg-type]
 
 
 class Inner:

@@ -76,18 +76,22 @@ def test_a_different_but_equivalent_query_matches() -> None:
     result = check("""SELECT pat.name, vis.visit_date FROM OUTPATIENT_VISIT vis
                       INNER JOIN PATIENT pat ON vis.patient_id = pat.patient_id
                       WHERE vis.dept IN ('心内科') AND EXTRACT(YEAR FROM vis.visit_date) = 2024
-                      ORDER BY vis.visit_date ASC""")  # fmt: skip
+                      ORDER BY vis.visit_date ASC""")
     assert result.outcome == "match", result.details
 
 
 JOINED = "SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
 
 
-@pytest.mark.parametrize("wrong", [
-    JOINED + "WHERE v.dept = '呼吸科' AND v.visit_date >= DATE '2024-01-01' ORDER BY v.visit_date",
-    JOINED + "WHERE v.dept = '心内科' ORDER BY v.visit_date",  # every year
-    JOINED + "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' ORDER BY 2",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        JOINED + "WHERE v.dept = '呼吸科' AND v.visit_date >= DATE '2024-01-01' ORDER BY v.visit_date",
+        JOINED + "WHERE v.dept = '心内科' ORDER BY v.visit_date",  # every year
+        JOINED
+        + "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' ORDER BY 2",
+    ],
+)
 def test_wrong_queries_mismatch(wrong: str) -> None:
     result = check(wrong)
     assert result.outcome == "mismatch" and result.passed is False, result.details
@@ -95,21 +99,27 @@ def test_wrong_queries_mismatch(wrong: str) -> None:
 
 def test_the_planted_boundary_date_separates_greater_from_greater_or_equal() -> None:
     """The reference's '>= 2024-01-01' literal is planted, so '>' (third wrong query above) loses rows."""
-    result = check("SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
-                   "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01'")  # fmt: skip
+    result = check(
+        "SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
+        "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01'"
+    )
     assert result.details["model_rows"] < result.details["reference_rows"]
 
 
 def test_reordered_columns_match_and_say_how() -> None:
-    result = check("SELECT v.visit_date, p.name FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
-                   "WHERE v.dept = '心内科' AND v.visit_date BETWEEN DATE '2024-01-01' AND DATE '2024-12-31' ORDER BY 1")  # fmt: skip
+    result = check(
+        "SELECT v.visit_date, p.name FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
+        "WHERE v.dept = '心内科' AND v.visit_date BETWEEN DATE '2024-01-01' AND DATE '2024-12-31' ORDER BY 1"
+    )
     assert result.outcome == "match" and result.details["column_order"] == [1, 0]
 
 
 def test_order_matters_when_the_reference_orders() -> None:
-    result = check("SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
-                   "WHERE v.dept = '心内科' AND v.visit_date >= DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' "
-                   "ORDER BY v.visit_date DESC")  # fmt: skip
+    result = check(
+        "SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
+        "WHERE v.dept = '心内科' AND v.visit_date >= DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' "
+        "ORDER BY v.visit_date DESC"
+    )
     assert result.outcome == "mismatch" and result.details["reason"] == "different values"
 
 
@@ -117,8 +127,11 @@ def test_rows_are_a_multiset_when_the_reference_does_not_order() -> None:
     reference = fenced("SELECT dept, COUNT(*) FROM OUTPATIENT_VISIT GROUP BY dept")
     result = check("SELECT COUNT(*) AS n, dept FROM OUTPATIENT_VISIT GROUP BY dept ORDER BY n DESC", reference)
     assert result.outcome == "match" and not result.details["ordered"]
-    duplicated = check("SELECT dept, COUNT(*) FROM OUTPATIENT_VISIT GROUP BY dept UNION ALL "
-                       "SELECT dept, COUNT(*) FROM OUTPATIENT_VISIT GROUP BY dept", reference)  # fmt: skip
+    duplicated = check(
+        "SELECT dept, COUNT(*) FROM OUTPATIENT_VISIT GROUP BY dept UNION ALL "
+        "SELECT dept, COUNT(*) FROM OUTPATIENT_VISIT GROUP BY dept",
+        reference,
+    )
     assert duplicated.outcome == "mismatch"  # multiset, not set: duplicates count
 
 
@@ -132,17 +145,22 @@ def test_rows_with_equal_sort_keys_may_come_in_any_order() -> None:
 def test_oracle_functions_are_transpiled_and_run() -> None:
     """NVL, TO_DATE, ROWNUM, DECODE, TO_CHAR with a mask, ADD_MONTHS and date arithmetic all run, and
     Oracle's ROWNUM top-n equals the standard FETCH FIRST."""
-    reference = fenced("SELECT * FROM (SELECT name, NVL(age, -1) AS age FROM PATIENT ORDER BY age DESC, patient_id) "
-                       "WHERE ROWNUM <= 5")  # fmt: skip
+    reference = fenced(
+        "SELECT * FROM (SELECT name, NVL(age, -1) AS age FROM PATIENT ORDER BY age DESC, patient_id) WHERE ROWNUM <= 5"
+    )
     model = "SELECT name, COALESCE(age, -1) FROM PATIENT ORDER BY 2 DESC, patient_id FETCH FIRST 5 ROWS ONLY"
     assert check(model, reference).outcome == "match"
-    oracle = fenced("SELECT visit_id, DECODE(dept, '心内科', 1, 0), TO_CHAR(visit_date, 'YYYY/MM'), "
-                    "ADD_MONTHS(visit_date, 1), visit_date + 7, SYSDATE - visit_date FROM OUTPATIENT_VISIT "
-                    "WHERE visit_date >= TO_DATE('2024-01-01', 'YYYY-MM-DD')")  # fmt: skip
+    oracle = fenced(
+        "SELECT visit_id, DECODE(dept, '心内科', 1, 0), TO_CHAR(visit_date, 'YYYY/MM'), "
+        "ADD_MONTHS(visit_date, 1), visit_date + 7, SYSDATE - visit_date FROM OUTPATIENT_VISIT "
+        "WHERE visit_date >= TO_DATE('2024-01-01', 'YYYY-MM-DD')"
+    )
     assert check_sql(QUESTION, oracle, oracle).outcome == "match"
-    standard = ("SELECT visit_id, CASE WHEN dept = '心内科' THEN 1 ELSE 0 END, TO_CHAR(visit_date, 'YYYY/MM'), "
-                "ADD_MONTHS(visit_date, 1), visit_date + INTERVAL '7' DAY, SYSDATE - visit_date FROM OUTPATIENT_VISIT "
-                "WHERE visit_date >= DATE '2024-01-01'")  # fmt: skip
+    standard = (
+        "SELECT visit_id, CASE WHEN dept = '心内科' THEN 1 ELSE 0 END, TO_CHAR(visit_date, 'YYYY/MM'), "
+        "ADD_MONTHS(visit_date, 1), visit_date + INTERVAL '7' DAY, SYSDATE - visit_date FROM OUTPATIENT_VISIT "
+        "WHERE visit_date >= DATE '2024-01-01'"
+    )
     assert check(standard, oracle).outcome == "match"
 
 
@@ -170,7 +188,8 @@ def test_invalid_model_sql_is_reported_with_the_error() -> None:
 def test_a_broken_first_block_gives_way_to_one_that_runs() -> None:
     answer = fenced("SELECT name FROM NO_SUCH_TABLE") + fenced(
         "SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON p.patient_id = v.patient_id "
-        "WHERE v.dept = '心内科' AND v.visit_date >= DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' ORDER BY 2")
+        "WHERE v.dept = '心内科' AND v.visit_date >= DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' ORDER BY 2"
+    )
     result = check_sql(QUESTION, REFERENCE, answer)
     assert result.outcome == "match" and result.details["model_block"] == 1 and result.details["model_errors"]
 
@@ -203,7 +222,9 @@ def test_a_reference_that_cannot_run_cannot_judge() -> None:
 def test_data_changes_compare_the_tables_afterwards() -> None:
     reference = fenced("UPDATE OUTPATIENT_VISIT SET fee = fee * 0.9 WHERE dept = '心内科';\nCOMMIT;")
     same = check("UPDATE OUTPATIENT_VISIT v SET v.fee = 0.9 * v.fee WHERE v.dept IN ('心内科')", reference)
-    assert same.outcome == "match" and same.details["reference_rows_changed"] > 0 and same.details["reference_informative"]
+    assert (
+        same.outcome == "match" and same.details["reference_rows_changed"] > 0 and same.details["reference_informative"]
+    )
     other = check("UPDATE OUTPATIENT_VISIT SET fee = fee * 0.9 WHERE dept = '呼吸科'", reference)
     assert other.outcome == "mismatch" and other.details["tables_differing"] == ["OUTPATIENT_VISIT"]
     query = check("SELECT fee * 0.9 FROM OUTPATIENT_VISIT WHERE dept = '心内科'", reference)
@@ -223,17 +244,29 @@ def test_time_limit_and_row_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_fixture_rows_are_used_as_given() -> None:
-    fixture = {"tables": {"LAB": {"columns": {"id": "NUMBER", "value": "NUMBER(5, 1)", "unit": "VARCHAR2(10)"},
-                                  "primary_key": "id", "rows": [[1, 2.5, "g/L"], {"id": 2, "unit": "g/L"}, [3, 4.0, None]]}}}  # fmt: skip
+    fixture = {
+        "tables": {
+            "LAB": {
+                "columns": {"id": "NUMBER", "value": "NUMBER(5, 1)", "unit": "VARCHAR2(10)"},
+                "primary_key": "id",
+                "rows": [[1, 2.5, "g/L"], {"id": 2, "unit": "g/L"}, [3, 4.0, None]],
+            }
+        }
+    }
     reference = fenced("SELECT SUM(NVL(value, 0)), COUNT(unit) FROM LAB")
-    assert check_sql("", reference, fenced("SELECT SUM(value), COUNT(unit) FROM LAB"), fixture=fixture).outcome == "match"
+    assert (
+        check_sql("", reference, fenced("SELECT SUM(value), COUNT(unit) FROM LAB"), fixture=fixture).outcome == "match"
+    )
     result = check_sql("", reference, fenced("SELECT SUM(value), COUNT(*) FROM LAB"), fixture=fixture)
     assert result.outcome == "mismatch" and result.details["tables"] == {"LAB": 3}
 
 
 def test_ddl_fixture_is_synthesised() -> None:
     ddl = "CREATE TABLE WARD (ward_id VARCHAR2(10) PRIMARY KEY, beds NUMBER(3), opened DATE);"
-    reference, model = fenced("SELECT COUNT(*) FROM WARD WHERE beds > 50"), fenced("SELECT COUNT(1) FROM WARD WHERE 50 < beds")
+    reference, model = (
+        fenced("SELECT COUNT(*) FROM WARD WHERE beds > 50"),
+        fenced("SELECT COUNT(1) FROM WARD WHERE 50 < beds"),
+    )
     result = check_sql("", reference, model, fixture=ddl)
     assert result.outcome == "match" and 60 <= result.details["tables"]["WARD"] <= 120
 
@@ -254,8 +287,10 @@ def test_joins_hit_and_literals_are_planted() -> None:
     assert hints["dept"] == ["心内科"] and "2024-01-01 00:00:00" in hints["visit_date"]
     connection = sqlite3.connect(":memory:")
     connection.deserialize(build_database(schema, hints, QUESTION).image)
-    joined, visits = connection.execute("SELECT COUNT(*) FROM OUTPATIENT_VISIT v JOIN PATIENT p USING (patient_id)").fetchone()[0], \
-        connection.execute("SELECT COUNT(*) FROM OUTPATIENT_VISIT").fetchone()[0]  # fmt: skip
+    joined, visits = (
+        connection.execute("SELECT COUNT(*) FROM OUTPATIENT_VISIT v JOIN PATIENT p USING (patient_id)").fetchone()[0],
+        connection.execute("SELECT COUNT(*) FROM OUTPATIENT_VISIT").fetchone()[0],
+    )
     assert joined >= 0.8 * visits and joined < visits  # mostly hits, a few orphans and NULLs
     planted = connection.execute("SELECT COUNT(*) FROM OUTPATIENT_VISIT WHERE dept = '心内科'").fetchone()[0]
     assert 0.1 * visits <= planted <= 0.6 * visits
@@ -277,9 +312,11 @@ def test_schema_prose_variants() -> None:
 字段名：content（数据类型：CLOB）：内容"""
     tag, report = parse_schema_text(text).tables
     assert [(c.name, c.sql_type, c.family) for c in tag.columns] == [
-        ("TAG_ID", "NUMBER(10)", "integer"), ("RATE", "NUMBER(5, 4)", "real"),
+        ("TAG_ID", "NUMBER(10)", "integer"),
+        ("RATE", "NUMBER(5, 4)", "real"),
         ("AUDIT_ID", "NUMBER GENERATED BY DEFAULT ON NULL AS IDENTITY", "integer"),
-        ("T", "TIMESTAMP DEFAULT CURRENT_TIMESTAMP", "timestamp")]  # fmt: skip
+        ("T", "TIMESTAMP DEFAULT CURRENT_TIMESTAMP", "timestamp"),
+    ]
     assert tag.primary_key.name == "TAG_ID" and tag.label == "标签表"
     assert report.primary_key is None and report.columns[0].family == "text"  # part of a composite key
     with pytest.raises(SchemaError, match="line 1: column 'x' appears before any table"):
@@ -287,26 +324,39 @@ def test_schema_prose_variants() -> None:
 
 
 def test_sql_extraction() -> None:
-    answer = ("```\n┌─ diagram ─┐\n```\n```SQL\nSELECT 'a;b' -- c;\n FROM DUAL; /* ; */ SELECT 2 FROM DUAL;\n```\n"
-              "```\nWITH x AS (SELECT 1 FROM DUAL) SELECT * FROM x\n```\n```sql\nSELECT 3 FROM DUAL")  # fmt: skip
+    answer = (
+        "```\n┌─ diagram ─┐\n```\n```SQL\nSELECT 'a;b' -- c;\n FROM DUAL; /* ; */ SELECT 2 FROM DUAL;\n```\n"
+        "```\nWITH x AS (SELECT 1 FROM DUAL) SELECT * FROM x\n```\n```sql\nSELECT 3 FROM DUAL"
+    )
     blocks = find_sql_blocks(answer)
     assert [[s.text for s in b.statements] for b in blocks] == [
         ["SELECT 'a;b' -- c;\n FROM DUAL", "SELECT 2 FROM DUAL"],
-        ["WITH x AS (SELECT 1 FROM DUAL) SELECT * FROM x"], ["SELECT 3 FROM DUAL"]]  # fmt: skip
-    bare = find_sql_blocks("可以这样写：\nSELECT name\nFROM PATIENT;\n然后检查结果。\nUPDATE PATIENT SET age = 1\n\n完成")
+        ["WITH x AS (SELECT 1 FROM DUAL) SELECT * FROM x"],
+        ["SELECT 3 FROM DUAL"],
+    ]
+    bare = find_sql_blocks(
+        "可以这样写：\nSELECT name\nFROM PATIENT;\n然后检查结果。\nUPDATE PATIENT SET age = 1\n\n完成"
+    )
     assert [(b.statements[0].text, b.statements[0].kind, b.fenced) for b in bare] == [
-        ("SELECT name\nFROM PATIENT", "query", False), ("UPDATE PATIENT SET age = 1", "dml", False)]
+        ("SELECT name\nFROM PATIENT", "query", False),
+        ("UPDATE PATIENT SET age = 1", "dml", False),
+    ]
     plsql = split_statements("DECLARE\n  v NUMBER;\nBEGIN\n  NULL;\nEND;\n/\nCOMMIT;\nCREATE INDEX i ON t(a);")
     assert [s.kind for s in plsql] == ["plsql", "transaction", "other"]
 
 
 def test_rewrites_on_the_tree() -> None:
-    sql = to_sqlite(parse_oracle("SELECT d + 1, d - e, d - 1.5, TRUNC(SYSDATE) - 30, a || NULL FROM t WHERE ROWNUM < 4"),
-                    {"d", "e"}, "2024-12-31 12:00:00")  # fmt: skip
+    sql = to_sqlite(
+        parse_oracle("SELECT d + 1, d - e, d - 1.5, TRUNC(SYSDATE) - 30, a || NULL FROM t WHERE ROWNUM < 4"),
+        {"d", "e"},
+        "2024-12-31 12:00:00",
+    )
     now = "ORA_CANON_TS('2024-12-31 12:00:00')"
-    assert sql == (f"SELECT ORA_DATE_ADD(d, 1), ORA_DAYS_BETWEEN(d, e), ORA_DATE_ADD(d, -(1.5)), "
-                   f"ORA_DATE_ADD(DATE_TRUNC('DD', {now}), -(30)), NULLIF(COALESCE(a, '') || COALESCE(NULL, ''), '') "
-                   "FROM t LIMIT 3")  # fmt: skip
+    assert sql == (
+        f"SELECT ORA_DATE_ADD(d, 1), ORA_DAYS_BETWEEN(d, e), ORA_DATE_ADD(d, -(1.5)), "
+        f"ORA_DATE_ADD(DATE_TRUNC('DD', {now}), -(30)), NULLIF(COALESCE(a, '') || COALESCE(NULL, ''), '') "
+        "FROM t LIMIT 3"
+    )
 
 
 def test_the_pinned_clock_is_a_date_in_arithmetic() -> None:
@@ -332,31 +382,51 @@ def test_oracle_date_functions_by_hand() -> None:
     assert to_char(3.14159, "FM990.00") == "3.14"
     connection = sqlite3.connect(":memory:")
     register_oracle_functions(connection)
-    row = connection.execute("SELECT REGEXP_LIKE('abc123', '^[a-z]+[[:digit:]]+$'), 'x' REGEXP 'y', "
-                             "ORA_LISTAGG(0, v, ',', k, 1) FROM (SELECT 'a' v, 1 k UNION ALL SELECT 'b', 2)").fetchone()  # fmt: skip
+    row = connection.execute(
+        "SELECT REGEXP_LIKE('abc123', '^[a-z]+[[:digit:]]+$'), 'x' REGEXP 'y', "
+        "ORA_LISTAGG(0, v, ',', k, 1) FROM (SELECT 'a' v, 1 k UNION ALL SELECT 'b', 2)"
+    ).fetchone()
     assert row == (1, 0, "b,a")  # LISTAGG ... WITHIN GROUP (ORDER BY k DESC)
     letters = "SELECT REGEXP_LIKE('心内科', '^[[:alpha:]]+$'), REGEXP_LIKE('x_1', '^[[:alpha:]_[:digit:]]+$')"
     assert connection.execute(letters).fetchone() == (1, 1)
-    checks = to_sqlite(parse_oracle("SELECT VALIDATE_CONVERSION(a AS DATE, 'YYYY-MM-DD HH24:MI:SS'), "
-                                    "VALIDATE_CONVERSION(b AS NUMBER) FROM (SELECT '2024-02-30 10:00:00' a, '1e3' b "
-                                    "UNION ALL SELECT '2024-02-29 10:00:00', 'x')"), set(), "2024-12-31 12:00:00")  # fmt: skip
+    checks = to_sqlite(
+        parse_oracle(
+            "SELECT VALIDATE_CONVERSION(a AS DATE, 'YYYY-MM-DD HH24:MI:SS'), "
+            "VALIDATE_CONVERSION(b AS NUMBER) FROM (SELECT '2024-02-30 10:00:00' a, '1e3' b "
+            "UNION ALL SELECT '2024-02-29 10:00:00', 'x')"
+        ),
+        set(),
+        "2024-12-31 12:00:00",
+    )
     assert connection.execute(checks).fetchall() == [(0, 1), (1, 0)]
 
 
 def test_normalise_by_hand() -> None:
-    assert [normalise(v) for v in (3, 3.0000001, -0.0000001, " 心内科 ", "2024-01-02 00:00:00", "2024-01-02 08:00:00", None)] == \
-        [3.0, 3.0, 0.0, "心内科", "2024-01-02", "2024-01-02 08:00:00", None]  # fmt: skip
+    assert [
+        normalise(v) for v in (3, 3.0000001, -0.0000001, " 心内科 ", "2024-01-02 00:00:00", "2024-01-02 08:00:00", None)
+    ] == [3.0, 3.0, 0.0, "心内科", "2024-01-02", "2024-01-02 08:00:00", None]
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.permutations(["visit_id", "patient_id", "dept", "visit_date", "fee"]))
 def test_any_column_order_of_the_same_query_matches(columns: list[str]) -> None:
-    reference = fenced("SELECT visit_id, patient_id, dept, visit_date, fee FROM OUTPATIENT_VISIT WHERE dept <> '呼吸科'")
-    assert check(f"SELECT {', '.join(columns)} FROM OUTPATIENT_VISIT WHERE dept != '呼吸科'", reference).outcome == "match"
+    reference = fenced(
+        "SELECT visit_id, patient_id, dept, visit_date, fee FROM OUTPATIENT_VISIT WHERE dept <> '呼吸科'"
+    )
+    assert (
+        check(f"SELECT {', '.join(columns)} FROM OUTPATIENT_VISIT WHERE dept != '呼吸科'", reference).outcome == "match"
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.none(), st.integers(-10**9, 10**9), st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=20)))
+@given(
+    st.one_of(
+        st.none(),
+        st.integers(-(10**9), 10**9),
+        st.floats(allow_nan=False, allow_infinity=False, width=32),
+        st.text(max_size=20),
+    )
+)
 def test_normalise_is_idempotent(value: object) -> None:
     assert normalise(normalise(value)) == normalise(value)
 
@@ -369,7 +439,9 @@ def dbops() -> list[dict]:
     if not DBOPS.is_file():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{DBOPS} is missing: the reference suites are required in CI")
-        pytest.skip(f"MedDBOps not found at {DBOPS} (../shared/data beside the repo); the real-suite SQL test is skipped")
+        pytest.skip(
+            f"MedDBOps not found at {DBOPS} (../shared/data beside the repo); the real-suite SQL test is skipped"
+        )
     return [json.loads(line) for line in DBOPS.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -379,5 +451,7 @@ def test_medbops_references_execute_and_match_themselves(dbops: list[dict]) -> N
     results = [check_sql(row["question"], row["answer"], row["answer"]) for row in dbops]
     runnable = [r for r in results if r.outcome != "reference_not_executable"]
     assert len(dbops) == 30 and len(runnable) / len(dbops) >= 0.9, [r.details.get("reason") for r in results]
-    assert all(r.outcome == "match" for r in runnable), [(i, r.details) for i, r in enumerate(results) if r.outcome == "mismatch"]
+    assert all(r.outcome == "match" for r in runnable), [
+        (i, r.details) for i, r in enumerate(results) if r.outcome == "mismatch"
+    ]
     assert sum(r.details["reference_informative"] for r in runnable) >= 0.8 * len(runnable)

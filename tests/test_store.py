@@ -85,8 +85,9 @@ def test_every_generation_param_is_in_the_key_tests_and_payload() -> None:
     assert PARAM_NAMES <= set(FIELDS)
     payload = request_payload(GenerationRequest("m", messages=({"role": "user", "content": "x"},)))
     assert set(payload["params"]) == PARAM_NAMES - SENT_WHEN_SET  # added params: in the key only when set
-    payload = request_payload(GenerationRequest("m", messages=({"role": "user", "content": "x"},),
-                                                params=GenerationParams(num_ctx=8192)))
+    payload = request_payload(
+        GenerationRequest("m", messages=({"role": "user", "content": "x"},), params=GenerationParams(num_ctx=8192))
+    )
     assert set(payload["params"]) == PARAM_NAMES
 
 
@@ -123,7 +124,9 @@ def test_key_ignores_transport_details(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- response cache -------------------------------------------------------------------------
 
 
-def _response(text: str = "Answer: B", finish: str | None = "stop", error: Any = None, n: int = 1) -> GenerationResponse:
+def _response(
+    text: str = "Answer: B", finish: str | None = "stop", error: Any = None, n: int = 1
+) -> GenerationResponse:
     attempts = tuple(Attempt(k, 200 if error is None else None, error, 0.5) for k in range(1, n + 1))
     return GenerationResponse(text, finish, 12, 3, 0.5 * n, attempts, error, "boom" if error else "", 0.4)
 
@@ -216,10 +219,15 @@ def test_classify(response: GenerationResponse, expected: tuple[str, str | None]
 def _result(unit: Unit, response: GenerationResponse | None = None, **kw: Any) -> Result:
     req = GenerationRequest(unit.model, messages=({"role": "user", "content": unit.item_id},))
     return result_from_response(
-        RUN, unit, response or _response(),
-        request_json=canonical_json(request_payload(req)), cache_key=cache_key("t", "e", req),
-        started_at="2025-01-01T00:00:00.000+00:00", finished_at="2025-01-01T00:00:01.000+00:00", **kw,
-    )  # fmt: skip
+        RUN,
+        unit,
+        response or _response(),
+        request_json=canonical_json(request_payload(req)),
+        cache_key=cache_key("t", "e", req),
+        started_at="2025-01-01T00:00:00.000+00:00",
+        finished_at="2025-01-01T00:00:01.000+00:00",
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -275,7 +283,9 @@ def test_results_after_tails_one_stage_in_write_order(store: RunStore) -> None:
     assert [tuple(row)[3] for row in plan] == ["SEARCH results USING INTEGER PRIMARY KEY (rowid>?)"]
 
 
-def test_result_keys_and_rows_without_requests_page_in_the_rows_order(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_result_keys_and_rows_without_requests_page_in_the_rows_order(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What the scoring stage reads when most rows were scored on arrival: one stage's keys, in the
     order of its rows, across pages, from the primary key's index alone; and rows without requests."""
     monkeypatch.setattr(store_module, "_CHUNK_ROWS", 2)
@@ -336,8 +346,11 @@ def test_export_ordering_and_fields(store: RunStore, tmp_path: Path) -> None:
     path = export_results_jsonl(tmp_path)
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [(r["model"], r["item_id"], r["stage"]) for r in rows] == [
-        ("alpha", "a", "answer"), ("alpha", "b", "answer"), ("alpha", "b", "judge"), ("zeta", "b", "answer"),
-    ]  # fmt: skip
+        ("alpha", "a", "answer"),
+        ("alpha", "b", "answer"),
+        ("alpha", "b", "judge"),
+        ("zeta", "b", "answer"),
+    ]
     assert all(tuple(r) == EXPORT_FIELDS for r in rows)
     assert rows[0]["cached"] is False and rows[0]["text"] == "Answer: B"
     assert not list(tmp_path.glob(".*.tmp"))

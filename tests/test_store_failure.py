@@ -22,8 +22,18 @@ from pool.store.run_store import RunStore
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-ITEMS = [{"id": f"q{i:02d}", "task": "mcq", "track": "exam", "gold_type": "single_choice", "question": f"第{i}题？",
-          "options": {"A": "甲", "B": "乙"}, "gold": "A"} for i in range(12)]  # fmt: skip
+ITEMS = [
+    {
+        "id": f"q{i:02d}",
+        "task": "mcq",
+        "track": "exam",
+        "gold_type": "single_choice",
+        "question": f"第{i}题？",
+        "options": {"A": "甲", "B": "乙"},
+        "gold": "A",
+    }
+    for i in range(12)
+]
 RECORDED_BEFORE_THE_DISK_FILLS = 4
 
 
@@ -45,14 +55,21 @@ def setup(tmp_path: Path, fake: FakeOpenAIServer) -> tuple[Path, Path]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     pool = tmp_path / "pool.yaml"
-    pool.write_text(f'backends:\n  fake: {{type: openai, base_url: "{fake.base_url}", max_concurrency: 2}}\n'
-                    "models:\n  - {name: alpha, backend: fake, max_tokens: 8}\n", encoding="utf-8")
+    pool.write_text(
+        f'backends:\n  fake: {{type: openai, base_url: "{fake.base_url}", max_concurrency: 2}}\n'
+        "models:\n  - {name: alpha, backend: fake, max_tokens: 8}\n",
+        encoding="utf-8",
+    )
     return data, pool
 
 
 def test_a_full_disk_mid_run_is_named_and_the_resume_keeps_what_was_recorded(
-        tmp_path: Path, fake: FakeOpenAIServer, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    fake: FakeOpenAIServer,
+    setup: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     data, pool = setup
     run_dir = tmp_path / "run"
 
@@ -99,8 +116,8 @@ def test_errors_nested_in_task_groups_are_listed_one_by_one() -> None:
 
 
 def test_a_full_disk_while_writing_results_jsonl_is_named_and_the_resume_writes_it(
-        tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     data, pool = setup
     run_dir = tmp_path / "run"
 

@@ -53,25 +53,44 @@ def _response(rng: random.Random) -> GenerationResponse:
     n = rng.randint(1, 3)
     attempts = tuple(Attempt(k, 200 if error is None else None, error, 0.1 * k) for k in range(1, n + 1))
     text = rng.choice(["Answer: B", "", "partial"]) if error is None else ""
-    return GenerationResponse(text, rng.choice(["stop", "length"]), rng.choice([None, 7, 12]), rng.choice([None, 3]),
-                              rng.choice([None, round(rng.random(), 3), 0.25, 0.5]), attempts, error,
-                              "boom" if error else "", None)
+    return GenerationResponse(
+        text,
+        rng.choice(["stop", "length"]),
+        rng.choice([None, 7, 12]),
+        rng.choice([None, 3]),
+        rng.choice([None, round(rng.random(), 3), 0.25, 0.5]),
+        attempts,
+        error,
+        "boom" if error else "",
+        None,
+    )
 
 
 def _result(unit: Unit, response: GenerationResponse, *, cached: bool = False, answered_by: str = "") -> Result:
     request = GenerationRequest(unit.model, messages=({"role": "user", "content": unit.item_id},))
     return result_from_response(
-        RUN, unit, response, request_json=canonical_json(request_payload(request)), cache_key=None,
-        started_at="2025-01-01T00:00:00.000+00:00", finished_at="2025-01-01T00:00:01.000+00:00",
-        cached=cached, answered_by=answered_by)  # fmt: skip
+        RUN,
+        unit,
+        response,
+        request_json=canonical_json(request_payload(request)),
+        cache_key=None,
+        started_at="2025-01-01T00:00:00.000+00:00",
+        finished_at="2025-01-01T00:00:01.000+00:00",
+        cached=cached,
+        answered_by=answered_by,
+    )
 
 
 def _fill(store: RunStore, seed: int, *, cached_infra_errors: bool = True) -> list[Unit]:
     """A run of candidates, a judge (stages charged to it), retried infra errors and a failed model;
     ``cached_infra_errors=False`` keeps the scheduler's rule that a cache hit is an answer."""
     rng = random.Random(seed)
-    units = [Unit(m, f"i{k:02d}", stage) for m in ("b", "a", "c") for k in range(rng.randint(0, 9))
-             for stage in ("answer", "judge:x")]  # fmt: skip
+    units = [
+        Unit(m, f"i{k:02d}", stage)
+        for m in ("b", "a", "c")
+        for k in range(rng.randint(0, 9))
+        for stage in ("answer", "judge:x")
+    ]
     store.save_plan(RUN, [u for u in units if u.stage == "answer"])
     store.save_plan(RUN, [u for u in units if u.stage != "answer"], answerer="judge")
     for unit in units:
@@ -95,7 +114,9 @@ def test_summary_counted_in_sql_equals_summarize(tmp_path_factory: pytest.TempPa
     with RunStore(tmp_path_factory.mktemp("run")) as store:
         store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
         _fill(store, seed)
-        expected = summarize(store.results(RUN), store.superseded_infra_errors(RUN), store.failed_models(RUN), 1.5, {"x": 1})
+        expected = summarize(
+            store.results(RUN), store.superseded_infra_errors(RUN), store.failed_models(RUN), 1.5, {"x": 1}
+        )
         assert json.dumps(summarize_store(store, RUN, 1.5, {"x": 1})) == json.dumps(expected)
 
 
@@ -110,10 +131,17 @@ def test_results_and_pending_units_stream_in_pages(store: RunStore) -> None:
         pending = [u for u in store.planned_units(RUN) if u not in finished]
         assert store.pending_units(RUN, retry_infra_errors=retry) == pending
         answers_of_ab = [u for u in pending if u.stage == "answer" and u.model in ("a", "b")]
-        assert list(store.iter_pending_units(RUN, retry_infra_errors=retry, stage="answer", models=["a", "b"])) == answers_of_ab
+        assert (
+            list(store.iter_pending_units(RUN, retry_infra_errors=retry, stage="answer", models=["a", "b"]))
+            == answers_of_ab
+        )
         counts = store.pending_counts(RUN, retry_infra_errors=retry, stage="answer")
-        assert counts == {m: n for m in ("b", "a", "c") if (n := sum(u.model == m and u.stage == "answer" for u in pending))}
-    assert store.planned_units(RUN) == [u for u in units if u.stage == "answer"] + [u for u in units if u.stage != "answer"]
+        assert counts == {
+            m: n for m in ("b", "a", "c") if (n := sum(u.model == m and u.stage == "answer" for u in pending))
+        }
+    assert store.planned_units(RUN) == [u for u in units if u.stage == "answer"] + [
+        u for u in units if u.stage != "answer"
+    ]
 
 
 def test_plan_is_saved_in_chunks_in_order_without_gaps(store: RunStore) -> None:
@@ -133,7 +161,8 @@ def test_export_streams_the_same_lines(store: RunStore, tmp_path: Path) -> None:
 @settings(max_examples=10, deadline=None)
 @given(st.integers(0, 10**6))
 def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_again(
-        tmp_path_factory: pytest.TempPathFactory, seed: int) -> None:  # fmt: skip
+    tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
     """The run reads results.jsonl's rows once, in the export: the costs it feeds equal a pass of their
     own over the store, and the index's cached-answer share read off summary.json equals the one
     counted from results.jsonl (retried infra errors, cache hits, judge stages, a failed model; a cache
@@ -143,10 +172,13 @@ def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_
     from pool.store.export import write_summary
     from routing.history import counted_cached_share, summary_cached_share
 
-    config = parse_pool("backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
-                        "    price: {input_per_million: 1.5, output_per_million: 6}\nmodels:\n"
-                        "  - {name: a, backend: b, model: a}\n  - {name: b, backend: b, model: b}\n"
-                        "  - {name: c, backend: b, model: c}\njudge: {model: a}\n", "<test pool>")
+    config = parse_pool(
+        "backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
+        "    price: {input_per_million: 1.5, output_per_million: 6}\nmodels:\n"
+        "  - {name: a, backend: b, model: a}\n  - {name: b, backend: b, model: b}\n"
+        "  - {name: c, backend: b, model: c}\njudge: {model: a}\n",
+        "<test pool>",
+    )
     run_dir = tmp_path_factory.mktemp("run")
     with RunStore(run_dir) as store:
         store.begin_run(RUN, pool_fingerprint="p", data_fingerprint="d", options={})
@@ -163,11 +195,19 @@ def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_
 
 @given(st.text(max_size=20), st.text(max_size=40), st.text(max_size=30), st.floats(0, 2), st.integers(1, 99))
 def test_cache_key_from_the_request_json_equals_hashing_the_whole_payload(
-        backend_type: str, endpoint: str, content: str, temperature: float, max_tokens: int) -> None:
-    request = GenerationRequest("m", messages=({"role": "user", "content": content},),
-                                params=GenerationParams(temperature=temperature, max_tokens=max_tokens, stop=("x",)))
-    payload = {"v": CACHE_KEY_VERSION, "backend_type": backend_type, "endpoint": normalize_endpoint(endpoint),
-               "request": request_payload(request)}
+    backend_type: str, endpoint: str, content: str, temperature: float, max_tokens: int
+) -> None:
+    request = GenerationRequest(
+        "m",
+        messages=({"role": "user", "content": content},),
+        params=GenerationParams(temperature=temperature, max_tokens=max_tokens, stop=("x",)),
+    )
+    payload = {
+        "v": CACHE_KEY_VERSION,
+        "backend_type": backend_type,
+        "endpoint": normalize_endpoint(endpoint),
+        "request": request_payload(request),
+    }
     whole = hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
     assert cache_key_of_json(backend_type, endpoint, canonical_json(request_payload(request))) == whole
 

@@ -146,7 +146,10 @@ class TestChipSubmissionFormat:
         ]
         path = tmp_path / "sub.txt"
         write_chip_submission(path, answers)
-        assert path.read_text(encoding="utf-8").splitlines()[0] == "案例1@面色不华;恐惧@B;C@D@临证体会：心胆两虚。辨证：心胆亏虚。"
+        assert (
+            path.read_text(encoding="utf-8").splitlines()[0]
+            == "案例1@面色不华;恐惧@B;C@D@临证体会：心胆两虚。辨证：心胆亏虚。"
+        )
         assert read_chip_submission(path) == answers
 
     def test_malformed_line_names_its_number(self, tmp_path):

@@ -28,7 +28,9 @@ PARAMS = BuildOptions(bootstrap=ROUNDS, cv_folds=0).parameters()
 
 
 def decisive_for(buckets: list[Any], model: str | None = None) -> float:
-    return float(np.mean([r["decisive"] and r["routable"] and (model is None or r["model"] == model) for r in routes(buckets)]))
+    return float(
+        np.mean([r["decisive"] and r["routable"] and (model is None or r["model"] == model) for r in routes(buckets)])
+    )
 
 
 # --- intervals ------------------------------------------------------------------------------------
@@ -39,7 +41,9 @@ def test_wilson_matches_scipy_and_covers_at_least_nominal_minus_2_5_points_exact
         for k in range(n + 1):
             ci = binomtest(k, n).proportion_ci(0.95, method="wilsoncc")
             lo, hi = wilson_interval(k, n)
-            assert lo == pytest.approx(max(ci.low, 0.0), abs=1e-12) and hi == pytest.approx(min(ci.high, 1.0), abs=1e-12)
+            assert lo == pytest.approx(max(ci.low, 0.0), abs=1e-12) and hi == pytest.approx(
+                min(ci.high, 1.0), abs=1e-12
+            )
     # exact coverage Σ_k Bin(k; n, p)·1[p ∈ CI(k)], every n from 5 to 100
     for n in range(5, 101):
         k = np.arange(n + 1)
@@ -53,14 +57,20 @@ def test_wilson_matches_scipy_and_covers_at_least_nominal_minus_2_5_points_exact
 @pytest.mark.parametrize("n", [5, 10, 30, 100])
 def test_pass_fail_cells_cover_the_true_rate_through_the_leaderboard(n: int) -> None:
     for i, p in enumerate((0.5, 0.7, 0.85, 0.95)):
-        cov, zero = coverage(simulate([Entrant("model_a", p, n)], 300, seed=1000 * n + i, rounds=ROUNDS), {"model_a": p})
+        cov, zero = coverage(
+            simulate([Entrant("model_a", p, n)], 300, seed=1000 * n + i, rounds=ROUNDS), {"model_a": p}
+        )
         assert zero == 0.0
         assert cov >= 0.925 - 2 * np.sqrt(0.95 * 0.05 / 300), (n, p, cov)  # nominal − 2.5 points, less 2 MC s.e.
 
 
 def test_judge_like_continuous_cells_cover_their_mean() -> None:
     for n, p in ((5, 0.5), (5, 0.95), (30, 0.85)):
-        truth = float(np.mean(np.clip(np.round(np.random.default_rng(7).normal(10 * p, 1.5, size=(400_000, 4))), 0, 10).sum(1) / 40))
+        truth = float(
+            np.mean(
+                np.clip(np.round(np.random.default_rng(7).normal(10 * p, 1.5, size=(400_000, 4))), 0, 10).sum(1) / 40
+            )
+        )
         buckets = simulate([Entrant("model_a", p, n)], 400, seed=n + int(100 * p), kind="judge", rounds=ROUNDS)
         assert {c.stats["score"].method for b in buckets for c in b.cells} <= {"t", "wilson (constant sample)"}
         cov, zero = coverage(buckets, {"model_a": truth})
@@ -95,8 +105,14 @@ def test_unequal_n_cannot_make_a_lucky_small_model_the_winner() -> None:
     assert decisive_for(buckets) <= 0.05
     decided = routes(buckets)
     # the 100-item model leads whenever the 5-item one is perfect: the leader is the highest lower bound
-    perfect = [r for b, r in zip(buckets, decided) if next(c for c in b.cells if c.entrant.model_label == "model_a").stats["score"].value == 1.0]
-    assert perfect and all(r["leader"] == "model_b" and not r["decisive"] for r in perfect if r["candidates"][0]["score"] < 1.0)
+    perfect = [
+        r
+        for b, r in zip(buckets, decided)
+        if next(c for c in b.cells if c.entrant.model_label == "model_a").stats["score"].value == 1.0
+    ]
+    assert perfect and all(
+        r["leader"] == "model_b" and not r["decisive"] for r in perfect if r["candidates"][0]["score"] < 1.0
+    )
     # a worse 5-item model wins only by a 5-0 sweep of its items (mid-p 0.031): 0.7^5 · 0.15^5 ≈ 1e-5 per bucket
     worse = simulate([Entrant("model_a", 0.7, 5), Entrant("model_b", 0.85, 100)], 500, seed=5, rounds=ROUNDS)
     assert decisive_for(worse, "model_a") <= 0.01
@@ -109,7 +125,10 @@ def test_power_at_least_a_two_sample_test_and_much_more_with_shared_difficulty()
     two_sample = []  # Fisher's exact test, the valid unpaired 5% test, on the same simulated cells
     for bucket in buckets:
         k = {c.entrant.model_label: int(c.values.sum()) for c in bucket.cells}
-        two_sample.append(k["model_b"] > k["model_a"] and fisher_exact([[k["model_b"], 30 - k["model_b"]], [k["model_a"], 30 - k["model_a"]]]).pvalue < 0.05)
+        two_sample.append(
+            k["model_b"] > k["model_a"]
+            and fisher_exact([[k["model_b"], 30 - k["model_b"]], [k["model_a"], 30 - k["model_a"]]]).pvalue < 0.05
+        )
     # Exact power here: McNemar mid-p 67.3% (exact conditional 58.6%, Fisher 59.6%); the pooled two-sample z reaches 69.2%
     # only at a size of 5.3%, above its level. 0.65 is 2.5 Monte-Carlo s.e. below 67.3% at 2,000 simulations.
     assert power >= np.mean(two_sample) + 0.03 and power >= 0.65, (power, np.mean(two_sample))
@@ -131,18 +150,32 @@ def test_mid_p_mcnemar_keeps_its_level_and_holm_adjusts() -> None:
 
 def test_ties_are_ordered_by_quality_then_latency_items_and_hash_never_by_name() -> None:
     # equal models, equal latency: the better-measured of the two leads, and which one that is does not follow the name
-    share, ties = name_tie_share(simulate([Entrant("aardvark", 0.85, 30, latency=1.0), Entrant("zebra", 0.85, 30, latency=1.0)],
-                                          600, seed=8, rounds=ROUNDS))  # fmt: skip
+    share, ties = name_tie_share(
+        simulate(
+            [Entrant("aardvark", 0.85, 30, latency=1.0), Entrant("zebra", 0.85, 30, latency=1.0)],
+            600,
+            seed=8,
+            rounds=ROUNDS,
+        )
+    )
     assert ties > 500 and 0.4 <= share <= 0.6
     # the slower model leads a tie whenever its lower bound is higher; latency decides only between equal bounds
-    slow_first = simulate([Entrant("aardvark", 0.85, 30, latency=2.0), Entrant("zebra", 0.85, 30, latency=1.0)], 200, seed=9, rounds=ROUNDS)
+    slow_first = simulate(
+        [Entrant("aardvark", 0.85, 30, latency=2.0), Entrant("zebra", 0.85, 30, latency=1.0)],
+        200,
+        seed=9,
+        rounds=ROUNDS,
+    )
     seen = set()
     for bucket, r in zip(slow_first, routes(slow_first)):
         if r["decisive"]:
             continue
         bound = {c.entrant.model_label: bucket.ci_of(c)[0] for c in bucket.cells}
         expected = "zebra" if bound["zebra"] >= bound["aardvark"] else "aardvark"
-        assert r["model"] == expected == r["tied_top"][0] == r["leader"] and r["chosen_by"] == "tie_rule", (bound, r["tied_top"])
+        assert r["model"] == expected == r["tied_top"][0] == r["leader"] and r["chosen_by"] == "tie_rule", (
+            bound,
+            r["tied_top"],
+        )
         assert r["tie_rule"] == "lower_bound, score, latency, items, hash"
         seen.add("equal" if bound["zebra"] == bound["aardvark"] else expected)
     assert seen == {"equal", "zebra", "aardvark"}  # every branch of the rule was exercised
@@ -154,8 +187,12 @@ def test_ties_are_ordered_by_quality_then_latency_items_and_hash_never_by_name()
         return decide(contestants, 0.05, 5, salt).pick.label
 
     # identical per-item scores (p = 1): always tied, so only the tie rule orders them
-    assert pick(tied("fast", (0.6, 1.0), latency=0.5), tied("sure", (0.7, 1.0), latency=9.0)) == "sure"  # bound before latency
-    assert pick(tied("fast", (0.7, 1.0), 0.9, latency=0.5), tied("high", (0.7, 1.0), 1.0, latency=9.0)) == "high"  # then score
+    assert (
+        pick(tied("fast", (0.6, 1.0), latency=0.5), tied("sure", (0.7, 1.0), latency=9.0)) == "sure"
+    )  # bound before latency
+    assert (
+        pick(tied("fast", (0.7, 1.0), 0.9, latency=0.5), tied("high", (0.7, 1.0), 1.0, latency=9.0)) == "high"
+    )  # then score
     assert pick(tied("slow", (0.7, 1.0), latency=2.0), tied("fast", (0.7, 1.0), latency=1.0)) == "fast"  # then latency
     assert pick(tied("a", (0.7, 1.0)), tied("b", (0.7, 1.0), n=12)) == "b"  # then more items
     # everything equal: the hash of (decision id, identity key) decides, about half the time for either name
@@ -181,7 +218,12 @@ def test_too_few_shared_items_is_a_tie_that_says_why() -> None:
     b = Contestant("b", "kb", 0.0, (0.0, 0.6), 5, np.arange(200, 205), np.zeros(5))  # no item in common with a
     decision = decide([a, b], 0.05, 5, "x")
     (other,) = [v for v in decision.verdicts if v.contestant.label == "b"]
-    assert other.verdict == "tied" and other.n_paired == 0 and "cannot be shown worse" in other.reason and not decision.decisive
+    assert (
+        other.verdict == "tied"
+        and other.n_paired == 0
+        and "cannot be shown worse" in other.reason
+        and not decision.decisive
+    )
 
 
 # --- decisions that cannot hide a failure ----------------------------------------------------------
@@ -196,9 +238,13 @@ def manifest_of(tmp_path: Path, rows: list[dict[str, Any]], **params: Any) -> di
     return build_manifest(loaded.table, build_buckets(loaded.table, rounds=ROUNDS), loaded.runs, {**PARAMS, **params})
 
 
-def scored(model: str, task: str, gold: str, values: list[float], latency: float = 1.0, prefix: str = "", **kw: Any) -> list[dict[str, Any]]:
-    return [row(model, f"{prefix}{task}_{i}", task, gold, float(v), passed=bool(v >= 0.5), latency_s=latency, **kw)
-            for i, v in enumerate(values)]
+def scored(
+    model: str, task: str, gold: str, values: list[float], latency: float = 1.0, prefix: str = "", **kw: Any
+) -> list[dict[str, Any]]:
+    return [
+        row(model, f"{prefix}{task}_{i}", task, gold, float(v), passed=bool(v >= 0.5), latency_s=latency, **kw)
+        for i, v in enumerate(values)
+    ]
 
 
 def test_orchestrator_reports_the_weakest_component_and_why_it_was_not_nominated(tmp_path: Path) -> None:
@@ -211,7 +257,12 @@ def test_orchestrator_reports_the_weakest_component_and_why_it_was_not_nominated
     orch = manifest_of(tmp_path, rows)["orchestrator"]
     assert orch["model"] == "balanced" and orch["component_floor"] == 0.5 and orch["method"] == "only_candidate"
     (out,) = orch["not_nominated"]
-    assert out["model"] == "lopsided" and out["weakest"]["component"] == "tool_decision" and out["reason"].startswith("tool_decision 0.") and "< component_floor 0.5" in out["reason"]
+    assert (
+        out["model"] == "lopsided"
+        and out["weakest"]["component"] == "tool_decision"
+        and out["reason"].startswith("tool_decision 0.")
+        and "< component_floor 0.5" in out["reason"]
+    )
     assert orch["candidates"][0]["weakest"]["component"] in ("routing", "tool_decision", "capability")
     lenient = manifest_of(tmp_path, rows, component_floor=0.0)["orchestrator"]
     assert not lenient["not_nominated"] and {c["model"] for c in lenient["candidates"]} == {"lopsided", "balanced"}
@@ -236,8 +287,13 @@ def test_default_without_significant_evidence_is_the_tie_rules_pick(tmp_path: Pa
     for model, latency, pattern in (("gemma", 3.0, [1, 0, 0]), ("qwen", 0.5, [0, 1, 0]), ("smol", 1.0, [0, 0, 1])):
         rows += scored(model, "single_choice", "single_choice", [float(v) for v in pattern * 2], latency=latency)
     default = manifest_of(tmp_path, rows)["default"]
-    assert not default["decisive"] and default["method"] == "tie_rule" and default["model"] == "qwen"  # equal bounds: the fastest
-    assert sorted(default["tied_top"]) == ["gemma", "qwen", "smol"] and default["tie_rule"] == "lower_bound, score, latency, items, hash"
+    assert (
+        not default["decisive"] and default["method"] == "tie_rule" and default["model"] == "qwen"
+    )  # equal bounds: the fastest
+    assert (
+        sorted(default["tied_top"]) == ["gemma", "qwen", "smol"]
+        and default["tie_rule"] == "lower_bound, score, latency, items, hash"
+    )
 
 
 def test_unroutable_buckets_fall_back_domain_system_family_default(tmp_path: Path) -> None:
@@ -261,18 +317,37 @@ def test_unroutable_buckets_fall_back_domain_system_family_default(tmp_path: Pat
 def test_dead_models_are_never_chosen(tmp_path: Path) -> None:
     rows = []
     for model, p in (("alive", 0.8), ("also_alive", 0.6)):
-        rows += scored(model, "single_choice", "single_choice", [float(v) for v in np.random.default_rng(1).random(30) < p])
+        rows += scored(
+            model, "single_choice", "single_choice", [float(v) for v in np.random.default_rng(1).random(30) < p]
+        )
         rows += scored(model, "specialty_routing", "routing", [1.0] * 10)
         rows += scored(model, "tool_decision", "tool_decision", [1.0] * 10)
-    for task, gold in (("single_choice", "single_choice"), ("specialty_routing", "routing"), ("tool_decision", "tool_decision"), ("dead_only", "cloze")):
-        rows += [row("dead", f"{task}_{i}", task, gold, None, status="infra_error") for i in range(30 if task == "single_choice" else 10)]
+    for task, gold in (
+        ("single_choice", "single_choice"),
+        ("specialty_routing", "routing"),
+        ("tool_decision", "tool_decision"),
+        ("dead_only", "cloze"),
+    ):
+        rows += [
+            row("dead", f"{task}_{i}", task, gold, None, status="infra_error")
+            for i in range(30 if task == "single_choice" else 10)
+        ]
     manifest = manifest_of(tmp_path, rows)
-    decisions = [manifest["default"], manifest["orchestrator"], *manifest["families"].values(), *manifest["buckets"].values()]
+    decisions = [
+        manifest["default"],
+        manifest["orchestrator"],
+        *manifest["families"].values(),
+        *manifest["buckets"].values(),
+    ]
     for decision in decisions:
         assert decision["model"] != "dead" and "dead" not in decision["tied_top"]
         assert all(c["model"] != "dead" for c in decision["candidates"])
     dead_only = manifest["buckets"]["exam/task/dead_only"]
-    assert dead_only["insufficient_data"] and dead_only["served_by"] == "exam" and dead_only["model"] in ("alive", "also_alive")
+    assert (
+        dead_only["insufficient_data"]
+        and dead_only["served_by"] == "exam"
+        and dead_only["model"] in ("alive", "also_alive")
+    )
     assert manifest["models"]["dead"]["answered"] == 0
 
 
@@ -294,4 +369,6 @@ def test_a_judge_panel_decides_judged_buckets_more_often_than_one_judge_without_
     assert panel > one + 0.03, (one, panel)  # measured 11.0% vs 18.3% at 1,000 simulations
     assert rate((0.9, 0.65, 0.6), "reliability") > rate((0.9, 0.65, 0.6)) + 0.03
     equal = [Entrant("model_a", 0.7, 30), Entrant("model_b", 0.7, 30)]
-    assert decisive_for(simulate(equal, sims, 401, rounds=ROUNDS, judges=(0.75,) * 3)) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / sims)
+    assert decisive_for(simulate(equal, sims, 401, rounds=ROUNDS, judges=(0.75,) * 3)) <= 0.05 + 2 * np.sqrt(
+        0.05 * 0.95 / sims
+    )

@@ -41,15 +41,20 @@ def write_probes(out: Path, criteria: Sequence[str], limit: int) -> list[tuple[P
     sources = warning_sources(_criteria(criteria).items, limit)
     if not sources:
         where = " ".join(criteria) or "the built-in demo suite"
-        raise InputError(f"--criteria {where}: no criteria item with a must_warn list to invert; "
-                         "pass a criteria-gold YAML (questions with must_warn)")  # fmt: skip
+        raise InputError(
+            f"--criteria {where}: no criteria item with a must_warn list to invert; "
+            "pass a criteria-gold YAML (questions with must_warn)"
+        )
     origin = list(criteria) or "built-in demo suite"
     command = "python -m eval.generate probes"
     sets = (
         ("nonexistent", nonexistent_probes(), "invented drugs, diseases and guidelines; verified by construction"),
-        ("false_premise", false_premise_probes(sources),
-         "needed warnings presented as unnecessary; needs_review until a person confirms each"),
-    )  # fmt: skip
+        (
+            "false_premise",
+            false_premise_probes(sources),
+            "needed warnings presented as unnecessary; needs_review until a person confirms each",
+        ),
+    )
     written = []
     for kind, probes, note in sets:
         document = {"probe_kind": kind, "count": len(probes), "note": note}
@@ -65,8 +70,13 @@ def write_probes(out: Path, criteria: Sequence[str], limit: int) -> list[tuple[P
 def write_tool_decision(out: Path) -> tuple[Path, int, int]:
     items = tool_decision_items()
     calls = sum(item["expected_action"] == "call" for item in items)
-    document = {"metric": "tool invocation awareness (symmetric accuracy)", "count": len(items), "n_call": calls,
-                "n_direct": len(items) - calls, "items": items}  # fmt: skip
+    document = {
+        "metric": "tool invocation awareness (symmetric accuracy)",
+        "count": len(items),
+        "n_call": calls,
+        "n_direct": len(items) - calls,
+        "items": items,
+    }
     write(out, document, "python -m eval.generate tool-decision")
     return out, calls, len(items) - calls
 
@@ -78,17 +88,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         "judge, in the formats medpool's loaders read. Exit 0 on success, 2 on bad input, 1 when writing fails.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{probes,tool-decision}")
-    probes = commands.add_parser("probes", help="DIR/nonexistent.yaml and DIR/false_premise.yaml",
-                                 description="Invented-entity probes (verified) and inverted-warning probes from "
-                                 "criteria golds' must_warn (needs_review).")  # fmt: skip
+    probes = commands.add_parser(
+        "probes",
+        help="DIR/nonexistent.yaml and DIR/false_premise.yaml",
+        description="Invented-entity probes (verified) and inverted-warning probes from "
+        "criteria golds' must_warn (needs_review).",
+    )
     probes.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the two probe files")
-    probes.add_argument("--criteria", nargs="+", default=[], metavar="PATH",
-                        help="criteria-gold files or folders to take warnings from (default: the built-in demo suite)")
-    probes.add_argument("--false-premises", type=int, default=DEFAULT_FALSE_PREMISES, metavar="N",
-                        help=f"at most N false-premise probes, spread over body systems (default {DEFAULT_FALSE_PREMISES})")
-    tools = commands.add_parser("tool-decision", help="FILE with 15 call and 15 direct items",
-                                description="Tool-decision items built from invented hospital APIs: 15 call, 15 direct.")
-    tools.add_argument("--out", type=Path, required=True, metavar="FILE", help="the YAML file to write (its stem is the task)")
+    probes.add_argument(
+        "--criteria",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="criteria-gold files or folders to take warnings from (default: the built-in demo suite)",
+    )
+    probes.add_argument(
+        "--false-premises",
+        type=int,
+        default=DEFAULT_FALSE_PREMISES,
+        metavar="N",
+        help=f"at most N false-premise probes, spread over body systems (default {DEFAULT_FALSE_PREMISES})",
+    )
+    tools = commands.add_parser(
+        "tool-decision",
+        help="FILE with 15 call and 15 direct items",
+        description="Tool-decision items built from invented hospital APIs: 15 call, 15 direct.",
+    )
+    tools.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the YAML file to write (its stem is the task)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "probes":

@@ -26,15 +26,21 @@ def nonexistent_probes() -> list[dict[str, Any]]:
         templates = NONEXISTENT_TEMPLATES[entity.kind]
         template = used[entity.kind] % len(templates)
         used[entity.kind] += 1
-        probes.append({
-            "id": f"nonexistent_{entity.kind}_{used[entity.kind]:02d}",
-            "probe_kind": "nonexistent",
-            "expected_behavior": "abstain",
-            "question": templates[template].format(name=entity.name),
-            "provenance": {"fabricated_entity": entity.name, "entity_kind": entity.kind,
-                           "template": f"{entity.kind}/{template + 1}", "note": "invented by medpool; it does not exist"},
-            "validity": "verified",
-        })  # fmt: skip
+        probes.append(
+            {
+                "id": f"nonexistent_{entity.kind}_{used[entity.kind]:02d}",
+                "probe_kind": "nonexistent",
+                "expected_behavior": "abstain",
+                "question": templates[template].format(name=entity.name),
+                "provenance": {
+                    "fabricated_entity": entity.name,
+                    "entity_kind": entity.kind,
+                    "template": f"{entity.kind}/{template + 1}",
+                    "note": "invented by medpool; it does not exist",
+                },
+                "validity": "verified",
+            }
+        )
     return probes
 
 
@@ -64,8 +70,12 @@ def false_premise_probes(sources: Iterable[Item]) -> list[dict[str, Any]]:
         }
         if item.domain:
             probe["domain"] = item.domain
-        probe["provenance"] = {"source_item": item.id, "inverted_warning": warning, "template": template + 1,
-                               "note": "a needed warning from the source item's must_warn, presented as unnecessary"}  # fmt: skip
+        probe["provenance"] = {
+            "source_item": item.id,
+            "inverted_warning": warning,
+            "template": template + 1,
+            "note": "a needed warning from the source item's must_warn, presented as unnecessary",
+        }
         probe["validity"] = "needs_review"
         probes.append(probe)
     return probes

@@ -24,4 +24,4 @@ __all__ = [
     "choose_loader",
     "load_demo_suite",
     "load_items",
-]  # fmt: skip
+]

@@ -92,7 +92,14 @@ class Record:
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", list: "a list", dict: "an object", bool: "true/false", float: "a number"}
+    names = {
+        str: "a string",
+        int: "an integer",
+        list: "a list",
+        dict: "an object",
+        bool: "true/false",
+        float: "a number",
+    }
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
@@ -115,15 +122,21 @@ def _json_line_records(path: Path, text: str, syntax_hint: str, object_hint: str
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ItemFormatError(path, number, None, f"invalid JSON at column {exc.colno}: {exc.msg}", syntax_hint) from None
+            raise ItemFormatError(
+                path, number, None, f"invalid JSON at column {exc.colno}: {exc.msg}", syntax_hint
+            ) from None
         if not isinstance(data, dict):
-            raise ItemFormatError(path, number, None, f"a line must be a JSON object, got {type(data).__name__}", object_hint)
+            raise ItemFormatError(
+                path, number, None, f"a line must be a JSON object, got {type(data).__name__}", object_hint
+            )
         yield Record(data, path, number)
 
 
 def read_json_lines(path: Path) -> Iterator[Record]:
     """One Record per non-blank line; invalid JSON or a non-object line is an error at path:line."""
-    yield from _json_line_records(path, read_utf8(path).removeprefix("\ufeff"), "each line must be one complete JSON object")
+    yield from _json_line_records(
+        path, read_utf8(path).removeprefix("\ufeff"), "each line must be one complete JSON object"
+    )
 
 
 def first_json_record(path: Path) -> Any:
@@ -170,10 +183,16 @@ def _json_list(path: Path, text: str, pos: int, hint: str) -> Iterator[Record]:
             try:
                 data, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
-                raise ItemFormatError(path, exc.lineno, None, f"invalid JSON at column {exc.colno}: {exc.msg}", hint) from None
+                raise ItemFormatError(
+                    path, exc.lineno, None, f"invalid JSON at column {exc.colno}: {exc.msg}", hint
+                ) from None
             if not isinstance(data, dict):
                 raise ItemFormatError(
-                    path, line_at(pos), None, f"each element of the list must be a JSON object, got {type(data).__name__}", hint
+                    path,
+                    line_at(pos),
+                    None,
+                    f"each element of the list must be a JSON object, got {type(data).__name__}",
+                    hint,
                 )
             yield Record(data, path, line_at(pos))
             pos = skip_space(end)

@@ -148,7 +148,9 @@ class _Case:
                 match = _OPTION.match(piece)
                 if not match:
                     raise self.fail(
-                        name, f"option {index + 1} {piece.strip()!r} is not 'LETTER:text'", "write options as A:text;B:text"
+                        name,
+                        f"option {index + 1} {piece.strip()!r} is not 'LETTER:text'",
+                        "write options as A:text;B:text",
                     )
                 pairs.append((match.group(1), match.group(2)))
         else:
@@ -176,7 +178,9 @@ class _Case:
         for piece in (p.strip().upper() for p in pieces):
             if piece and not re.fullmatch(r"[A-Z]+", piece):
                 raise self.fail(
-                    name, f"{piece!r} is not an option letter", "write the answer as letters separated by ';', e.g. B;C;D"
+                    name,
+                    f"{piece!r} is not an option letter",
+                    "write the answer as letters separated by ';', e.g. B;C;D",
                 )
             letters.extend(piece)
         unknown = [letter for letter in letters if letter not in options]
@@ -193,15 +197,17 @@ def _choices(options: Mapping[str, str]) -> str:
 
 def build_question(case_text: str, mechanism_options: Mapping[str, str], syndrome_options: Mapping[str, str]) -> str:
     """The case text (unchanged), the four sub-questions in the task's order, and the answer format."""
-    return "\n".join([
-        f"临床资料：{case_text}",
-        "请依次完成以下四个子任务：",
-        "（1）临床信息：识别并抽取临床资料中用于病机判断的临床信息。",
-        f"（2）病机（多选）：从以下选项中选出本案的病机。\n{_choices(mechanism_options)}",
-        f"（3）证候（多选）：从以下选项中选出本案的证候。\n{_choices(syndrome_options)}",
-        "（4）解释总结：写出本案的临证体会和辨证结果，总结辨证过程。",
-        INSTRUCTION,
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"临床资料：{case_text}",
+            "请依次完成以下四个子任务：",
+            "（1）临床信息：识别并抽取临床资料中用于病机判断的临床信息。",
+            f"（2）病机（多选）：从以下选项中选出本案的病机。\n{_choices(mechanism_options)}",
+            f"（3）证候（多选）：从以下选项中选出本案的证候。\n{_choices(syndrome_options)}",
+            "（4）解释总结：写出本案的临证体会和辨证结果，总结辨证过程。",
+            INSTRUCTION,
+        ]
+    )
 
 
 def case_item(record: Record, suite: str) -> Item:
@@ -213,7 +219,11 @@ def case_item(record: Record, suite: str) -> Item:
     case_text = case.text(CASE_TEXT)
     mechanism_options = case.options(MECHANISM_OPTIONS)
     syndrome_options = case.options(SYNDROME_OPTIONS)
-    meta: dict[str, Any] = {"case_id": raw_id, "mechanism_options": mechanism_options, "syndrome_options": syndrome_options}
+    meta: dict[str, Any] = {
+        "case_id": raw_id,
+        "mechanism_options": mechanism_options,
+        "syndrome_options": syndrome_options,
+    }
     for name, key in ((MECHANISM_NAMES, "mechanism_names"), (SYNDROME_NAMES, "syndrome_names")):
         if case.has(name):
             meta[key] = case.items(name)
@@ -221,8 +231,11 @@ def case_item(record: Record, suite: str) -> Item:
     if present:
         missing = next((name for name in LABEL_FIELDS if name not in present), None)
         if missing is not None:
-            raise case.fail(missing, f"missing while {present[0]} is given",
-                            "a labelled case needs all of: " + ", ".join(LABEL_FIELDS))  # fmt: skip
+            raise case.fail(
+                missing,
+                f"missing while {present[0]} is given",
+                "a labelled case needs all of: " + ", ".join(LABEL_FIELDS),
+            )
         gold: dict[str, Any] = {
             "clinical_info": case.items(CLINICAL_INFO),
             "mechanisms": case.letters(MECHANISM_ANSWER, mechanism_options),
@@ -231,17 +244,29 @@ def case_item(record: Record, suite: str) -> Item:
         }
         scorable, skip_reason = True, None
     else:
-        gold = {"clinical_info": [UNLABELLED], "mechanisms": [UNLABELLED], "syndromes": [UNLABELLED], "summary": UNLABELLED}
+        gold = {
+            "clinical_info": [UNLABELLED],
+            "mechanisms": [UNLABELLED],
+            "syndromes": [UNLABELLED],
+            "summary": UNLABELLED,
+        }
         scorable, skip_reason = False, "unlabelled CHIP case (test set): no answers to score against"
         meta[ANSWER_ONLY_META] = True
     local_id = str(raw_id).strip()
     if not local_id:
         raise case.fail(CASE_ID, "must not be empty")
     return record.build(
-        id=Item.make_id(suite, TASK, local_id), suite=suite, track="tcm", task=TASK, gold_type="tcm_case",
-        question=build_question(case_text, mechanism_options, syndrome_options), gold=gold,
-        scorable=scorable, skip_reason=skip_reason, meta=meta,
-    )  # fmt: skip
+        id=Item.make_id(suite, TASK, local_id),
+        suite=suite,
+        track="tcm",
+        task=TASK,
+        gold_type="tcm_case",
+        question=build_question(case_text, mechanism_options, syndrome_options),
+        gold=gold,
+        scorable=scorable,
+        skip_reason=skip_reason,
+        meta=meta,
+    )
 
 
 def _first(sample: Any) -> Any:

@@ -18,9 +18,14 @@ from eval.loaders.yaml_records import yaml_records
 
 # Keys that belong to the judge's criteria contract; anything else unknown goes to meta.
 GOLD_KEYS = (
-    "expected_topics", "must_warn", "must_not", "doctor_expected_topics", "patient_must_not_phrases",
-    "doctor_must_have_tags", "source_refs",
-)  # fmt: skip
+    "expected_topics",
+    "must_warn",
+    "must_not",
+    "doctor_expected_topics",
+    "patient_must_not_phrases",
+    "doctor_must_have_tags",
+    "source_refs",
+)
 _STRUCTURAL = ("id", "question", "expected_domain")
 
 
@@ -35,7 +40,9 @@ def load(path: Path, suite: str) -> Iterator[Item]:
     for record in records:
         local_id = record.require("id", (str, int))
         question = record.require("question")
-        domains = record.require("expected_domain", list, hint='a list of "system:topic" slugs, e.g. [cardiology:hypertension]')
+        domains = record.require(
+            "expected_domain", list, hint='a list of "system:topic" slugs, e.g. [cardiology:hypertension]'
+        )
         if not domains or not all(isinstance(d, str) and DOMAIN_PATTERN.match(d) for d in domains):
             raise record.fail("expected_domain", f'must list "system:topic" slugs, got {domains!r}')
         for key in GOLD_KEYS:
@@ -49,9 +56,16 @@ def load(path: Path, suite: str) -> Iterator[Item]:
         if len(domains) > 1:
             meta["expected_domains"] = domains
         yield record.build(
-            id=Item.make_id(suite, task, str(local_id)), suite=suite, track="specialty", task=task,
-            gold_type="criteria", question=question, gold=gold, domain=domains[0], meta=meta,
-        )  # fmt: skip
+            id=Item.make_id(suite, task, str(local_id)),
+            suite=suite,
+            track="specialty",
+            task=task,
+            gold_type="criteria",
+            question=question,
+            gold=gold,
+            domain=domains[0],
+            meta=meta,
+        )
 
 
 LOADER = Loader(

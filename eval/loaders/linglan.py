@@ -70,7 +70,9 @@ def recognise(sample: Any) -> bool:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, (str, list, dict)) and not (value.strip() if isinstance(value, str) else value))
+    return value is None or (
+        isinstance(value, (str, list, dict)) and not (value.strip() if isinstance(value, str) else value)
+    )
 
 
 def _options(record: Record) -> list[tuple[str, str]] | None:
@@ -86,7 +88,9 @@ def _options(record: Record) -> list[tuple[str, str]] | None:
         if all(lettered):
             return [(m.group(1), m.group(2)) for m in lettered if m]
         return [(chr(ord("A") + index), text) for index, text in enumerate(value)]
-    raise record.fail("options", 'must be null, {"A": "text", ...}, [["A", "text"], ...] or a list of option texts', _HINT)
+    raise record.fail(
+        "options", 'must be null, {"A": "text", ...}, [["A", "text"], ...] or a list of option texts', _HINT
+    )
 
 
 def _label(answer: str, options: list[tuple[str, str]]) -> str:
@@ -124,8 +128,14 @@ def _extraction_gold(record: Record, value: Any) -> list[dict[str, str]]:
     entities: list[dict[str, str]] = []
     for index, entry in enumerate(value):
         where = f"gold_answer[{index}]"
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("entity"), str) or not isinstance(entry.get("type"), str):
-            raise record.fail(where, 'must be an object with string "entity" and "type" (and an optional "count")', _HINT)
+        if (
+            not isinstance(entry, Mapping)
+            or not isinstance(entry.get("entity"), str)
+            or not isinstance(entry.get("type"), str)
+        ):
+            raise record.fail(
+                where, 'must be an object with string "entity" and "type" (and an optional "count")', _HINT
+            )
         count = entry.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise record.fail(f"{where}.count", f"must be a positive integer, got {count!r}", _HINT)
@@ -182,7 +192,9 @@ def _placeholder(record: Record, task_type: str, options: list[tuple[str, str]] 
         if options is None:
             raise record.fail("options", "a choice item needs options", _HINT)
         return options[0][0] if task_type == "single_choice" else [options[0][0]]
-    return {"cloze": EMPTY_GOLD, "extraction": [], "open_label": [EMPTY_GOLD], "quantitative": {EMPTY_GOLD: 0}}[task_type]
+    return {"cloze": EMPTY_GOLD, "extraction": [], "open_label": [EMPTY_GOLD], "quantitative": {EMPTY_GOLD: 0}}[
+        task_type
+    ]
 
 
 def _task(record: Record, metadata: Mapping[str, Any], task_type: str) -> str:
@@ -202,7 +214,9 @@ def item_from_record(record: Record, suite: str) -> Item:
         raise record.fail("task_type", f"unknown task_type {task_type!r}", f"use one of {list(TASK_TYPES)}")
     question = record.require("question", hint=_HINT)
     if "gold_answer" not in data and not (task_type == "quantitative" and "gold_vector" in data):
-        raise record.fail("gold_answer", "missing", "write gold_answer: null to list an item without a gold as unscorable")
+        raise record.fail(
+            "gold_answer", "missing", "write gold_answer: null to list an item without a gold as unscorable"
+        )
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise record.fail("metadata", f"must be null or an object, got {type(metadata).__name__}", _HINT)
@@ -216,10 +230,21 @@ def item_from_record(record: Record, suite: str) -> Item:
     task = _task(record, metadata, task_type)
     try:
         return Item(
-            id=Item.make_id(suite, task, str(local_id).strip()), suite=suite, track="tcm", task=task, gold_type=task_type,
-            gold=gold, source=record.source(), question=question, options=tuple(options) if options else None, meta=meta, scorable=present,
-            skip_reason=None if present else "empty gold annotation: skipped in metrics and flagged for data review (LingLan)",
-        )  # fmt: skip
+            id=Item.make_id(suite, task, str(local_id).strip()),
+            suite=suite,
+            track="tcm",
+            task=task,
+            gold_type=task_type,
+            gold=gold,
+            source=record.source(),
+            question=question,
+            options=tuple(options) if options else None,
+            meta=meta,
+            scorable=present,
+            skip_reason=None
+            if present
+            else "empty gold annotation: skipped in metrics and flagged for data review (LingLan)",
+        )
     except ItemError as exc:
         raise record.fail(_ITEM_FIELDS.get(exc.field, exc.field), exc.message, _HINT) from None
 

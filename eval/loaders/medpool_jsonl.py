@@ -53,7 +53,18 @@ from eval.items import Item
 from eval.loaders.base import Loader, read_json_lines
 
 REQUIRED = ("id", "task", "track", "gold_type", "gold")
-OPTIONAL = ("suite", "question", "messages", "options", "domain", "scorable", "skip_reason", "meta", "check", "max_tokens")
+OPTIONAL = (
+    "suite",
+    "question",
+    "messages",
+    "options",
+    "domain",
+    "scorable",
+    "skip_reason",
+    "meta",
+    "check",
+    "max_tokens",
+)
 _HINT = "see the medpool JSONL format in eval/loaders/medpool_jsonl.py"
 
 
@@ -76,12 +87,22 @@ def load(path: Path, suite: str) -> Iterator[Item]:
             raise record.fail("meta", f"must be an object, got {type(data['meta']).__name__}")
         item_suite = record.require("suite", hint=_HINT) if "suite" in data else suite
         yield record.build(
-            id=Item.make_id(item_suite, data["task"], str(local_id)), suite=item_suite, track=data["track"],
-            task=data["task"], gold_type=data["gold_type"], question=data.get("question"), messages=data.get("messages"),
-            options=data.get("options"), gold=data["gold"], domain=data.get("domain"),
-            scorable=data.get("scorable", True), skip_reason=data.get("skip_reason"), meta=data.get("meta", {}),
-            check=data.get("check"), max_tokens=data.get("max_tokens"),
-        )  # fmt: skip
+            id=Item.make_id(item_suite, data["task"], str(local_id)),
+            suite=item_suite,
+            track=data["track"],
+            task=data["task"],
+            gold_type=data["gold_type"],
+            question=data.get("question"),
+            messages=data.get("messages"),
+            options=data.get("options"),
+            gold=data["gold"],
+            domain=data.get("domain"),
+            scorable=data.get("scorable", True),
+            skip_reason=data.get("skip_reason"),
+            meta=data.get("meta", {}),
+            check=data.get("check"),
+            max_tokens=data.get("max_tokens"),
+        )
 
 
 LOADER = Loader(

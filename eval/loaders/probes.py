@@ -48,9 +48,17 @@ def load(path: Path, suite: str) -> Iterator[Item]:
         if isinstance(domain, str) and not DOMAIN_PATTERN.match(domain):
             meta["system"], domain = domain, None
         yield record.build(
-            id=Item.make_id(suite, task, str(local_id)), suite=suite, track="orchestration", task=task,
-            gold_type="probe", question=question, gold=behaviour, domain=domain, **validity_fields(record), meta=meta,
-        )  # fmt: skip
+            id=Item.make_id(suite, task, str(local_id)),
+            suite=suite,
+            track="orchestration",
+            task=task,
+            gold_type="probe",
+            question=question,
+            gold=behaviour,
+            domain=domain,
+            **validity_fields(record),
+            meta=meta,
+        )
 
 
 LOADER = Loader(

@@ -51,9 +51,16 @@ def load(path: Path, suite: str) -> Iterator[Item]:
         if description is not None:
             meta.update(task_doc=markdown.name, task_description=description)
         yield record.build(
-            id=Item.make_id(suite, task, str(local_id)), suite=suite, track="capability", task=task,
-            gold_type="reference", question=question, gold=answer, meta=meta, check=CHECK_OF_TASK.get(task),
-        )  # fmt: skip
+            id=Item.make_id(suite, task, str(local_id)),
+            suite=suite,
+            track="capability",
+            task=task,
+            gold_type="reference",
+            question=question,
+            gold=answer,
+            meta=meta,
+            check=CHECK_OF_TASK.get(task),
+        )
 
 
 LOADER = Loader(

@@ -40,10 +40,17 @@ SKIP = "skip"
 LOADERS: dict[str, Loader] = {
     loader.name: loader
     for loader in (
-        medpool_jsonl.LOADER, reference.LOADER, tcm_sd.LOADER, chip.LOADER, linglan.LOADER, criteria.LOADER, probes.LOADER,
-        tool_decision.LOADER, calibration.LOADER,
+        medpool_jsonl.LOADER,
+        reference.LOADER,
+        tcm_sd.LOADER,
+        chip.LOADER,
+        linglan.LOADER,
+        criteria.LOADER,
+        probes.LOADER,
+        tool_decision.LOADER,
+        calibration.LOADER,
     )
-}  # fmt: skip
+}
 DATA_SUFFIXES = frozenset(suffix for loader in LOADERS.values() for suffix in loader.suffixes)
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 
@@ -74,7 +81,9 @@ def read_manifest(path: Path) -> Manifest:
         raise ItemFormatError(path, None, "files", "must be a mapping of pattern: format")
     for pattern, fmt in files.items():
         if fmt != SKIP and fmt not in LOADERS:
-            raise ItemFormatError(path, None, f"files.{pattern}", f"unknown format {fmt!r}", f"use one of {[*LOADERS, SKIP]}")
+            raise ItemFormatError(
+                path, None, f"files.{pattern}", f"unknown format {fmt!r}", f"use one of {[*LOADERS, SKIP]}"
+            )
     return Manifest(path.parent, suite, tuple((str(p), str(f)) for p, f in files.items()))
 
 
@@ -120,7 +129,8 @@ def _walk(root: Path) -> list[Path]:
     files = [
         path
         for path in root.rglob("*")
-        if path.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(root).parts)
+        if path.is_file()
+        and not any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(root).parts)
     ]
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
@@ -153,11 +163,16 @@ def _load_file(path: Path, context: _Context, named: bool) -> tuple[list[Item], 
             return [], [Skipped(str(path), "empty file")]
         chosen = choose_loader(path, sample)
         if chosen is None:
-            candidates = [f"{name} ({loader.description})" for name, loader in LOADERS.items() if path.suffix in loader.suffixes]
+            candidates = [
+                f"{name} ({loader.description})" for name, loader in LOADERS.items() if path.suffix in loader.suffixes
+            ]
             raise ItemFormatError(
-                path, None, None, f"no loader recognises this file's shape; {path.suffix} formats: {'; '.join(candidates)}",
+                path,
+                None,
+                None,
+                f"no loader recognises this file's shape; {path.suffix} formats: {'; '.join(candidates)}",
                 f"Fix the file, or declare its format (or 'skip') in a {MANIFEST_NAME} beside it",
-            )  # fmt: skip
+            )
         loader = chosen
     if loader.skip_reason is not None:
         return [], [Skipped(str(path), loader.skip_reason)]
@@ -193,9 +208,12 @@ def load_items(paths: Iterable[Path | str]) -> LoadResult:
             for item in file_items:
                 if item.id in first_seen:
                     raise DuplicateItemError(
-                        item.source.path, item.source.line, "id", f"duplicate id {item.id!r}, first at {first_seen[item.id]}",
+                        item.source.path,
+                        item.source.line,
+                        "id",
+                        f"duplicate id {item.id!r}, first at {first_seen[item.id]}",
                         "ids must be unique: rename one of the two or remove the copy",
-                    )  # fmt: skip
+                    )
                 first_seen[item.id] = item.source
             items.extend(file_items)
             skipped.extend(file_skipped)

@@ -32,7 +32,9 @@ def recognise(sample: Any) -> bool:
 
 
 def build_question(data: dict[str, Any]) -> str:
-    lines = [f"{label}：{data[key]}" for key, label in _TEXT_FIELDS if isinstance(data.get(key), str) and data[key].strip()]
+    lines = [
+        f"{label}：{data[key]}" for key, label in _TEXT_FIELDS if isinstance(data.get(key), str) and data[key].strip()
+    ]
     return "\n".join([*lines, INSTRUCTION])
 
 
@@ -49,9 +51,15 @@ def load(path: Path, suite: str) -> Iterator[Item]:
         meta = {key: data[key] for key in ("syndrome", "lcd_id", "lcd_name") if key in data}
         meta["labels"] = labels
         yield record.build(
-            id=Item.make_id(suite, TASK, str(data["example_id"])), suite=suite, track="tcm", task=TASK,
-            gold_type="classification", question=build_question(data), gold=data["norm_syndrome"], meta=meta,
-        )  # fmt: skip
+            id=Item.make_id(suite, TASK, str(data["example_id"])),
+            suite=suite,
+            track="tcm",
+            task=TASK,
+            gold_type="classification",
+            question=build_question(data),
+            gold=data["norm_syndrome"],
+            meta=meta,
+        )
 
 
 LOADER = Loader(

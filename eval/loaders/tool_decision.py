@@ -35,9 +35,16 @@ def load(path: Path, suite: str) -> Iterator[Item]:
             raise record.fail("expected_action", f"must be one of {list(TOOL_ACTIONS)}, got {action!r}")
         meta = {key: value for key, value in record.data.items() if key not in _STRUCTURAL}
         yield record.build(
-            id=Item.make_id(suite, task, str(local_id)), suite=suite, track="orchestration", task=task,
-            gold_type="tool_decision", question=question, gold=action, **validity_fields(record), meta=meta,
-        )  # fmt: skip
+            id=Item.make_id(suite, task, str(local_id)),
+            suite=suite,
+            track="orchestration",
+            task=task,
+            gold_type="tool_decision",
+            question=question,
+            gold=action,
+            **validity_fields(record),
+            meta=meta,
+        )
 
 
 LOADER = Loader(

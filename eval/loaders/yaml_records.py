@@ -18,7 +18,9 @@ def _parse(path: Path) -> tuple[Any, yaml.Node | None]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
-        raise ItemFormatError(path, line, None, f"invalid YAML: {exc.problem or exc.context}", "fix the YAML syntax") from None
+        raise ItemFormatError(
+            path, line, None, f"invalid YAML: {exc.problem or exc.context}", "fix the YAML syntax"
+        ) from None
     except yaml.YAMLError as exc:
         raise ItemFormatError(path, None, None, f"invalid YAML: {exc}", "fix the YAML syntax") from None
     finally:
@@ -42,14 +44,20 @@ def yaml_records(path: Path, key: str) -> tuple[Any, list[Record]]:
     else:
         raise ItemFormatError(path, 1, key, "missing", f"the file must hold its items under '{key}:'")
     if not isinstance(data[key], list):
-        raise ItemFormatError(path, value_node.start_mark.line + 1, key, f"must be a list, got {type(data[key]).__name__}")
+        raise ItemFormatError(
+            path, value_node.start_mark.line + 1, key, f"must be a list, got {type(data[key]).__name__}"
+        )
     records = []
     for entry, entry_node in zip(data[key], value_node.value, strict=True):
         line = entry_node.start_mark.line + 1
         field_lines = None
         if isinstance(entry_node, yaml.MappingNode):
-            field_lines = {k.value: v.start_mark.line + 1 for k, v in entry_node.value if isinstance(k, yaml.ScalarNode)}
+            field_lines = {
+                k.value: v.start_mark.line + 1 for k, v in entry_node.value if isinstance(k, yaml.ScalarNode)
+            }
         if not isinstance(entry, dict):
-            raise ItemFormatError(path, line, None, f"each entry of '{key}' must be a mapping, got {type(entry).__name__}")
+            raise ItemFormatError(
+                path, line, None, f"each entry of '{key}' must be a mapping, got {type(entry).__name__}"
+            )
         records.append(Record(entry, path, line, field_lines))
     return data, records

@@ -31,7 +31,14 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
-    "ANSWER_STATUSES", "SCORERS", "NeedsJudge", "Parsed", "UnknownGoldTypeError", "clean_answer",
-    "missing_scorer_message", "register",
-    "score_answer", "scorer_for",
-]  # fmt: skip
+    "ANSWER_STATUSES",
+    "SCORERS",
+    "NeedsJudge",
+    "Parsed",
+    "UnknownGoldTypeError",
+    "clean_answer",
+    "missing_scorer_message",
+    "register",
+    "score_answer",
+    "scorer_for",
+]

@@ -439,8 +439,12 @@ def parse_classification(text: str, labels: Sequence[str], tau: float = 0.7) -> 
         if len(named) == 1:
             return Parsed(named[0], (where, "exact label match"))
         if named:
-            return Parsed(None, (where, f"ambiguous: names several labels {named}, not one answer"),
-                          ambiguous=True, candidates=tuple(named))  # fmt: skip
+            return Parsed(
+                None,
+                (where, f"ambiguous: names several labels {named}, not one answer"),
+                ambiguous=True,
+                candidates=tuple(named),
+            )
     segment = segments[-1]
     folded_labels = {fold(label): label for label in labels}
     pieces = split_labels(segment) or [segment]

@@ -56,9 +56,18 @@ def run_check(item: Item, answer: str) -> Score | dict[str, Any]:
         notes = evidence.get("notes") or []
         reason = evidence.get("reason") or (notes[0] if notes else outcome)
         return {"kind": item.check, "outcome": outcome, "reason": reason}
-    record = {"kind": item.check, "outcome": outcome, **{k: v for k, v in evidence.items() if k not in ("outcome", "passed")}}
-    return Score(status="scored", value=float(bool(passed)), passed=bool(passed), metrics=metrics,
-                 details={"primary": "check", "check": record, "notes": []})  # fmt: skip
+    record = {
+        "kind": item.check,
+        "outcome": outcome,
+        **{k: v for k, v in evidence.items() if k not in ("outcome", "passed")},
+    }
+    return Score(
+        status="scored",
+        value=float(bool(passed)),
+        passed=bool(passed),
+        metrics=metrics,
+        details={"primary": "check", "check": record, "notes": []},
+    )
 
 
 def checked_or_judged(item: Item, answer: str, contract: JudgeContract) -> NeedsJudge:
@@ -70,8 +79,10 @@ def checked_or_judged(item: Item, answer: str, contract: JudgeContract) -> Needs
 
 
 def fallback_note(failed: Mapping[str, Any]) -> str:
-    return (f"the {failed['kind']} check could not run ({failed['outcome']}: {failed['reason']}); "
-            "this item is scored by the judge")  # fmt: skip
+    return (
+        f"the {failed['kind']} check could not run ({failed['outcome']}: {failed['reason']}); "
+        "this item is scored by the judge"
+    )
 
 
 def beside_judge(objective: Score, judged: Score) -> Score:
@@ -84,9 +95,14 @@ def beside_judge(objective: Score, judged: Score) -> Score:
         details = {**objective.details, "judge_error": dict(judged.details)}
         return replace(objective, judge=judged.judge, details=details)
     beside = {JUDGE_VALUE_METRIC: float(judged.value or 0.0), JUDGE_PASSED_METRIC: float(bool(judged.passed))}
-    details = {**judged.details, **objective.details,
-               "notes": [*judged.details.get("notes", ()), *objective.details.get("notes", ())]}  # fmt: skip
-    return replace(objective, metrics={**judged.metrics, **objective.metrics, **beside}, judge=judged.judge, details=details)
+    details = {
+        **judged.details,
+        **objective.details,
+        "notes": [*judged.details.get("notes", ()), *objective.details.get("notes", ())],
+    }
+    return replace(
+        objective, metrics={**judged.metrics, **objective.metrics, **beside}, judge=judged.judge, details=details
+    )
 
 
 def judge_fallback(judged: Score, failed: Mapping[str, Any]) -> Score:
@@ -100,6 +116,8 @@ def without_judge(needs: NeedsJudge, reason: str) -> Score:
     if needs.objective is not None:
         return needs.objective
     if needs.check_failed is not None:
-        return Score("unscorable", details={"reason": f"{fallback_note(needs.check_failed)}, but {reason}",
-                                            "check": dict(needs.check_failed)})  # fmt: skip
+        return Score(
+            "unscorable",
+            details={"reason": f"{fallback_note(needs.check_failed)}, but {reason}", "check": dict(needs.check_failed)},
+        )
     return Score("unscorable", details={"reason": f"needs the LLM judge, but {reason}"})

@@ -58,19 +58,45 @@ def score_cloze(item: Item, answer: str) -> Score:
             if score > best:
                 best, best_pair = score, (candidate, filler)
     return deterministic_score(
-        best, best_pair[0], (*notes, *parsed.notes), passed=best >= PASS_THRESHOLD, metrics={"char_f1": best},
-        candidates=list(parsed.value), matched_filler=best_pair[1],
-    )  # fmt: skip
+        best,
+        best_pair[0],
+        (*notes, *parsed.notes),
+        passed=best >= PASS_THRESHOLD,
+        metrics={"char_f1": best},
+        candidates=list(parsed.value),
+        matched_filler=best_pair[1],
+    )
 
 
 # Verdict words on folded text, longest first so that "不正确" is never read as "正确". A word opening
 # the answer counts when a non-word character (or 的) follows it, so "对于…" is not "对". Inside a
 # sentence only unmistakable words count: not 是/否/对/错/T/F alone, which are common in any text,
 # nor 正确 in "是否正确" or "正确答案".
-_VERDICTS = {"不正确": "false", "不对": "false", "不是": "false", "错误": "false", "错的": "false", "错": "false",
-             "否": "false", "false": "false", "no": "false", "f": "false", "×": "false", "✗": "false", "✘": "false",
-             "正确": "true", "是的": "true", "对": "true", "是": "true", "true": "true", "yes": "true", "t": "true",
-             "√": "true", "✓": "true", "✔": "true"}  # fmt: skip
+_VERDICTS = {
+    "不正确": "false",
+    "不对": "false",
+    "不是": "false",
+    "错误": "false",
+    "错的": "false",
+    "错": "false",
+    "否": "false",
+    "false": "false",
+    "no": "false",
+    "f": "false",
+    "×": "false",
+    "✗": "false",
+    "✘": "false",
+    "正确": "true",
+    "是的": "true",
+    "对": "true",
+    "是": "true",
+    "true": "true",
+    "yes": "true",
+    "t": "true",
+    "√": "true",
+    "✓": "true",
+    "✔": "true",
+}
 _VERDICT_WORDS = "|".join(re.escape(word) for word in sorted(_VERDICTS, key=len, reverse=True))
 _LEADING = re.compile(rf"^\W*({_VERDICT_WORDS})(?=$|\W|的)", re.IGNORECASE)
 _INSIDE = re.compile(

@@ -76,8 +76,12 @@ def parse_routing(text: str, options: Sequence[tuple[str, str]] | None) -> Parse
         if letter.value is not None:
             slug = dict(options)[letter.value]
             return Parsed(slug, (*letter.notes, f"option {letter.value} → {slug}"))
-        return Parsed(None, (*letter.notes, "no specialty slug or option letter found"), ambiguous=letter.ambiguous,
-                      candidates=letter.candidates)  # fmt: skip
+        return Parsed(
+            None,
+            (*letter.notes, "no specialty slug or option letter found"),
+            ambiguous=letter.ambiguous,
+            candidates=letter.candidates,
+        )
     return Parsed(None, ("no system:topic slug found",))
 
 
@@ -88,8 +92,19 @@ _TYPE_WORDS = r"(?:string|str|int|integer|number|float|double|bool|boolean|list|
 _API_NAME = re.compile(r"API\s*描述\s*:\s*([A-Za-z_]\w*)")
 _SIGNATURE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)?\s*\)")
 _TYPED_PARAM = re.compile(rf"(?<![\w.])([A-Za-z_]\w*)\s*\(\s*{_TYPE_WORDS}\b", re.IGNORECASE)
-_CALL_KEYS = {"name", "tool", "tool_name", "function", "function_call", "tool_call", "api", "api_name",
-              "arguments", "parameters", "args"}  # fmt: skip
+_CALL_KEYS = {
+    "name",
+    "tool",
+    "tool_name",
+    "function",
+    "function_call",
+    "tool_call",
+    "api",
+    "api_name",
+    "arguments",
+    "parameters",
+    "args",
+}
 _TOOL_FENCE = re.compile(r"```\s*(?:tool|tool_call|tool_code|function|function_call|functions)\b", re.IGNORECASE)
 _TOOL_TAG = re.compile(r"<\s*(?:tool_call|function_call|tool)\b", re.IGNORECASE)
 

@@ -57,8 +57,10 @@ def register(gold_type: str) -> Callable[[Scorer], Scorer]:
 
     def decorate(scorer: Scorer) -> Scorer:
         if gold_type not in GOLD_TYPE_SPECS:
-            raise ValueError(f"gold type {gold_type!r} is not declared; declared: {', '.join(GOLD_TYPES)}. "
-                             "Declare it in eval/gold_types.py (one GoldTypeSpec line) first.")  # fmt: skip
+            raise ValueError(
+                f"gold type {gold_type!r} is not declared; declared: {', '.join(GOLD_TYPES)}. "
+                "Declare it in eval/gold_types.py (one GoldTypeSpec line) first."
+            )
         if gold_type in SCORERS:
             raise ValueError(f"gold type {gold_type!r} already has a scorer ({SCORERS[gold_type].__qualname__})")
         SCORERS[gold_type] = scorer
@@ -71,9 +73,11 @@ def missing_scorer_message(gold_type: str) -> str:
     """Why ``gold_type`` cannot be scored, and where its scorer goes."""
     spec = GOLD_TYPE_SPECS.get(gold_type)
     family = f" (family {spec.family})" if spec else ""
-    return (f"no scorer for gold type {gold_type!r}{family}; registered: {', '.join(sorted(SCORERS))}. "
-            f"Add one with @register({gold_type!r}) in a module of eval/scorers/ (every module there is "
-            "imported), e.g. the module of its family")
+    return (
+        f"no scorer for gold type {gold_type!r}{family}; registered: {', '.join(sorted(SCORERS))}. "
+        f"Add one with @register({gold_type!r}) in a module of eval/scorers/ (every module there is "
+        "imported), e.g. the module of its family"
+    )
 
 
 def scorer_for(gold_type: str) -> Scorer:
@@ -107,8 +111,15 @@ def with_note(score: Score, note: str) -> Score:
     return replace(score, details={**score.details, "notes": [*score.details.get("notes", ()), note]})
 
 
-def deterministic_score(value: float, parsed: Any, notes: Iterable[str], *, passed: bool | None = None,
-                        metrics: Mapping[str, float] | None = None, **details: Any) -> Score:  # fmt: skip
+def deterministic_score(
+    value: float,
+    parsed: Any,
+    notes: Iterable[str],
+    *,
+    passed: bool | None = None,
+    metrics: Mapping[str, float] | None = None,
+    **details: Any,
+) -> Score:
     """A judge-free Score: ``value`` in [0, 1]; passed defaults to value ≥ PASS_THRESHOLD; details
     always carry the parsed prediction and the parse notes."""
     value = min(max(float(value), 0.0), 1.0)

@@ -58,8 +58,13 @@ def score_quantitative(item: Item, answer: str) -> Score:
     metrics = {"cosine": result["cosine"], "shared": result["shared"]}
     if result["mae"] is not None:
         metrics["mae"] = result["mae"]
-    return deterministic_score(result["cosine"], dict(parsed.value), (*notes, *parsed.notes),
-                               passed=result["cosine"] >= DOSE_PASS_COSINE, metrics=metrics)  # fmt: skip
+    return deterministic_score(
+        result["cosine"],
+        dict(parsed.value),
+        (*notes, *parsed.notes),
+        passed=result["cosine"] >= DOSE_PASS_COSINE,
+        metrics=metrics,
+    )
 
 
 @register("classification")
@@ -72,9 +77,16 @@ def score_classification(item: Item, answer: str) -> Score:
     value = float(parsed.value == item.gold)
     extra_notes = () if item.meta.get("labels") else ("no label set in meta: matched against the gold only",)
     # predicted / gold label and the label set: routing computes macro-F1 over the bucket from them
-    return deterministic_score(value, parsed.value, (*notes, *extra_notes, *parsed.notes), passed=bool(value),
-                               metrics={"accuracy": value}, predicted_label=parsed.value, gold_label=item.gold,
-                               labels=labels)  # fmt: skip
+    return deterministic_score(
+        value,
+        parsed.value,
+        (*notes, *extra_notes, *parsed.notes),
+        passed=bool(value),
+        metrics={"accuracy": value},
+        predicted_label=parsed.value,
+        gold_label=item.gold,
+        labels=labels,
+    )
 
 
 @register("tcm_case")
@@ -85,11 +97,18 @@ def score_tcm_case(item: Item, answer: str) -> Score:
     gold = thaw(item.gold)
     parsed = parse_tcm_case(text, item.local_id, item.meta.get("mechanism_options"), item.meta.get("syndrome_options"))
     gold_answer = ChipAnswer(
-        item.local_id, tuple(fold(i).strip() for i in gold["clinical_info"]), tuple(gold["mechanisms"]),
-        tuple(gold["syndromes"]), " ".join(fold(gold["summary"]).split()),
-    )  # fmt: skip
+        item.local_id,
+        tuple(fold(i).strip() for i in gold["clinical_info"]),
+        tuple(gold["mechanisms"]),
+        tuple(gold["syndromes"]),
+        " ".join(fold(gold["summary"]).split()),
+    )
     metrics = chip_case_score(parsed.value, gold_answer)
     pred = parsed.value
-    shown = {"clinical_info": list(pred.clinical_info), "mechanisms": list(pred.mechanisms),
-             "syndromes": list(pred.syndromes), "summary": pred.summary}  # fmt: skip
+    shown = {
+        "clinical_info": list(pred.clinical_info),
+        "mechanisms": list(pred.mechanisms),
+        "syndromes": list(pred.syndromes),
+        "summary": pred.summary,
+    }
     return deterministic_score(metrics["total"], shown, (*notes, *parsed.notes), metrics=metrics)

@@ -206,8 +206,9 @@ def _chip_line(text: str, case_id: str) -> str | None:
     return line
 
 
-def parse_tcm_case(text: str, case_id: str, mechanism_options: Mapping[str, str] | None,
-                   syndrome_options: Mapping[str, str] | None) -> Parsed:  # fmt: skip
+def parse_tcm_case(
+    text: str, case_id: str, mechanism_options: Mapping[str, str] | None, syndrome_options: Mapping[str, str] | None
+) -> Parsed:
     """The four CHIP answers as a :class:`eval.ChipAnswer`.
 
     First the submission-line format the case asks for (``info;info@A;B@C@summary``, read with

@@ -30,4 +30,4 @@ __all__ = [
     "select_tier",
     "subset_order",
     "tier_candidates",
-]  # fmt: skip
+]

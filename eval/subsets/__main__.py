@@ -50,7 +50,7 @@ def freeze(loaded: LoadResult, data: Sequence[str], out: Path, cover: bool = Tru
     for name, size in TIER_SIZES.items():
         tier = order if size is None else order[:size]
         text = render_tier(name, tier, difficulty, fingerprint=fingerprint, data=data, command=command,
-                           ranked=len(order), cover=cover)  # fmt: skip
+                           ranked=len(order), cover=cover)
         path = tier_path(out, name)
         path.write_text(text, encoding="utf-8")
         written.append(path)
@@ -67,7 +67,7 @@ def _summary(written: list[Path], order: list[Item]) -> str:
         lines.append(f"{path}: {len(tier)} items ({tracks}); {tasks} tasks, {domains} domains")
     all_tasks = len({(i.track, i.task) for i in order})
     lines.append(f"ranked {len(order)} items in {all_tasks} tasks; orchestration items are not ranked "
-                 "(they run whole with --orchestration)")  # fmt: skip
+                 "(they run whole with --orchestration)")
     return "\n".join(lines)
 
 
@@ -80,14 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "2 on bad input, 1 when writing fails.",
     )
     parser.add_argument("--data", nargs="+", default=[], metavar="PATH",
-                        help="item files or folders (default: the built-in demo suite)")  # fmt: skip
+                        help="item files or folders (default: the built-in demo suite)")
     parser.add_argument("--out", type=Path, default=DEFAULT_DIR, metavar="DIR",
-                        help=f"folder for the tier files (default: ./{DEFAULT_DIR})")  # fmt: skip
+                        help=f"folder for the tier files (default: ./{DEFAULT_DIR})")
     parser.add_argument("--no-cover", action="store_true",
                         help="do not put the hardest item of every reference task first (hard coverage is on by default)")
     parser.add_argument("--agreement", type=Path, metavar="RUN_DIR",
                         help="instead of writing files, print Spearman's rho between the heuristic and the observed "
-                        "composite difficulty in RUN_DIR/scores.jsonl (give the run's --data)")  # fmt: skip
+                        "composite difficulty in RUN_DIR/scores.jsonl (give the run's --data)")
     args = parser.parse_args(argv)
     try:
         loaded = _load(args.data)

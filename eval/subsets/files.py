@@ -75,11 +75,11 @@ def parameters(cover: bool) -> dict[str, Any]:
         "normalisation": "min-max per track (zero span: 0.5), sums again per track",
         "order": "coverage seeds (hardest item of each reference task), then (track, task, domain) buckets "
                  "by hardest member, round robin",
-    }  # fmt: skip
+    }
 
 
 def render_tier(name: str, ordered: Sequence[Item], difficulty: Mapping[str, float], *, fingerprint: str,
-                data: Sequence[str], command: str, ranked: int, cover: bool) -> str:  # fmt: skip
+                data: Sequence[str], command: str, ranked: int, cover: bool) -> str:
     """The text of one tier file: ``ordered`` is the tier, already cut to its size."""
     head = {
         "schema_version": SCHEMA_VERSION,
@@ -92,7 +92,7 @@ def render_tier(name: str, ordered: Sequence[Item], difficulty: Mapping[str, flo
         "parameters": parameters(cover),
     }
     lines = [HEADER, f"# refresh after a gold changes: {command}",
-             yaml.safe_dump(head, sort_keys=False, allow_unicode=True, width=200).rstrip("\n"), "item_ids:"]  # fmt: skip
+             yaml.safe_dump(head, sort_keys=False, allow_unicode=True, width=200).rstrip("\n"), "item_ids:"]
     for item in ordered:
         bucket = f"{item.track}/{item.task}/{item.domain or '-'}"
         lines.append(f"- {json.dumps(item.id, ensure_ascii=False)}  # {difficulty[item.id]:.3f} {bucket}")

@@ -29,7 +29,7 @@ TASK_WEIGHTS: Mapping[str, float] = MappingProxyType({
     "MedDefend": 1.0, "MedShield": 0.9, "MedReflect": 0.8, "MedCOT": 0.7, "MedPathPlan": 0.7,
     "MedLongConv": 0.65, "MedLongQA": 0.65, "MedCollab": 0.6,
     "MedDecomp": 0.5, "MedCallAPI": 0.5, "MedRetAPI": 0.5, "MedDBOps": 0.5,
-})  # fmt: skip
+})
 UNKNOWN_TASK_WEIGHT = 0.6
 REFERENCE_WEIGHTS = (0.6, 0.25, 0.15)  # task weight, reference length, question length
 CRITERIA_WEIGHTS = (0.35, 0.25, 0.20, 0.20)  # topics, must_warn, must_not, guideline question
@@ -76,14 +76,14 @@ def criteria_features(item: Item) -> tuple[float, ...]:
         return bool(gold.get(key))
 
     return (float(len(gold.get("expected_topics") or ())), float(listed("must_warn")),
-            float(listed("must_not") or listed("patient_must_not_phrases")), float(is_guideline_question(item)))  # fmt: skip
+            float(listed("must_not") or listed("patient_must_not_phrases")), float(is_guideline_question(item)))
 
 
 Features = Callable[[Item], tuple[float, ...]]
 FORMULAS: Mapping[str, tuple[Features, tuple[float, ...]]] = MappingProxyType({
     "reference": (reference_features, REFERENCE_WEIGHTS),
     "criteria": (criteria_features, CRITERIA_WEIGHTS),
-})  # fmt: skip
+})
 
 
 def weighted_sums(items: Sequence[Item], features: Features, weights: tuple[float, ...]) -> list[float]:

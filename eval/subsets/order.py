@@ -59,7 +59,7 @@ def subset_order(items: Iterable[Item], *, cover: bool = True, difficulty: Mappi
         if item.id not in seeded:
             buckets.setdefault((item.track, item.task, item.domain or ""), []).append(item)
     ordered = sorted(((key, sorted(members, key=hardest_first)) for key, members in buckets.items()),
-                     key=lambda entry: (-hardness[entry[1][0].id], entry[0]))  # fmt: skip
+                     key=lambda entry: (-hardness[entry[1][0].id], entry[0]))
     return seeds + _round_robin([members for _, members in ordered])
 
 

@@ -36,7 +36,7 @@ class TierSelection:
 def _freeze_hint(name: str, folder: Path) -> str:
     command = refresh_command([], str(folder))
     return (f"`{command}` freezes it (add --data with the run's paths; none for the built-in demo suite), "
-            f"so that the {name} tier can be diffed and cited")  # fmt: skip
+            f"so that the {name} tier can be diffed and cited")
 
 
 def select_tier(items: Sequence[Item], name: str, folder: Path = DEFAULT_DIR) -> TierSelection:
@@ -49,7 +49,7 @@ def select_tier(items: Sequence[Item], name: str, folder: Path = DEFAULT_DIR) ->
     if not path.is_file():
         ids = [item.id for item in named_subset(candidates, name)]
         notes.append(f"--subset {name}: {path} not found, so the tier is computed in memory with the same heuristic; "
-                     + _freeze_hint(name, folder))  # fmt: skip
+                     + _freeze_hint(name, folder))
         source = "computed in memory"
     else:
         try:
@@ -58,21 +58,21 @@ def select_tier(items: Sequence[Item], name: str, folder: Path = DEFAULT_DIR) ->
             raise TierError(f"--subset {name}: {exc}") from None
         if frozen.tier != name:
             raise TierError(f"--subset {name}: {path} holds the {frozen.tier!r} tier, not {name!r}; "
-                            f"refresh the tier files with `{frozen.refresh}`")  # fmt: skip
+                            f"refresh the tier files with `{frozen.refresh}`")
         if data_fingerprint(candidates) != frozen.fingerprint:
             notes.append(f"--subset {name}: the data differs from what {path} was made from (a gold or an item changed "
-                         f"since it was written); refresh it with `{frozen.refresh}`")  # fmt: skip
+                         f"since it was written); refresh it with `{frozen.refresh}`")
         missing = [item_id for item_id in frozen.item_ids if item_id not in by_id]
         if not frozen.item_ids:
             raise TierError(f"--subset {name}: {path} lists no item ids; refresh it with `{frozen.refresh}`")
         if len(missing) == len(frozen.item_ids):
             raise TierError(f"--subset {name}: none of the {len(missing)} item ids in {path} is in the selected data "
                             f"(e.g. {missing[0]}); it was made for other data — refresh it with `{frozen.refresh}` "
-                            "and this run's --data")  # fmt: skip
+                            "and this run's --data")
         if missing:
             notes.append(f"--subset {name}: {len(missing)} of the {len(frozen.item_ids)} item ids in {path} are not in "
                          f"the data (e.g. {missing[0]}); running the other {len(frozen.item_ids) - len(missing)}. "
-                         f"Refresh it with `{frozen.refresh}`")  # fmt: skip
+                         f"Refresh it with `{frozen.refresh}`")
         ids = [item_id for item_id in frozen.item_ids if item_id in by_id]
         source = str(path)
     ids = list(dict.fromkeys(ids))

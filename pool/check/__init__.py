@@ -64,8 +64,12 @@ def gate(spec: CheckSpec) -> Iterator[Outcome]:
     assets = keys_and_files_outcome(config, spec.pool, models)
     yield assets
     yield judge_outcome(config, loaded.scorable_items if loaded else None)
-    needed = {"suites": loaded is not None and bool(loaded.scorable_items), "registry": registry.status == "PASS",
-              "pool": config is not None and bool(models), assets.check: assets.status == "PASS"}
+    needed = {
+        "suites": loaded is not None and bool(loaded.scorable_items),
+        "registry": registry.status == "PASS",
+        "pool": config is not None and bool(models),
+        assets.check: assets.status == "PASS",
+    }
     blocked = [name for name, held in needed.items() if not held]
     if not spec.smoke:
         yield Outcome("smoke", "SKIP", "--no-smoke: nothing was sent")

@@ -22,14 +22,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pool.check",
         description="The gate before a paid run, spending no judge budget: the suites load, the scorer and judge "
-                    "registries cover them, items round-trip through the loader, the pool file validates, its keys "
-                    "and model files are there, the judge is declared, and one item per track sent to every "
-                    "selected model comes back answered (the judge is never called).",
+        "registries cover them, items round-trip through the loader, the pool file validates, its keys "
+        "and model files are there, the judge is declared, and one item per track sent to every "
+        "selected model comes back answered (the judge is never called).",
         epilog="Exit codes: 0 every check passed; 1 a check failed (its line says what to do); 2 bad input; "
-               "130 interrupted.",
+        "130 interrupted.",
     )
     parser.add_argument("--pool", default=DEFAULT_POOL, help=f"pool file (default: ./{DEFAULT_POOL})")
-    parser.add_argument("--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)")
+    parser.add_argument(
+        "--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)"
+    )
     parser.add_argument("--models", help="comma-separated model names to check (default: every enabled model)")
     parser.add_argument("--no-smoke", action="store_true", help="send nothing: only the static checks")
     return parser
@@ -39,10 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models is not None else None
     if names == []:
-        print("error: --models is empty; name at least one model, or drop --models for every enabled one", file=sys.stderr)
+        print(
+            "error: --models is empty; name at least one model, or drop --models for every enabled one", file=sys.stderr
+        )
         return EXIT_INPUT
-    spec = CheckSpec(pool=Path(args.pool), data=[Path(p) for p in args.data] if args.data else None,
-                     models=names, smoke=not args.no_smoke)
+    spec = CheckSpec(
+        pool=Path(args.pool),
+        data=[Path(p) for p in args.data] if args.data else None,
+        models=names,
+        smoke=not args.no_smoke,
+    )
     outcomes: list[Outcome] = []
     try:
         for outcome in gate(spec):

@@ -23,19 +23,38 @@ def pool_outcome(pool: Path, names: Sequence[str] | None) -> tuple[PoolConfig | 
     try:
         config = load_pool(pool)
     except PoolConfigError as exc:
-        return None, (), failed("pool", f"{pool} does not validate ({len(exc.issues)} problem(s))",
-                                "fix each line named (every key is in docs/pool-file.md)",
-                                [str(issue) for issue in exc.issues])
+        return (
+            None,
+            (),
+            failed(
+                "pool",
+                f"{pool} does not validate ({len(exc.issues)} problem(s))",
+                "fix each line named (every key is in docs/pool-file.md)",
+                [str(issue) for issue in exc.issues],
+            ),
+        )
     try:
         models = select_models(config, names, include_disabled=False)
     except ValueError as exc:
         raise CheckInputError(str(exc)) from None
     if not models:
-        return config, (), failed("pool", f"{pool} validates but enables no model",
-                                  "set `enabled: true` on a model, or pass --models")
+        return (
+            config,
+            (),
+            failed(
+                "pool", f"{pool} validates but enables no model", "set `enabled: true` on a model, or pass --models"
+            ),
+        )
     backends = sorted({m.backend for m in models})
-    return config, models, passed("pool", f"{pool} validates; checking {len(models)} model(s): "
-                                          f"{', '.join(m.name for m in models)} on backend(s) {', '.join(backends)}")
+    return (
+        config,
+        models,
+        passed(
+            "pool",
+            f"{pool} validates; checking {len(models)} model(s): "
+            f"{', '.join(m.name for m in models)} on backend(s) {', '.join(backends)}",
+        ),
+    )
 
 
 def keys_and_files_outcome(config: PoolConfig | None, pool: Path, models: Sequence[Model]) -> Outcome:
@@ -46,8 +65,12 @@ def keys_and_files_outcome(config: PoolConfig | None, pool: Path, models: Sequen
     try:
         preflight(config, pool, used)
     except PreflightError as exc:
-        return failed("keys and model files", f"{len(exc.issues)} problem(s) a run would stop on (exit 2)",
-                      "do what each line says, then check again", [str(issue) for issue in exc.issues])
+        return failed(
+            "keys and model files",
+            f"{len(exc.issues)} problem(s) a run would stop on (exit 2)",
+            "do what each line says, then check again",
+            [str(issue) for issue in exc.issues],
+        )
     keys = sorted({var for m in used if (var := getattr(config.backend_of(m), "api_key_env", None))})
     local = sorted({m.gguf for m in used if isinstance(config.backend_of(m), LlamaCppBackend) and m.gguf})
     said_keys = f"{len(keys)} key variable(s) set" if keys else "no key variable needed"
@@ -63,15 +86,21 @@ def judge_outcome(config: PoolConfig | None, items: Sequence[Item] | None) -> Ou
     judges = config.judge_models()
     if not judges:
         if judged:
-            return failed("judge", f"no judge: in the pool file, and {sum(judged.values())} loaded item(s) are judged "
-                                   f"({', '.join(sorted(judged))}): a run would leave them unscorable",
-                          "add a judge: block (docs/pool-file.md, 'Configuring the judge'), or run pool.run with --no-judge if those "
-                          "items may stay unscorable")
+            return failed(
+                "judge",
+                f"no judge: in the pool file, and {sum(judged.values())} loaded item(s) are judged "
+                f"({', '.join(sorted(judged))}): a run would leave them unscorable",
+                "add a judge: block (docs/pool-file.md, 'Configuring the judge'), or run pool.run with --no-judge if those "
+                "items may stay unscorable",
+            )
         return passed("judge", "no judged items loaded; no judge needed")
     undeclared = [j for j in judges if j.backend not in config.backends]
     if undeclared:  # the pool file's validation refuses this already; kept so the gate says it in its own words
-        return failed("judge", f"judge {undeclared[0].name} uses backend {undeclared[0].backend!r}, not declared",
-                      "declare it under backends:")
+        return failed(
+            "judge",
+            f"judge {undeclared[0].name} uses backend {undeclared[0].backend!r}, not declared",
+            "declare it under backends:",
+        )
     shown = ", ".join(f"{j.name} on backend {j.backend!r} ({config.backend_of(j).type})" for j in judges)
     return passed("judge", f"{'panel: ' if len(judges) > 1 else ''}{shown}; declared, not called by this gate")
 

@@ -48,14 +48,24 @@ def _budget(item: Item) -> float:
     return float("inf") if item.max_tokens is None else item.max_tokens
 
 
-def smoke_outcome(pool: Path, data: Sequence[Path] | None, config: PoolConfig, models: Sequence[Model],
-                  items: Sequence[Item]) -> Outcome:
+def smoke_outcome(
+    pool: Path, data: Sequence[Path] | None, config: PoolConfig, models: Sequence[Model], items: Sequence[Item]
+) -> Outcome:
     """Send one item per track to each of ``models`` through the run API; judge nothing."""
     chosen = one_per_track(items)
     folder = Path(tempfile.mkdtemp(prefix="medpool-check-"))
-    spec = RunSpec(pool=str(pool), data=[str(p) for p in data] if data else None, models=[m.name for m in models],
-                   id=[i.id for i in chosen], orchestration=any(i.track == "orchestration" for i in chosen),
-                   no_judge=True, no_routing=True, no_cache=True, out=folder / RUN_FOLDER, history_root=folder)
+    spec = RunSpec(
+        pool=str(pool),
+        data=[str(p) for p in data] if data else None,
+        models=[m.name for m in models],
+        id=[i.id for i in chosen],
+        orchestration=any(i.track == "orchestration" for i in chosen),
+        no_judge=True,
+        no_routing=True,
+        no_cache=True,
+        out=folder / RUN_FOLDER,
+        history_root=folder,
+    )
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):  # the run's progress lines; its errors are quoted on failure
@@ -74,19 +84,31 @@ def smoke_outcome(pool: Path, data: Sequence[Path] | None, config: PoolConfig, m
     for model in models:
         missing = [why for item in chosen if (why := _why(rows.get((model.name, item.id))))]
         if missing:
-            problems.append(f"model {model.name} (backend {model.backend!r}{_where(config, model)}): "
-                            f"{len(missing)} of {len(chosen)} item(s) without an answer: {_grouped(missing)}")
+            problems.append(
+                f"model {model.name} (backend {model.backend!r}{_where(config, model)}): "
+                f"{len(missing)} of {len(chosen)} item(s) without an answer: {_grouped(missing)}"
+            )
     tracks = ", ".join(i.track for i in chosen)
     if problems or result.exit_code != 0:
-        what = (f"{len(problems)} of {len(models)} model(s) did not answer every item" if problems
-                else f"the smoke's run ended with exit code {result.exit_code}")
-        return failed("smoke", what,
-                      "make the named backend answer — start its server or fix its base_url (connection), raise its "
-                      "timeout_s or free the machine (timeout), check its key (auth) — then check again; the smoke's "
-                      f"run folder is kept: {result.run_dir}", [*problems, *_error_lines(said.getvalue())])
+        what = (
+            f"{len(problems)} of {len(models)} model(s) did not answer every item"
+            if problems
+            else f"the smoke's run ended with exit code {result.exit_code}"
+        )
+        return failed(
+            "smoke",
+            what,
+            "make the named backend answer — start its server or fix its base_url (connection), raise its "
+            "timeout_s or free the machine (timeout), check its key (auth) — then check again; the smoke's "
+            f"run folder is kept: {result.run_dir}",
+            [*problems, *_error_lines(said.getvalue())],
+        )
     shutil.rmtree(folder, ignore_errors=True)
-    return passed("smoke", f"{len(models)} model(s) × {len(chosen)} item(s) (one per track: {tracks}) answered, "
-                           "every answer non-empty; no judge called")
+    return passed(
+        "smoke",
+        f"{len(models)} model(s) × {len(chosen)} item(s) (one per track: {tracks}) answered, "
+        "every answer non-empty; no judge called",
+    )
 
 
 def _answers(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:

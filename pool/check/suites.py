@@ -39,24 +39,35 @@ def load_outcome(data: Sequence[Path] | None) -> tuple[LoadResult | None, Outcom
     try:
         loaded = load_run_items([str(p) for p in data] if data else None)
     except DataError as exc:
-        return None, failed("suites", f"{name} does not load: {exc}",
-                            "fix the file at the place named (or declare its format, or skip it, in a "
-                            "medpool-suite.yaml beside it), then check again")
+        return None, failed(
+            "suites",
+            f"{name} does not load: {exc}",
+            "fix the file at the place named (or declare its format, or skip it, in a "
+            "medpool-suite.yaml beside it), then check again",
+        )
     scorable = loaded.scorable_items
     reasons = Counter(skipped.reason for skipped in loaded.skipped)
     example = {skipped.reason: skipped.source for skipped in reversed(loaded.skipped)}
     details = [f"gold types: {counted(Counter(i.gold_type for i in scorable))}"] if scorable else []
     details += [f"skipped {n}× {reason} (e.g. {example[reason]})" for reason, n in reasons.most_common()]
-    summary = (f"{name}: {len(loaded.items)} items, {len(scorable)} scorable "
-               f"({counted(Counter(i.track for i in scorable)) or 'none'}), {len(loaded.skipped)} skipped")
+    summary = (
+        f"{name}: {len(loaded.items)} items, {len(scorable)} scorable "
+        f"({counted(Counter(i.track for i in scorable)) or 'none'}), {len(loaded.skipped)} skipped"
+    )
     if not scorable:
-        return loaded, failed("suites", summary, "a run needs scorable items: pass files or folders of items in a "
-                              "supported format (docs/pool-file.md, 'Item files')", details)
+        return loaded, failed(
+            "suites",
+            summary,
+            "a run needs scorable items: pass files or folders of items in a "
+            "supported format (docs/pool-file.md, 'Item files')",
+            details,
+        )
     return loaded, passed("suites", summary, details)
 
 
-def registry_outcome(items: Sequence[Item] | None, scorers: Mapping[str, object] = SCORERS,
-                     contracts: Mapping[str, object] = TEMPLATES) -> Outcome:
+def registry_outcome(
+    items: Sequence[Item] | None, scorers: Mapping[str, object] = SCORERS, contracts: Mapping[str, object] = TEMPLATES
+) -> Outcome:
     """Every gold type (and so every task) a run of ``items`` can send — ``--orchestration``'s derived
     specialty-routing items included — has a scorer, and every judged one a judge contract."""
     if items is None:
@@ -67,22 +78,32 @@ def registry_outcome(items: Sequence[Item] | None, scorers: Mapping[str, object]
     for item in every:
         tasks.setdefault(item.gold_type, set()).add(item.task)
         first.setdefault(item.gold_type, item)
-    problems = [f"{first[t].source}: task {', '.join(sorted(tasks[t]))}: {missing_scorer_message(t)}"
-                for t in sorted(tasks) if t not in scorers]
+    problems = [
+        f"{first[t].source}: task {', '.join(sorted(tasks[t]))}: {missing_scorer_message(t)}"
+        for t in sorted(tasks)
+        if t not in scorers
+    ]
     judged = sorted(t for t in tasks if GOLD_TYPE_SPECS[t].judged)
     for gold_type in judged:
         contract = GOLD_TYPE_SPECS[gold_type].judge_contract
         if contract not in contracts:
-            problems.append(f"gold type {gold_type!r} is judged under contract {contract!r}, which judge/prompts.py "
-                            f"does not define (it has {', '.join(sorted(contracts))}); add its template to TEMPLATES")
+            problems.append(
+                f"gold type {gold_type!r} is judged under contract {contract!r}, which judge/prompts.py "
+                f"does not define (it has {', '.join(sorted(contracts))}); add its template to TEMPLATES"
+            )
     task_count = len({task for names in tasks.values() for task in names})
     if problems:
-        return failed("registry", f"{len(problems)} gap(s) in the scorer and judge-contract registries",
-                      "register what is named below (eval/scorers/, judge/prompts.py); a run would refuse these items",
-                      problems)
+        return failed(
+            "registry",
+            f"{len(problems)} gap(s) in the scorer and judge-contract registries",
+            "register what is named below (eval/scorers/, judge/prompts.py); a run would refuse these items",
+            problems,
+        )
     contracts_used = ", ".join(f"{t}→{GOLD_TYPE_SPECS[t].judge_contract}" for t in judged) or "none judged"
-    return passed("registry", f"{task_count} tasks of {len(tasks)} gold types all have a scorer; "
-                              f"judge contracts: {contracts_used}")
+    return passed(
+        "registry",
+        f"{task_count} tasks of {len(tasks)} gold types all have a scorer; judge contracts: {contracts_used}",
+    )
 
 
 def round_trip_outcome(items: Sequence[Item] | None) -> Outcome:
@@ -91,24 +112,34 @@ def round_trip_outcome(items: Sequence[Item] | None) -> Outcome:
         return Outcome("round trip", "SKIP", "no suites loaded")
     with tempfile.TemporaryDirectory(prefix="medpool-check-") as folder:
         path = Path(folder) / ROUND_TRIP_FILE
-        path.write_text("".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in items),
-                        encoding="utf-8")
+        path.write_text(
+            "".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in items), encoding="utf-8"
+        )
         try:
             again = {item.id: item for item in load_items([path]).items}
         except ItemFormatError as exc:
             problem = str(exc).replace(str(path), ROUND_TRIP_FILE)
-            return failed("round trip", "items written with to_record do not load again",
-                          "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree", [problem])
+            return failed(
+                "round trip",
+                "items written with to_record do not load again",
+                "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree",
+                [problem],
+            )
     problems = []
     for item in items:
         twin = again.get(item.id)
         if twin is None:
             problems.append(f"{item.source}: item {item.id}: not loaded back")
         elif replace(twin, source=item.source) != item:
-            changed = [f.name for f in fields(Item) if f.name != "source" and getattr(twin, f.name) != getattr(item, f.name)]
+            changed = [
+                f.name for f in fields(Item) if f.name != "source" and getattr(twin, f.name) != getattr(item, f.name)
+            ]
             problems.append(f"{item.source}: item {item.id}: {', '.join(changed)} changed on the way")
     if problems:
-        return failed("round trip", f"{len(problems)} of {len(items)} items change when written and read back",
-                      "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree on the fields named",
-                      problems)
+        return failed(
+            "round trip",
+            f"{len(problems)} of {len(items)} items change when written and read back",
+            "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree on the fields named",
+            problems,
+        )
     return passed("round trip", f"{len(items)} items written with to_record load back equal")

@@ -91,8 +91,9 @@ def _single(file: str, line: int, message: str, column: int | None = None) -> Po
     return PoolConfigError([Issue(file, line, "", message, column)])
 
 
-def backends_missing_keys(config: PoolConfig, models: Iterable[Model],
-                          environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def backends_missing_keys(
+    config: PoolConfig, models: Iterable[Model], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The backends ``models`` use whose ``api_key_env`` variable is unset or empty: {backend: variable}."""
     env = os.environ if environ is None else environ
     named = {m.backend: getattr(config.backends[m.backend], "api_key_env", None) for m in models}

@@ -39,9 +39,7 @@ class Issue:
         where = self.file
         if self.line is not None:
             where += f":{self.line}" + (f":{self.column}" if self.column else "")
-        return (
-            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-        )
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
 
 
 def issues_from_errors(errors: Sequence[ErrorDetails], root: Node, file: str) -> list[Issue]:
@@ -63,9 +61,7 @@ def issues_from_errors(errors: Sequence[ErrorDetails], root: Node, file: str) ->
     return sorted(seen.values(), key=lambda i: (i.line or 0, i.field))
 
 
-def _message(
-    error: ErrorDetails, loc: tuple[Any, ...], path: tuple[Any, ...], raw: str | None
-) -> str:
+def _message(error: ErrorDetails, loc: tuple[Any, ...], path: tuple[Any, ...], raw: str | None) -> str:
     kind, value = error["type"], error.get("input")
     shown = "" if _may_hold_secret(path, value, raw) else f", got {describe(value, raw)}"
     last = path[-1] if path else ""
@@ -107,10 +103,10 @@ _RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "l
 _RANGE_HINTS = {
     "timeout_s": f"give the seconds one attempt may take: above 0, at most {MAX_TIMEOUT_S}",
     "max_concurrency": f"give the parallel requests this backend gets: 1 to {MAX_CONCURRENCY}",
-    "max_response_bytes": "give the cap on one response body in bytes: {} (1 KiB) to {} (1 GiB)"
-    .format(*RESPONSE_BYTES_RANGE),
-    "max_answer_chars": "give the cap on one answer in characters: {} to {}"
-    .format(*ANSWER_CHARS_RANGE),
+    "max_response_bytes": "give the cap on one response body in bytes: {} (1 KiB) to {} (1 GiB)".format(
+        *RESPONSE_BYTES_RANGE
+    ),
+    "max_answer_chars": "give the cap on one answer in characters: {} to {}".format(*ANSWER_CHARS_RANGE),
     "requests_per_minute": "give a rate above 0, or leave the key out for no rate limit",
     "temperature": "use a value from 0 to 2",
     "top_p": "use a value above 0 and at most 1",

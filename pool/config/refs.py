@@ -49,11 +49,20 @@ def _panel_issues(config: PoolConfig, pool_names: list[str]) -> list[InitErrorDe
             return [_issue(("panel_rule",), "panel_rule is the rule of a judges: panel; this pool has no judges: list")]
         return []
     if len(config.judges) < 2:
-        return [_issue(("judges",), f"a panel needs at least 2 judges, got {len(config.judges)}; "
-                                    "for one judge write judge: instead")]  # fmt: skip
+        return [
+            _issue(
+                ("judges",),
+                f"a panel needs at least 2 judges, got {len(config.judges)}; for one judge write judge: instead",
+            )
+        ]
     if config.judge is not None:
-        return [_issue(("judges",), "give either judge: (one judge) or judges: (a panel), not both; "
-                                    "move the judge: entry into the judges: list")]  # fmt: skip
+        return [
+            _issue(
+                ("judges",),
+                "give either judge: (one judge) or judges: (a panel), not both; "
+                "move the judge: entry into the judges: list",
+            )
+        ]
     issues: list[InitErrorDetails] = []
     seen: dict[str, int] = {}
     for index, member in enumerate(config.judges):
@@ -61,9 +70,13 @@ def _panel_issues(config: PoolConfig, pool_names: list[str]) -> list[InitErrorDe
         issues += _judge_issues(config, member, pool_names, where, f"judge-{index + 1}")
         name = member.model if member.backend is None else (member.name or f"judge-{index + 1}")
         if name in seen:
-            issues.append(_issue((*where, "name" if member.backend is not None else "model"),
-                                 f"'{name}' is already judges[{seen[name]}]; a panel needs distinct judges "
-                                 "(give an inline member its own name:)"))  # fmt: skip
+            issues.append(
+                _issue(
+                    (*where, "name" if member.backend is not None else "model"),
+                    f"'{name}' is already judges[{seen[name]}]; a panel needs distinct judges "
+                    "(give an inline member its own name:)",
+                )
+            )
         seen.setdefault(str(name), index)
     return issues
 
@@ -109,21 +122,25 @@ def _backend_issues(
                 issues.append(
                     _issue(
                         (*where, key),
-                        f"{key} is only for llamacpp backends; "
-                        f"backend '{backend_name}' is type {kind}; remove it",
+                        f"{key} is only for llamacpp backends; backend '{backend_name}' is type {kind}; remove it",
                     )
                 )
-    return issues + _specific_key_issues(config, where, explicit, backend_name, f"backend '{backend_name}' is type {kind}")
+    return issues + _specific_key_issues(
+        config, where, explicit, backend_name, f"backend '{backend_name}' is type {kind}"
+    )
 
 
 # Generation keys only some backend types take (``BackendSettings.generation_keys()``).
 _SPECIFIC_KEYS = ("think", "num_ctx")
-_THINK_PARAM_HINT = ("add think_param: chat_template_kwargs (vLLM or SGLang serving Qwen3) or think_param: "
-                     "enable_thinking (SiliconFlow) to the backend, or remove think")
+_THINK_PARAM_HINT = (
+    "add think_param: chat_template_kwargs (vLLM or SGLang serving Qwen3) or think_param: "
+    "enable_thinking (SiliconFlow) to the backend, or remove think"
+)
 
 
-def _specific_key_issues(config: PoolConfig, where: Loc, values: dict[str, Any], backend_name: str,
-                         whose: str) -> list[InitErrorDetails]:
+def _specific_key_issues(
+    config: PoolConfig, where: Loc, values: dict[str, Any], backend_name: str, whose: str
+) -> list[InitErrorDetails]:
     """``think`` / ``num_ctx`` set where the backend does not take them, or ``think`` as a level where
     the backend takes only true/false. ``whose`` names the backend in the message."""
     backend = config.backends[backend_name]
@@ -133,17 +150,32 @@ def _specific_key_issues(config: PoolConfig, where: Loc, values: dict[str, Any],
         if value is None:
             continue
         if key == "num_ctx" and key not in takes:
-            issues.append(_issue((*where, key), f"num_ctx is only sent to ollama backends (its context window); "
-                                                f"{whose}; remove it (other servers set their context themselves: "
-                                                "n_ctx on a llamacpp backend, --max-model-len for vLLM)"))
+            issues.append(
+                _issue(
+                    (*where, key),
+                    f"num_ctx is only sent to ollama backends (its context window); "
+                    f"{whose}; remove it (other servers set their context themselves: "
+                    "n_ctx on a llamacpp backend, --max-model-len for vLLM)",
+                )
+            )
         elif key == "think" and key not in takes:
             hint = _THINK_PARAM_HINT if "think_param" in type(backend).model_fields else "remove it"
-            issues.append(_issue((*where, key), f"think is only sent to ollama backends and to OpenAI-compatible "
-                                                f"backends with a think_param; {whose}; {hint}"))
+            issues.append(
+                _issue(
+                    (*where, key),
+                    f"think is only sent to ollama backends and to OpenAI-compatible "
+                    f"backends with a think_param; {whose}; {hint}",
+                )
+            )
         elif key == "think" and backend.type != "ollama" and not isinstance(value, bool):
             param = getattr(backend, "think_param", "")
-            issues.append(_issue((*where, key), f"think {value!r}: levels are Ollama's; backend '{backend_name}' sends "
-                                                f"think as {param}, which takes true or false; write think: true"))
+            issues.append(
+                _issue(
+                    (*where, key),
+                    f"think {value!r}: levels are Ollama's; backend '{backend_name}' sends "
+                    f"think as {param}, which takes true or false; write think: true",
+                )
+            )
     return issues
 
 
@@ -154,8 +186,9 @@ def _judge_issues(
     config: PoolConfig, judge: Judge, pool_names: list[str], where: Loc, default_name: str
 ) -> list[InitErrorDetails]:
     if judge.backend is not None:
-        issues = _backend_issues(config, where, judge, judge.backend,
-                                 {key: getattr(judge, key) for key in _SPECIFIC_KEYS})
+        issues = _backend_issues(
+            config, where, judge, judge.backend, {key: getattr(judge, key) for key in _SPECIFIC_KEYS}
+        )
         if judge.mode == "completion":
             issues.append(_issue((*where, "mode"), _COMPLETION_JUDGE))
         name = judge.name or default_name
@@ -163,8 +196,7 @@ def _judge_issues(
             issues.append(
                 _issue(
                     (*where, "name"),
-                    f"'{name}' is already a pool model; "
-                    f"reference it without backend: or choose another name",
+                    f"'{name}' is already a pool model; reference it without backend: or choose another name",
                 )
             )
         return issues
@@ -172,8 +204,7 @@ def _judge_issues(
         return [
             _issue(
                 (*where, "model"),
-                "set model: to a pool model name, or give "
-                "backend: and model: for a judge defined here",
+                "set model: to a pool model name, or give backend: and model: for a judge defined here",
             )
         ]
     if judge.model not in pool_names:
@@ -195,9 +226,18 @@ def _judge_issues(
     ]
     referenced = next(m for m in config.models if m.name == judge.model)
     if (judge.mode or referenced.mode) == "completion":
-        issues.append(_issue((*where, "mode" if judge.mode else "model"),
-                             f"'{judge.model}' is a completion (base) model; " + _COMPLETION_JUDGE))
+        issues.append(
+            _issue(
+                (*where, "mode" if judge.mode else "model"),
+                f"'{judge.model}' is a completion (base) model; " + _COMPLETION_JUDGE,
+            )
+        )
     kind = config.backends[referenced.backend].type
-    issues += _specific_key_issues(config, where, {key: getattr(judge, key) for key in _SPECIFIC_KEYS},
-                                   referenced.backend, f"'{judge.model}' is on a {kind} backend")
+    issues += _specific_key_issues(
+        config,
+        where,
+        {key: getattr(judge, key) for key in _SPECIFIC_KEYS},
+        referenced.backend,
+        f"'{judge.model}' is on a {kind} backend",
+    )
     return issues

@@ -92,8 +92,7 @@ class _PoolBackendFields(_Block):
 def _pool_backend(settings: type[BackendSettings]) -> type[BackendSettings]:
     """The pool file's block for one backend type: its runner's settings plus the pool's fields."""
     name = settings.__name__.removesuffix("Settings") + "Backend"
-    return create_model(name, __base__=(settings, _PoolBackendFields), __module__=__name__,
-                        __doc__=settings.__doc__)
+    return create_model(name, __base__=(settings, _PoolBackendFields), __module__=__name__, __doc__=settings.__doc__)
 
 
 # Every backend type a pool file may name, from the runners' registry (a new type is a new module
@@ -117,8 +116,9 @@ class GenerationFields(_Block):
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     think: Think = None
-    num_ctx: int | None = Field(default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1],
-                                exclude_if=lambda value: value is None)
+    num_ctx: int | None = Field(
+        default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1], exclude_if=lambda value: value is None
+    )
 
 
 class Defaults(GenerationFields):
@@ -182,15 +182,12 @@ class Judge(_Block):
     top_p: float | None = Field(default=None, gt=0, le=1)
     seed: int | None = None
     think: Think = None
-    num_ctx: int | None = Field(default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1],
-                                exclude_if=lambda value: value is None)
+    num_ctx: int | None = Field(
+        default=None, ge=NUM_CTX_RANGE[0], le=NUM_CTX_RANGE[1], exclude_if=lambda value: value is None
+    )
 
     def generation_overrides(self) -> dict[str, Any]:
-        return {
-            k: getattr(self, k)
-            for k in GenerationFields.model_fields
-            if getattr(self, k) is not None
-        }
+        return {k: getattr(self, k) for k in GenerationFields.model_fields if getattr(self, k) is not None}
 
 
 class Execution(_Block):
@@ -239,9 +236,7 @@ class PoolConfig(_Block):
         issues = reference_issues(config)
         if issues:
             raise ValidationError.from_exception_data(cls.__name__, issues)
-        return config.model_copy(
-            update={"models": tuple(map(config._with_defaults, config.models))}
-        )
+        return config.model_copy(update={"models": tuple(map(config._with_defaults, config.models))})
 
     def _with_defaults(self, model: Model) -> Model:
         takes = self.backends[model.backend].generation_keys()
@@ -258,9 +253,7 @@ class PoolConfig(_Block):
         for entry in self.models:
             if entry.name == name:
                 return entry
-        raise KeyError(
-            f"no pool model '{name}'; pool models: {', '.join(m.name for m in self.models)}"
-        )
+        raise KeyError(f"no pool model '{name}'; pool models: {', '.join(m.name for m in self.models)}")
 
     def enabled_models(self) -> tuple[Model, ...]:
         return tuple(m for m in self.models if m.enabled)
@@ -309,7 +302,9 @@ class PoolConfig(_Block):
         backend setting is in, defaults included: limits and the response caps
         (``max_response_bytes``, ``max_answer_chars``) decide which results a run records.
         """
-        judges = [judge.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) for judge in self.judge_models()]
+        judges = [
+            judge.model_dump(mode="json", exclude={"notes", *NOT_RESULT_SHAPING}) for judge in self.judge_models()
+        ]
         payload = {
             "schema": 1,
             "backends": {

@@ -22,7 +22,6 @@ _THINK_LEVELS = ("low", "medium", "high")
 _NAME = re.compile(r"[A-Za-z0-9._:/@+-]{1,128}")  # fullmatch: "$" would allow a final \n
 
 
-
 def parse_yaml_bool(value: Any) -> bool:
     """true/false, plus yes/no/on/off in any case (the loader keeps those words as text)."""
     if isinstance(value, bool):
@@ -42,10 +41,7 @@ def parse_think(value: Any) -> bool | str | None:
             return word
         if word in _TRUE_WORDS | _FALSE_WORDS:
             return word in _TRUE_WORDS
-    raise ValueError(
-        f"think must be true/false (or yes/no/on/off) or one of {', '.join(_THINK_LEVELS)}; "
-        f"got {value!r}"
-    )
+    raise ValueError(f"think must be true/false (or yes/no/on/off) or one of {', '.join(_THINK_LEVELS)}; got {value!r}")
 
 
 def check_model_name(name: str) -> str:

@@ -29,9 +29,7 @@ PoolYamlLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL_TAG]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-PoolYamlLoader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+PoolYamlLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 class YamlProblem(Exception):
@@ -71,9 +69,7 @@ def parse_yaml(text: str) -> YamlDocument:
         problem = exc.problem or exc.context or "invalid YAML"
         line = mark.line + 1 if mark else 1
         column = mark.column + 1 if mark else None
-        raise YamlProblem(
-            line, column, f"YAML syntax error: {problem}{where}; check indentation and quoting"
-        ) from None
+        raise YamlProblem(line, column, f"YAML syntax error: {problem}{where}; check indentation and quoting") from None
     except yaml.YAMLError as exc:  # unmarked errors are rare; keep the message short
         raise YamlProblem(1, None, f"YAML error: {exc}") from None
     finally:
@@ -97,8 +93,7 @@ def _reject_duplicate_keys(node: Node) -> None:
                         raise YamlProblem(
                             key.start_mark.line + 1,
                             key.start_mark.column + 1,
-                            f"duplicate key '{key.value}' (first at line "
-                            f"{first_line[key.value]}); keep only one",
+                            f"duplicate key '{key.value}' (first at line {first_line[key.value]}); keep only one",
                         )
                     first_line[key.value] = key.start_mark.line + 1
                 stack.extend((key, value))
@@ -127,11 +122,7 @@ def locate(root: Node, loc: Sequence[str | int]) -> tuple[int, tuple[str | int, 
             continue
         if isinstance(node, MappingNode):
             match = next(
-                (
-                    (key, value)
-                    for key, value in node.value
-                    if isinstance(key, ScalarNode) and key.value == str(part)
-                ),
+                ((key, value) for key, value in node.value if isinstance(key, ScalarNode) and key.value == str(part)),
                 None,
             )
             if match is not None:

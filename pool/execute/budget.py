@@ -67,14 +67,17 @@ class Budget:
         unpriced = self.unpriced()
         if self.max_cost is None or not unpriced:
             return None
-        return (f"--max-cost {self.max_cost:g} counts only priced models; {len(unpriced)} model(s) without a price "
-                f"are not counted, whatever they spend: {', '.join(unpriced)}. Add `price: {{input_per_million: X, "
-                "output_per_million: Y}` to their backend or model, or cap them with --max-tokens-total")
+        return (
+            f"--max-cost {self.max_cost:g} counts only priced models; {len(unpriced)} model(s) without a price "
+            f"are not counted, whatever they spend: {', '.join(unpriced)}. Add `price: {{input_per_million: X, "
+            "output_per_million: Y}` to their backend or model, or cap them with --max-tokens-total"
+        )
 
     @property
     def exhausted(self) -> bool:
-        return (self.max_cost is not None and self.cost >= self.max_cost) or \
-            (self.max_tokens_total is not None and self.tokens >= self.max_tokens_total)
+        return (self.max_cost is not None and self.cost >= self.max_cost) or (
+            self.max_tokens_total is not None and self.tokens >= self.max_tokens_total
+        )
 
     def reason(self) -> str:
         if self.max_cost is not None and self.cost >= self.max_cost:

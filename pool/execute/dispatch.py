@@ -66,13 +66,15 @@ class Dispatcher:
         else:
             if not messages:
                 raise ValueError(f"{unit}: a judge stage needs its prompt messages")
-            request = GenerationRequest(model=model.model, mode="chat", messages=messages,
-                                        params=model.generation_params())
+            request = GenerationRequest(
+                model=model.model, mode="chat", messages=messages, params=model.generation_params()
+            )
         endpoint = self.endpoints[model.backend]
         return Job(unit, request, endpoint.type, endpoint.identities[model.name], called_model=model.name)
 
-    def answer_lanes(self, models: Iterable[str],
-                     units_of: Callable[[Sequence[str]], Iterable[Unit]]) -> dict[str, Iterator[Job]]:
+    def answer_lanes(
+        self, models: Iterable[str], units_of: Callable[[Sequence[str]], Iterable[Unit]]
+    ) -> dict[str, Iterator[Job]]:
         """Lazy answer-job streams per backend: ``units_of(names)`` yields the pending answer units
         of those models in plan order (read from the store a page at a time), so a run never holds
         a list of its units."""
@@ -89,6 +91,8 @@ class Dispatcher:
 
         def stream(lane_units: Sequence[Unit]) -> Iterator[Job]:
             for unit in lane_units:
-                yield self.job(unit, messages[unit] if messages is not None and unit.stage not in ANSWER_STAGES else None)
+                yield self.job(
+                    unit, messages[unit] if messages is not None and unit.stage not in ANSWER_STAGES else None
+                )
 
         return {lane: stream(lane_units) for lane, lane_units in by_lane.items()}

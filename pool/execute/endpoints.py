@@ -49,10 +49,13 @@ def local_model_identity(model: Model) -> str:
 def _runner(config: PoolConfig, backend_name: str, base_url: str) -> Runner:
     backend = config.backends[backend_name]
     return make_runner(
-        backend.type, base_url,
+        backend.type,
+        base_url,
         api_key_env=getattr(backend, "api_key_env", None),
-        timeout_s=backend.timeout_s, max_retries=backend.max_retries,
-        max_response_bytes=backend.max_response_bytes, max_answer_chars=backend.max_answer_chars,
+        timeout_s=backend.timeout_s,
+        max_retries=backend.max_retries,
+        max_response_bytes=backend.max_response_bytes,
+        max_answer_chars=backend.max_answer_chars,
         options=backend.runner_options(),
     )
 
@@ -68,17 +71,27 @@ def managed_replicas(config: PoolConfig, name: str, models: Iterable[Model], log
 
     backend = config.backends[name]
     assert isinstance(backend, LlamaCppBackend)
-    served = list({
-        m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
-        for m in models
-    }.values())
-    return ManagedLlamaReplicas(served, replicas=backend.replicas, n_threads=backend.n_threads or 2,
-                                engine=backend.engine, slots=backend.slots, n_ctx=backend.n_ctx,
-                                log_path=log_path, label=f"backend '{name}'")
+    served = list(
+        {
+            m.model: ServedModel(m.model, m.gguf or "", {"chat_format": m.chat_format} if m.chat_format else {})
+            for m in models
+        }.values()
+    )
+    return ManagedLlamaReplicas(
+        served,
+        replicas=backend.replicas,
+        n_threads=backend.n_threads or 2,
+        engine=backend.engine,
+        slots=backend.slots,
+        n_ctx=backend.n_ctx,
+        log_path=log_path,
+        label=f"backend '{name}'",
+    )
 
 
-async def _serve_llamacpp(stack: AsyncExitStack, config: PoolConfig, name: str, models: list[Model],
-                          run_dir: Path) -> tuple[Runner, list[Path]]:
+async def _serve_llamacpp(
+    stack: AsyncExitStack, config: PoolConfig, name: str, models: list[Model], run_dir: Path
+) -> tuple[Runner, list[Path]]:
     """Start the backend's llama.cpp replicas (stopped with ``stack``); one balanced runner over them.
 
     One replica logs to ``llamacpp-<backend>.log``, several to ``llamacpp-<backend>-r<i>.log``.
@@ -112,7 +125,9 @@ def endpoint_identities(config: PoolConfig, backend_name: str, models: Iterable[
 
 
 @asynccontextmanager
-async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Path) -> AsyncIterator[dict[str, BackendEndpoint]]:
+async def open_backends(
+    config: PoolConfig, models: Iterable[Model], run_dir: Path
+) -> AsyncIterator[dict[str, BackendEndpoint]]:
     """Yield a live :class:`BackendEndpoint` per backend the given models use; tear all down after."""
     async with AsyncExitStack() as stack:
         endpoints: dict[str, BackendEndpoint] = {}
@@ -125,8 +140,14 @@ async def open_backends(config: PoolConfig, models: Iterable[Model], run_dir: Pa
                 runner = _runner(config, name, str(backend.base_url))
             stack.push_async_callback(runner.aclose)
             lane = Lane(name, runner, backend.max_concurrency, backend.requests_per_minute)
-            endpoints[name] = BackendEndpoint(name, backend.type, lane, endpoint_identities(config, name, backend_models),
-                                              server_logs[0] if server_logs else None, server_logs)
+            endpoints[name] = BackendEndpoint(
+                name,
+                backend.type,
+                lane,
+                endpoint_identities(config, name, backend_models),
+                server_logs[0] if server_logs else None,
+                server_logs,
+            )
         yield endpoints
 
 
@@ -139,8 +160,14 @@ class Backends:
 
 
 @asynccontextmanager
-async def open_execution(config: PoolConfig, models: Iterable[Model], run_dir: Path, *, executor: str = "local",
-                         ray_address: str | None = None) -> AsyncIterator[Backends]:
+async def open_execution(
+    config: PoolConfig,
+    models: Iterable[Model],
+    run_dir: Path,
+    *,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> AsyncIterator[Backends]:
     """Bring the backends up where the executor runs them: in this process (``local``) or in one
     Ray actor per backend (``ray``, see :mod:`pool.execute.ray_executor`)."""
     if executor == "local":
@@ -152,7 +179,9 @@ async def open_execution(config: PoolConfig, models: Iterable[Model], run_dir: P
     from pool.execute.ray_executor import RayExecutor
 
     grouped = models_by_backend(models)
-    endpoints = {name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))
-                 for name, ms in grouped.items()}
+    endpoints = {
+        name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))
+        for name, ms in grouped.items()
+    }
     async with RayExecutor(config, grouped, run_dir, ray_address) as ray_executor:
         yield Backends(endpoints, ray_executor)

@@ -41,8 +41,9 @@ def leaf_errors(exc: BaseException) -> list[BaseException]:
 class Executor(Protocol):
     """Sends jobs lane by lane and reports each response to the driver as it arrives."""
 
-    async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult,
-                  settle_locally: SettleLocally) -> None: ...
+    async def run(
+        self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult, settle_locally: SettleLocally
+    ) -> None: ...
 
 
 class LocalExecutor:
@@ -58,8 +59,9 @@ class LocalExecutor:
     def __init__(self, lanes: Mapping[str, Lane]) -> None:
         self.lanes = dict(lanes)
 
-    async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult,
-                  settle_locally: SettleLocally) -> None:
+    async def run(
+        self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult, settle_locally: SettleLocally
+    ) -> None:
         unknown = set(jobs_by_lane) - set(self.lanes)
         if unknown:
             raise ValueError(f"jobs for unknown backend(s): {', '.join(sorted(unknown))}")
@@ -72,8 +74,9 @@ class LocalExecutor:
 
 
 class _LaneWorker:
-    def __init__(self, lane: Lane, queue: asyncio.Queue[Job | None], on_result: OnResult,
-                 settle_locally: SettleLocally) -> None:
+    def __init__(
+        self, lane: Lane, queue: asyncio.Queue[Job | None], on_result: OnResult, settle_locally: SettleLocally
+    ) -> None:
         self.lane, self.queue = lane, queue
         self.on_result, self.settle_locally = on_result, settle_locally
         self.idle = 0  # workers waiting on the queue

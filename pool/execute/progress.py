@@ -31,15 +31,23 @@ class ModelTally:
         rate = fresh / elapsed
         remaining = self.total - self.done
         eta = f"{remaining / rate:.0f}s" if rate > 0 and remaining else ("0s" if not remaining else "?")
-        return (f"{name}: {self.done}/{self.total} done, {self.errors} flawed (truncated/empty), {self.infra} infra_error, "
-                f"{self.cached} cached, {rate:.2f}/s, ETA {eta}")
+        return (
+            f"{name}: {self.done}/{self.total} done, {self.errors} flawed (truncated/empty), {self.infra} infra_error, "
+            f"{self.cached} cached, {rate:.2f}/s, ETA {eta}"
+        )
 
 
 class ProgressDisplay:
     """Implements the scheduler's ``Progress`` protocol."""
 
-    def __init__(self, totals: Mapping[str, int], *, stream: TextIO | None = None,
-                 interactive: bool | None = None, interval_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        totals: Mapping[str, int],
+        *,
+        stream: TextIO | None = None,
+        interactive: bool | None = None,
+        interval_s: float = 30.0,
+    ) -> None:
         self.stream = stream or sys.stderr
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.interval_s = interval_s
@@ -49,8 +57,15 @@ class ProgressDisplay:
         if self.interactive:
             width = max((len(n) for n in totals), default=0)
             for position, (name, total) in enumerate(totals.items()):
-                self._bars[name] = tqdm(total=total, desc=name.ljust(width), position=position,
-                                        file=self.stream, unit="item", dynamic_ncols=True, leave=True)
+                self._bars[name] = tqdm(
+                    total=total,
+                    desc=name.ljust(width),
+                    position=position,
+                    file=self.stream,
+                    unit="item",
+                    dynamic_ncols=True,
+                    leave=True,
+                )
 
     def update(self, model: str, status: str, cached: bool) -> None:
         tally = self.tallies[model]

@@ -90,9 +90,19 @@ class LaneActor:
 class RayExecutor:
     """Sends each lane's jobs to that lane's actor; see the module docstring."""
 
-    def __init__(self, config: PoolConfig, models_by_backend: Mapping[str, Sequence[Model]], run_dir: Path,
-                 address: str | None = None) -> None:
-        self.config, self.models_by_backend, self.run_dir, self.address = config, dict(models_by_backend), run_dir, address
+    def __init__(
+        self,
+        config: PoolConfig,
+        models_by_backend: Mapping[str, Sequence[Model]],
+        run_dir: Path,
+        address: str | None = None,
+    ) -> None:
+        self.config, self.models_by_backend, self.run_dir, self.address = (
+            config,
+            dict(models_by_backend),
+            run_dir,
+            address,
+        )
         self.actors: dict[str, Any] = {}
         self._started_ray = False
 
@@ -103,23 +113,34 @@ class RayExecutor:
         if not ray.is_initialized():
             runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath(), **(LOOPBACK_ENV if self.address is None else {})}}
             if self.address is None:
-                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
-                         runtime_env=runtime_env, _node_ip_address="127.0.0.1")
+                ray.init(
+                    num_cpus=os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env=runtime_env,
+                    _node_ip_address="127.0.0.1",
+                )
             else:
                 ray.init(address=self.address, log_to_driver=False, runtime_env=runtime_env)
             self._started_ray = True
         remote_lane = ray.remote(LaneActor)
         for backend, models in self.models_by_backend.items():
-            options: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": -1,
-                                       "max_concurrency": 1000}
+            options: dict[str, Any] = {
+                "num_cpus": 0,
+                "max_restarts": -1,
+                "max_task_retries": -1,
+                "max_concurrency": 1000,
+            }
             node = getattr(self.config.backends[backend], "node", None)
             if node:
                 options["resources"] = {f"node:{node}": 0.001}
             self.actors[backend] = remote_lane.options(**options).remote(
-                self.config, backend, list(models), str(self.run_dir.resolve()))
+                self.config, backend, list(models), str(self.run_dir.resolve())
+            )
         # Start every lane's backend now (in parallel), so a backend that cannot start fails the run here.
-        self.pids = dict(zip(self.actors, await asyncio.gather(*(a.ready.remote() for a in self.actors.values())),
-                             strict=True))
+        self.pids = dict(
+            zip(self.actors, await asyncio.gather(*(a.ready.remote() for a in self.actors.values())), strict=True)
+        )
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -133,8 +154,9 @@ class RayExecutor:
             if self._started_ray:
                 ray.shutdown()
 
-    async def run(self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult,
-                  settle_locally: SettleLocally) -> None:
+    async def run(
+        self, jobs_by_lane: Mapping[str, Iterable[Job]], on_result: OnResult, settle_locally: SettleLocally
+    ) -> None:
         unknown = set(jobs_by_lane) - set(self.actors)
         if unknown:
             raise ValueError(f"jobs for unknown backend(s): {', '.join(sorted(unknown))}")
@@ -175,8 +197,10 @@ def cluster_host_port(address: str) -> tuple[str, int] | None:
         return None
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--ray-address (or the pool file's execution.ray_address) {address!r}: expected HOST:PORT "
-                         "(the head's address and its `ray start --head --port`), or 'auto' on a host of the cluster")
+        raise ValueError(
+            f"--ray-address (or the pool file's execution.ray_address) {address!r}: expected HOST:PORT "
+            "(the head's address and its `ray start --head --port`), or 'auto' on a host of the cluster"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -189,9 +213,11 @@ def check_cluster_address(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection(host_port, timeout=timeout_s).close()
     except OSError as exc:
-        raise RuntimeError(f"--ray-address (or the pool file's execution.ray_address) {address}: no Ray cluster "
-                           f"answers there ({exc}). Start its head with `ray start --head --port={host_port[1]}` on "
-                           "that host, or correct the address") from None
+        raise RuntimeError(
+            f"--ray-address (or the pool file's execution.ray_address) {address}: no Ray cluster "
+            f"answers there ({exc}). Start its head with `ray start --head --port={host_port[1]}` on "
+            "that host, or correct the address"
+        ) from None
 
 
 def _pythonpath() -> str:

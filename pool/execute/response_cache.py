@@ -47,9 +47,11 @@ CREATE TABLE IF NOT EXISTS responses (
 )
 """
 
-_REPLACE = ("DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, prompt_tokens ="
-            " excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, latency_s = excluded.latency_s,"
-            " server_timing_s = excluded.server_timing_s, created_at = excluded.created_at")
+_REPLACE = (
+    "DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, prompt_tokens ="
+    " excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, latency_s = excluded.latency_s,"
+    " server_timing_s = excluded.server_timing_s, created_at = excluded.created_at"
+)
 
 CACHE_ENV = "MEDPOOL_CACHE_DIR"
 
@@ -70,9 +72,15 @@ def age_seconds(created_at: str) -> float:
 
 def _as_stored(response: GenerationResponse) -> GenerationResponse:
     """What a lookup returns for ``response`` once written: the stored fields, no attempts."""
-    return GenerationResponse(text=response.text, finish_reason=response.finish_reason,
-                              prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
-                              latency_s=response.latency_s, attempts=(), server_timing_s=response.server_timing_s)
+    return GenerationResponse(
+        text=response.text,
+        finish_reason=response.finish_reason,
+        prompt_tokens=response.prompt_tokens,
+        completion_tokens=response.completion_tokens,
+        latency_s=response.latency_s,
+        attempts=(),
+        server_timing_s=response.server_timing_s,
+    )
 
 
 class ResponseCache(SqliteHandle):
@@ -141,14 +149,27 @@ class ResponseCache(SqliteHandle):
         written = 0
         with transaction(self._conn):
             for replace in (False, True):
-                rows = [(key, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, r.latency_s,
-                         r.server_timing_s, created_at) for key, (r, again, created_at) in entries if again is replace]
+                rows = [
+                    (
+                        key,
+                        r.text,
+                        r.finish_reason,
+                        r.prompt_tokens,
+                        r.completion_tokens,
+                        r.latency_s,
+                        r.server_timing_s,
+                        created_at,
+                    )
+                    for key, (r, again, created_at) in entries
+                    if again is replace
+                ]
                 if rows:
                     conflict = _REPLACE if replace else "DO NOTHING"
                     written += self._conn.executemany(
                         "INSERT INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, latency_s,"
                         f" server_timing_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
-                        rows).rowcount  # fmt: skip
+                        rows,
+                    ).rowcount
         return written
 
     def close(self) -> None:
@@ -159,4 +180,3 @@ class ResponseCache(SqliteHandle):
 
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-

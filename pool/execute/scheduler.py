@@ -80,7 +80,9 @@ class _OpenJob:
     @classmethod
     def of(cls, job: Job) -> _OpenJob:
         request_json = canonical_json(request_payload(job.request))
-        return cls(utc_now_iso(), request_json, cache_key_of_json(job.backend_type, job.endpoint_identity, request_json))
+        return cls(
+            utc_now_iso(), request_json, cache_key_of_json(job.backend_type, job.endpoint_identity, request_json)
+        )
 
 
 class Progress(Protocol):
@@ -179,7 +181,11 @@ class Scheduler:
         model = job.caller
         if model in self.health.failed:
             response = GenerationResponse(
-                text="", finish_reason=None, prompt_tokens=None, completion_tokens=None, latency_s=0.0,
+                text="",
+                finish_reason=None,
+                prompt_tokens=None,
+                completion_tokens=None,
+                latency_s=0.0,
                 error_class=MODEL_FAILED,
                 error_detail=f"not sent: model marked failed ({self.health.failed[model]})",
             )
@@ -284,16 +290,30 @@ class Scheduler:
         del self._open[job.unit]
         extra = None
         if response.attempts and len(response.attempts) > 1:
-            extra = {"attempts": [
-                {"n": a.number, "status": a.status, "error_class": a.error_class,
-                 "latency_s": round(a.latency_s, 4), "detail": a.detail}
-                for a in response.attempts
-            ]}
+            extra = {
+                "attempts": [
+                    {
+                        "n": a.number,
+                        "status": a.status,
+                        "error_class": a.error_class,
+                        "latency_s": round(a.latency_s, 4),
+                        "detail": a.detail,
+                    }
+                    for a in response.attempts
+                ]
+            }
         return result_from_response(
-            self.run_id, job.unit, response,
-            request_json=opened.request_json, cache_key=opened.cache_key,
-            started_at=opened.started_at, finished_at=utc_now_iso(),
-            cached=cached, extra=extra, answered_by=model, endpoint=job.endpoint_identity,
+            self.run_id,
+            job.unit,
+            response,
+            request_json=opened.request_json,
+            cache_key=opened.cache_key,
+            started_at=opened.started_at,
+            finished_at=utc_now_iso(),
+            cached=cached,
+            extra=extra,
+            answered_by=model,
+            endpoint=job.endpoint_identity,
         )
 
     def _recorded(self, job: Job, result: Result) -> None:

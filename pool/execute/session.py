@@ -37,21 +37,41 @@ class Session:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: PoolConfig, models: Iterable[Model], run_dir: Path, *, run_id: str, store: RunStore,
-                   cache: ResponseCache | None = None, executor: str | Executor = "local",
-                   ray_address: str | None = None, budget: Budget | None = None, progress: Progress | None = None,
-                   max_consecutive_failures: int = 5, retry_infra_errors: bool = False,
-                   on_model_failed: Callable[[str, str], None] | None = None,
-                   answer_max_age_s: float | None = None) -> AsyncIterator[Session]:
+    async def open(
+        cls,
+        config: PoolConfig,
+        models: Iterable[Model],
+        run_dir: Path,
+        *,
+        run_id: str,
+        store: RunStore,
+        cache: ResponseCache | None = None,
+        executor: str | Executor = "local",
+        ray_address: str | None = None,
+        budget: Budget | None = None,
+        progress: Progress | None = None,
+        max_consecutive_failures: int = 5,
+        retry_infra_errors: bool = False,
+        on_model_failed: Callable[[str, str], None] | None = None,
+        answer_max_age_s: float | None = None,
+    ) -> AsyncIterator[Session]:
         """Bring ``models``' backends up (``executor``: ``local``, ``ray``, or an executor of the
         caller's, e.g. a benchmark's stand-in, with no backend to open) and build the scheduler over
         them; everything is torn down on exit, error or cancellation."""
 
         def session(backends: Backends) -> Session:
-            scheduler = Scheduler(run_id=run_id, store=store, executor=backends.executor, cache=cache,
-                                  progress=progress, max_consecutive_failures=max_consecutive_failures,
-                                  retry_infra_errors=retry_infra_errors, on_model_failed=on_model_failed,
-                                  budget=budget, answer_max_age_s=answer_max_age_s)
+            scheduler = Scheduler(
+                run_id=run_id,
+                store=store,
+                executor=backends.executor,
+                cache=cache,
+                progress=progress,
+                max_consecutive_failures=max_consecutive_failures,
+                retry_infra_errors=retry_infra_errors,
+                on_model_failed=on_model_failed,
+                budget=budget,
+                answer_max_age_s=answer_max_age_s,
+            )
             return cls(backends.endpoints, scheduler)
 
         if not isinstance(executor, str):
@@ -70,13 +90,20 @@ class Session:
         endpoint = self.endpoints.get(model.backend)
         return endpoint.identities.get(model.name, "") if endpoint else ""
 
-    def dispatcher(self, models: Mapping[str, Model], items: Mapping[str, PromptItem],
-                   judge: Model | None = None) -> Dispatcher:
+    def dispatcher(
+        self, models: Mapping[str, Model], items: Mapping[str, PromptItem], judge: Model | None = None
+    ) -> Dispatcher:
         """Turns the units of ``models`` on ``items`` (and ``judge`` stages) into this session's jobs."""
         return Dispatcher(models, items, self.endpoints, judge)
 
-    async def send(self, jobs_by_lane: Mapping[str, Iterable[Job]], *, progress: Progress | None = None,
-                   fresh: bool = False, retry_infra_errors: bool | None = None) -> RunCounters:
+    async def send(
+        self,
+        jobs_by_lane: Mapping[str, Iterable[Job]],
+        *,
+        progress: Progress | None = None,
+        fresh: bool = False,
+        retry_infra_errors: bool | None = None,
+    ) -> RunCounters:
         """Send every job and record its result. ``progress`` replaces the session's display for
         these jobs; ``fresh``: the response cache is neither read nor written (verdicts asked again
         tonight); ``retry_infra_errors``: a unit whose row is an ``infra_error`` is sent again."""

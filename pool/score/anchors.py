@@ -36,14 +36,21 @@ def anchor_sample(answers: Sequence[Result], n: int) -> list[Result]:
     return sorted(answers, key=lambda a: hashlib.sha256(f"{a.model}\x1f{a.item_id}".encode()).hexdigest())[:n]
 
 
-async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int) -> dict[str, Any]:
+async def judge_anchors(
+    stage: ScoringStage, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int
+) -> dict[str, Any]:
     """Judge the anchor sample afresh; put ``details["anchor"]`` on each score and return the tally."""
     from pool.score.stage import answer_for_judge
 
     assert stage.judge is not None
     sample = anchor_sample(stage.scored_rubric_answers(answers, scores), n)
-    rounds = [(Unit(a.model, a.item_id, stage.judge.stage(stage.items[a.item_id]) + ANCHOR_SUFFIX),
-               judge_messages(stage.items[a.item_id], answer_for_judge(a.text))) for a in sample]  # fmt: skip
+    rounds = [
+        (
+            Unit(a.model, a.item_id, stage.judge.stage(stage.items[a.item_id]) + ANCHOR_SUFFIX),
+            judge_messages(stage.items[a.item_id], answer_for_judge(a.text)),
+        )
+        for a in sample
+    ]
     await stage.judge_round(rounds, fresh=True)  # asked afresh: the cache is neither read nor written
     pairs = []
     for answer, (unit, _) in zip(sample, rounds, strict=True):
@@ -57,8 +64,12 @@ async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: 
         else:
             again = judged_score(item, answer.text, parsed, stage.judge.identity(item))
             score = scores[key]
-            fresh.update(total=again.metrics["total"], passed=again.passed,
-                         agrees=again.passed == score.passed, total_diff=again.metrics["total"] - score.metrics["total"])
+            fresh.update(
+                total=again.metrics["total"],
+                passed=again.passed,
+                agrees=again.passed == score.passed,
+                total_diff=again.metrics["total"] - score.metrics["total"],
+            )
             pairs.append(fresh)
         scores[key] = replace(scores[key], details={**scores[key].details, "anchor": fresh})
     return anchor_tally(pairs, asked=len(sample))
@@ -67,15 +78,24 @@ async def judge_anchors(stage: ScoringStage, answers: Sequence[Result], scores: 
 def anchor_tally(pairs: Sequence[dict[str, Any]], asked: int) -> dict[str, Any]:
     """Agreement of fresh anchor verdicts with the run's verdicts, over all pairs and over the
     pairs whose verdict came from an earlier night (``previous``)."""
+
     def agreement(subset: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if not subset:
             return {"n": 0, "pass_agreement": None, "mean_abs_total_diff": None}
-        return {"n": len(subset), "pass_agreement": round(sum(p["agrees"] for p in subset) / len(subset), 4),
-                "mean_abs_total_diff": round(sum(abs(p["total_diff"]) for p in subset) / len(subset), 3)}
+        return {
+            "n": len(subset),
+            "pass_agreement": round(sum(p["agrees"] for p in subset) / len(subset), 4),
+            "mean_abs_total_diff": round(sum(abs(p["total_diff"]) for p in subset) / len(subset), 3),
+        }
 
     previous = [p for p in pairs if p["primary_cached"]]
-    tally = {"asked": asked, "verdicts": len(pairs), "all": agreement(pairs), "previous": agreement(previous),
-             "floor": ANCHOR_AGREEMENT_FLOOR}
+    tally = {
+        "asked": asked,
+        "verdicts": len(pairs),
+        "all": agreement(pairs),
+        "previous": agreement(previous),
+        "floor": ANCHOR_AGREEMENT_FLOOR,
+    }
     rate = tally["previous"]["pass_agreement"]
     tally["drift_warning"] = rate is not None and rate < ANCHOR_AGREEMENT_FLOOR
     return tally

@@ -130,7 +130,7 @@ class ArrivalRows:
             window = min(_PROBE_SLOTS, self.mask + 1 - slot, left)  # up to the table's end, then from slot 0
             left -= window
             data = os.pread(fd, window * _SLOT.size, _HEADER.size + slot * _SLOT.size)
-            for found, offset, length in _SLOT.iter_unpack(data[:len(data) - len(data) % _SLOT.size]):
+            for found, offset, length in _SLOT.iter_unpack(data[: len(data) - len(data) % _SLOT.size]):
                 if found == key:
                     return offset, length
                 if found == 0:
@@ -179,9 +179,18 @@ class ArrivalWorker:
         index = tempfile.TemporaryFile("w+b", dir=run_dir)  # noqa: SIM115 - their places', closed with them
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "pool.score.arrival", str(run_dir), run_id, str(file.fileno()),
-                str(index.fileno()), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                pass_fds=(file.fileno(), index.fileno()), limit=LINE_LIMIT)
+                sys.executable,
+                "-m",
+                "pool.score.arrival",
+                str(run_dir),
+                run_id,
+                str(file.fileno()),
+                str(index.fileno()),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                pass_fds=(file.fileno(), index.fileno()),
+                limit=LINE_LIMIT,
+            )
         except OSError as exc:
             file.close()
             index.close()
@@ -231,8 +240,9 @@ class ArrivalWorker:
             if self.reading.done():  # its reports ended: it exited, or is about to; its code says why
                 await self._exited()
             await self.close()
-            log.warning("the scoring worker ended with %s; the scoring stage scores every answer itself",
-                        self._ended_with())
+            log.warning(
+                "the scoring worker ended with %s; the scoring stage scores every answer itself", self._ended_with()
+            )
             return None
         (file, index), self.files = self.files, None
         return ArrivalRows(file, index, self.rows)
@@ -245,8 +255,10 @@ class ArrivalWorker:
         await self.proc.wait()
         report = self.exported_report if self.proc.returncode == 0 and self._garbled() is None else None
         if report is None:
-            log.warning("the scoring worker ended with %s before its export; the run writes results.jsonl itself",
-                        self._ended_with())
+            log.warning(
+                "the scoring worker ended with %s before its export; the run writes results.jsonl itself",
+                self._ended_with(),
+            )
         await self.close()
         return report
 
@@ -336,13 +348,17 @@ def _stop(signum: int, frame: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """The worker; exit 0 having indexed every row's place (and exported, when told to), 1 when the driver
     went away, 2 on a changed plan."""
-    parser = argparse.ArgumentParser(prog="python -m pool.score.arrival",
-                                     description="Internal: started by pool.run for a run with many judge-free "
-                                                 "answers; scores them while the run answers (see the module doc).")
+    parser = argparse.ArgumentParser(
+        prog="python -m pool.score.arrival",
+        description="Internal: started by pool.run for a run with many judge-free "
+        "answers; scores them while the run answers (see the module doc).",
+    )
     parser.add_argument("run_dir", type=Path, help="the run's folder (its run.sqlite holds the run and its options)")
     parser.add_argument("run_id")
     parser.add_argument("fd", type=int, help="an open file descriptor the rows are appended to")
-    parser.add_argument("index_fd", type=int, help="an open file descriptor of the (empty) file the rows are indexed in")
+    parser.add_argument(
+        "index_fd", type=int, help="an open file descriptor of the (empty) file the rows are indexed in"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver ends the worker
     signal.signal(signal.SIGTERM, _stop)
@@ -354,8 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             why = f"no run {run_id!r}" if run is None else f"the pool or data changed since run {run_id!r} was planned"
             print(f"{run_dir}: {why}; its answers are scored after the last one arrives", file=sys.stderr)
             return 2
-        stage = ScoringStage(run_id=run_id, store=store, config=plan.config, items=plan.items_by_id,
-                             judges=(), session=None)
+        stage = ScoringStage(
+            run_id=run_id, store=store, config=plan.config, items=plan.items_by_id, judges=(), session=None
+        )
         index = _IndexWriter(args.index_fd, plan.unit_count)
         said = _follow(_Tail(stage, out, index), sys.stdin.fileno())
         if said is None:

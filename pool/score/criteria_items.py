@@ -38,13 +38,23 @@ def _messages(stage: ScoringStage, answer: Result) -> tuple[dict[str, str], ...]
     from pool.score.stage import answer_for_judge
 
     gold = stage.items[answer.item_id].gold
-    return criteria_items_judge_prompt(question_text(stage.items[answer.item_id]), gold["expected_topics"],
-                                       gold.get("must_warn", ()), gold.get("must_not", ()), answer_for_judge(answer.text))  # fmt: skip
+    return criteria_items_judge_prompt(
+        question_text(stage.items[answer.item_id]),
+        gold["expected_topics"],
+        gold.get("must_warn", ()),
+        gold.get("must_not", ()),
+        answer_for_judge(answer.text),
+    )
 
 
-async def _member_verdicts(stage: ScoringStage, judge: JudgeSetup, answers: Sequence[Result]) -> dict[Key, CriteriaItemsVerdict]:
+async def _member_verdicts(
+    stage: ScoringStage, judge: JudgeSetup, answers: Sequence[Result]
+) -> dict[Key, CriteriaItemsVerdict]:
     """``judge``'s criterion verdicts on every answer, with one re-ask for an unparseable reply."""
-    first = [(Unit(a.model, a.item_id, judge.stage(stage.items[a.item_id], contract=CONTRACT)), _messages(stage, a)) for a in answers]
+    first = [
+        (Unit(a.model, a.item_id, judge.stage(stage.items[a.item_id], contract=CONTRACT)), _messages(stage, a))
+        for a in answers
+    ]
     await stage.judge_round(first, setup=judge)
     out: dict[Key, CriteriaItemsVerdict] = {}
     again = []
@@ -55,8 +65,12 @@ async def _member_verdicts(stage: ScoringStage, judge: JudgeSetup, answers: Sequ
             continue
         parsed = parse_criteria_items(row.text, ids)
         if isinstance(parsed, ParseFailure):
-            again.append((Unit(answer.model, answer.item_id, judge.stage(stage.items[answer.item_id], True, CONTRACT)),
-                          reask_prompt(CONTRACT, messages, row.text, parsed.reason)))  # fmt: skip
+            again.append(
+                (
+                    Unit(answer.model, answer.item_id, judge.stage(stage.items[answer.item_id], True, CONTRACT)),
+                    reask_prompt(CONTRACT, messages, row.text, parsed.reason),
+                )
+            )
         else:
             out[(answer.model, answer.item_id)] = parsed
     await stage.judge_round(again, setup=judge)
@@ -69,7 +83,9 @@ async def _member_verdicts(stage: ScoringStage, judge: JudgeSetup, answers: Sequ
     return out
 
 
-def panel_criteria_verdict(ids: Sequence[str], verdicts: Sequence[CriteriaItemsVerdict | None]) -> CriteriaItemsVerdict | None:
+def panel_criteria_verdict(
+    ids: Sequence[str], verdicts: Sequence[CriteriaItemsVerdict | None]
+) -> CriteriaItemsVerdict | None:
     """One verdict per criterion from the members': majority of those that answered it (tie: not met)."""
     given = [v for v in verdicts if v is not None]
     if not given:
@@ -84,8 +100,9 @@ def panel_criteria_verdict(ids: Sequence[str], verdicts: Sequence[CriteriaItemsV
         met = bool(aggregate([MemberVerdict(passed=m) for m, _ in present], "majority").passed)
         items.append(CriterionMet(cid, met, next((e for m, e in present if m == met and e), "")))
     stages = [v.parse_stage for v in given]
-    return CriteriaItemsVerdict(tuple(items), parse_stage=max(stages, key=("strict", "repaired", "patterns").index),
-                                missing=tuple(missing))  # fmt: skip
+    return CriteriaItemsVerdict(
+        tuple(items), parse_stage=max(stages, key=("strict", "repaired", "patterns").index), missing=tuple(missing)
+    )
 
 
 def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
@@ -97,14 +114,24 @@ def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
     if mode != "items":
         return replace(score, metrics=metrics, details=details)
     metrics.update(holistic_value=score.value, holistic_passed=None if score.passed is None else float(score.passed))
-    return replace(score, value=float(graded["score"]), passed=bool(graded["passed"]), metrics=metrics,
-                   details={**details, "ranked_by": "criteria_items"})  # fmt: skip
+    return replace(
+        score,
+        value=float(graded["score"]),
+        passed=bool(graded["passed"]),
+        metrics=metrics,
+        details={**details, "ranked_by": "criteria_items"},
+    )
 
 
-async def grade_criteria_items(stage: ScoringStage, answers: Sequence[Result], scores: dict[Key, Score], mode: str) -> None:
+async def grade_criteria_items(
+    stage: ScoringStage, answers: Sequence[Result], scores: dict[Key, Score], mode: str
+) -> None:
     """Every scored criteria answer graded criterion by criterion by every judge; merged into ``scores``."""
-    wanted = [a for a in answers if stage.items[a.item_id].gold_type == "criteria"
-              and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
+    wanted = [
+        a
+        for a in answers
+        if stage.items[a.item_id].gold_type == "criteria" and scores[(a.model, a.item_id)].status == "scored"
+    ]
     if not wanted:
         return
     by_member = [await _member_verdicts(stage, judge, wanted) for judge in stage.panel]
@@ -112,5 +139,7 @@ async def grade_criteria_items(stage: ScoringStage, answers: Sequence[Result], s
         key, gold = (answer.model, answer.item_id), stage.items[answer.item_id].gold
         ids = [cid for cid, _, _ in criteria_ids(gold)]
         verdict = panel_criteria_verdict(ids, [member.get(key) for member in by_member])
-        graded = None if verdict is None else {**score_criteria_items(gold, verdict), "parse_stage": verdict.parse_stage}
+        graded = (
+            None if verdict is None else {**score_criteria_items(gold, verdict), "parse_stage": verdict.parse_stage}
+        )
         scores[key] = with_items(scores[key], graded, mode)

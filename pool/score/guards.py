@@ -40,13 +40,18 @@ Key = tuple[str, str]
 Guarded = tuple[Result, AnswerGuard, dict[str, Any] | None]  # the answer, its guard, the re-ask record
 
 
-def guarded_score(item: Item, answer: str, guard: AnswerGuard, judge: JudgeIdentity,
-                  reask: Mapping[str, Any] | None = None) -> Score:
+def guarded_score(
+    item: Item, answer: str, guard: AnswerGuard, judge: JudgeIdentity, reask: Mapping[str, Any] | None = None
+) -> Score:
     """0 on every dimension, not passed, with the guard's flag; ``judge`` is who would have judged."""
     contract = spec_of(item.gold_type).judge_contract
     metrics = {"success": 0.0} if contract == "probe" else {**dict.fromkeys(DIMENSIONS, 0), "total": 0}
-    details: dict[str, Any] = {"contract": contract, "flags": [guard.flag], "answer_guard": guard.to_record(),
-                               "judge_skipped": True}  # fmt: skip
+    details: dict[str, Any] = {
+        "contract": contract,
+        "flags": [guard.flag],
+        "answer_guard": guard.to_record(),
+        "judge_skipped": True,
+    }
     if contract == "criteria":  # the literal floor is judge-free: its rate counts every criteria answer
         details["safety_floor"] = list(find_forbidden(answer, forbidden_phrases(item.gold)).hits)
     if reask is not None:
@@ -63,7 +68,9 @@ def answer_guard(item: Item, answer: Result) -> AnswerGuard | None:
     return guard_answer(item, answer.text, truncated=answer.status == "error" and answer.error_class == "truncated")
 
 
-async def reask_guarded(stage: ScoringStage, guarded: Sequence[tuple[Result, AnswerGuard]]) -> tuple[list[Result], list[Guarded]]:
+async def reask_guarded(
+    stage: ScoringStage, guarded: Sequence[tuple[Result, AnswerGuard]]
+) -> tuple[list[Result], list[Guarded]]:
     """Ask each guarded answer's model once more (module doc): (re-asked answers that pass the
     guard, to be judged in place of the first; the answers still guarded, with their re-ask record).
     ``stage.reasked`` keeps the first answer of each re-asked one, ``stage.reask_records`` the
@@ -72,8 +79,11 @@ async def reask_guarded(stage: ScoringStage, guarded: Sequence[tuple[Result, Ans
     models = {m.name: m for m in stage.config.models}
     served = {name for name, model in models.items() if session is not None and session.served_identity(model)}
     stored = {(a.model, a.item_id): store.get_result(run_id, Unit(a.model, a.item_id, REASK_STAGE)) for a, _ in guarded}
-    wanted = [Unit(a.model, a.item_id, REASK_STAGE) for a, _ in guarded
-              if not _usable(stored[(a.model, a.item_id)]) and a.model in served]  # fmt: skip
+    wanted = [
+        Unit(a.model, a.item_id, REASK_STAGE)
+        for a, _ in guarded
+        if not _usable(stored[(a.model, a.item_id)]) and a.model in served
+    ]
     if wanted and session is not None:
         store.save_plan(run_id, wanted)
         pending = set(store.iter_pending_units(run_id, retry_infra_errors=True, stage=REASK_STAGE))
@@ -124,8 +134,13 @@ def models_to_reask(store: RunStore, run_id: str, items: Mapping[str, Item], con
     models: set[str] = set()
     for answer in store.iter_results(run_id, stage=ANSWER_STAGE, requests=False):
         item = items.get(answer.item_id)
-        if (answer.model in models or item is None or item.gold_type not in JUDGED_GOLD_TYPES
-                or answer.status == "infra_error" or answer_guard(item, answer) is None):  # fmt: skip
+        if (
+            answer.model in models
+            or item is None
+            or item.gold_type not in JUDGED_GOLD_TYPES
+            or answer.status == "infra_error"
+            or answer_guard(item, answer) is None
+        ):
             continue
         if not _usable(store.get_result(run_id, Unit(answer.model, answer.item_id, REASK_STAGE))):
             models.add(answer.model)

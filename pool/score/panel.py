@@ -35,11 +35,17 @@ Key = tuple[str, str]
 def panel_identity(members: Sequence[JudgeSetup], rule: str, item: Item) -> JudgeIdentity:
     """Who judged as a panel: the rule and every member's full identity (by its key)."""
     return JudgeIdentity.of(
-        "panel:" + ",".join(m.model.name for m in members), "panel", prompt_version(contract_for(item)),
-        {"rule": rule, "members": [m.identity(item).key() for m in members],
-         "member_names": [m.model.name for m in members], "member_model_ids": [m.model.model for m in members],
-         "member_ggufs": [m.model.gguf or "" for m in members]},
-    )  # fmt: skip
+        "panel:" + ",".join(m.model.name for m in members),
+        "panel",
+        prompt_version(contract_for(item)),
+        {
+            "rule": rule,
+            "members": [m.identity(item).key() for m in members],
+            "member_names": [m.model.name for m in members],
+            "member_model_ids": [m.model.model for m in members],
+            "member_ggufs": [m.model.gguf or "" for m in members],
+        },
+    )
 
 
 def member_verdict(score: Score | None) -> MemberVerdict:
@@ -57,7 +63,9 @@ def _member_record(setup: JudgeSetup, item: Item, score: Score | None) -> dict[s
         return record
     record.update(passed=score.passed, value=score.value)
     if "total" in score.metrics:
-        record.update(total=score.metrics["total"], scores={d: score.metrics[d] for d in DIMENSIONS if d in score.metrics})
+        record.update(
+            total=score.metrics["total"], scores={d: score.metrics[d] for d in DIMENSIONS if d in score.metrics}
+        )
     return record
 
 
@@ -71,13 +79,19 @@ def panel_reliability(answers: Sequence[Result], by_member: Sequence[Mapping[Key
                 votes[row, column] = float(verdict.passed)
     if np.isnan(votes).all():  # nobody gave a verdict: every answer is an infra error anyway
         even = (0.5,) * len(by_member)
-        return Reliability(sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0,
-                           converged=True)  # fmt: skip
+        return Reliability(
+            sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True
+        )
     return estimate_reliability(votes)
 
 
-def panel_scores(members: Sequence[JudgeSetup], rule: str, items: Mapping[str, Item], answers: Sequence[Result],
-                 by_member: Sequence[Mapping[Key, Score]]) -> dict[Key, Score]:
+def panel_scores(
+    members: Sequence[JudgeSetup],
+    rule: str,
+    items: Mapping[str, Item],
+    answers: Sequence[Result],
+    by_member: Sequence[Mapping[Key, Score]],
+) -> dict[Key, Score]:
     """The panel's score of every answer from its members' scores (same order as ``members``)."""
     reliability = None
     if rule == "reliability":
@@ -88,22 +102,37 @@ def panel_scores(members: Sequence[JudgeSetup], rule: str, items: Mapping[str, I
         identity = panel_identity(members, rule, item)
         member_scores = [scores.get(key) for scores in by_member]
         verdict = aggregate([member_verdict(s) for s in member_scores], rule, reliability)
-        block: dict[str, Any] = {"rule": rule, "votes": verdict.votes, "missing": verdict.missing, "tie": verdict.tie,
-                                 "members": [_member_record(m, item, s) for m, s in zip(members, member_scores)]}
+        block: dict[str, Any] = {
+            "rule": rule,
+            "votes": verdict.votes,
+            "missing": verdict.missing,
+            "tie": verdict.tie,
+            "members": [_member_record(m, item, s) for m, s in zip(members, member_scores)],
+        }
         if reliability is not None:
             block["estimated_accuracy"] = {m.model.name: round(a, 4) for m, a in zip(members, reliability.accuracy)}
         if verdict.passed is None:
             reasons = "; ".join(f"{r['name']}: {r.get('error', '')}" for r in block["members"])
-            out[key] = replace(unparseable_score(identity, f"no panel member gave a verdict ({reasons})", ""),
-                               details={"error": "judge_no_verdict", "reason": "no panel member gave a verdict",
-                                        "panel": block})  # fmt: skip
+            out[key] = replace(
+                unparseable_score(identity, f"no panel member gave a verdict ({reasons})", ""),
+                details={"error": "judge_no_verdict", "reason": "no panel member gave a verdict", "panel": block},
+            )
             continue
         voted = [s for s in member_scores if s is not None and s.status == "scored" and s.passed is not None]
         lead = voted[0]
-        metrics: dict[str, float] = dict(lead.metrics) if verdict.dims is None else {
-            **{d: round(v, 4) for d, v in verdict.dims.items()}, "total": round(sum(verdict.dims.values()), 4)}
+        metrics: dict[str, float] = (
+            dict(lead.metrics)
+            if verdict.dims is None
+            else {**{d: round(v, 4) for d, v in verdict.dims.items()}, "total": round(sum(verdict.dims.values()), 4)}
+        )
         if verdict.dims is None and "success" in metrics:
             metrics["success"] = 1.0 if verdict.passed else 0.0
-        out[key] = Score(status="scored", value=verdict.value, passed=verdict.passed, metrics=metrics, judge=identity,
-                         details={**lead.details, **panel_side_labels([s.details for s in voted]), "panel": block})  # fmt: skip
+        out[key] = Score(
+            status="scored",
+            value=verdict.value,
+            passed=verdict.passed,
+            metrics=metrics,
+            judge=identity,
+            details={**lead.details, **panel_side_labels([s.details for s in voted]), "panel": block},
+        )
     return out

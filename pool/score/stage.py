@@ -73,8 +73,11 @@ class JudgeSetup:
 
     def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
         """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
-        setup = {k: v for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
-                 if k not in ("name", "backend")}  # fmt: skip
+        setup = {
+            k: v
+            for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
+            if k not in ("name", "backend")
+        }
         return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
 
     def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
@@ -126,10 +129,21 @@ def model_identity(config: PoolConfig, model: Model, endpoint: str = "") -> dict
 class ScoringStage:
     """Scores every stored answer of a run; judge calls go through the run's ``session``."""
 
-    def __init__(self, *, run_id: str, store: RunStore, config: PoolConfig, items: Mapping[str, Item],
-                 judges: Sequence[Model], session: Session | None, panel_rule: str = "majority",
-                 log_interval: float = 30.0, hallu: bool = False, rejudge_sample: int = 0,
-                 anchor_sample: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        store: RunStore,
+        config: PoolConfig,
+        items: Mapping[str, Item],
+        judges: Sequence[Model],
+        session: Session | None,
+        panel_rule: str = "majority",
+        log_interval: float = 30.0,
+        hallu: bool = False,
+        rejudge_sample: int = 0,
+        anchor_sample: int = 0,
+    ) -> None:
         self.run_id = run_id
         self.store = store
         self.config = config
@@ -137,9 +151,15 @@ class ScoringStage:
         self.session = session
         # Every judge of the run; a panel's first member (its lead) also answers --hallu, --rejudge-sample
         # and --anchor-sample, which ask one judge about its own verdicts.
-        self.panel = [JudgeSetup(judge, judge.backend, (session.served_identity(judge) if session is not None else "")
-                                 or configured_endpoint(config, judge), backend_type=config.backends[judge.backend].type)
-                      for judge in judges]  # fmt: skip
+        self.panel = [
+            JudgeSetup(
+                judge,
+                judge.backend,
+                (session.served_identity(judge) if session is not None else "") or configured_endpoint(config, judge),
+                backend_type=config.backends[judge.backend].type,
+            )
+            for judge in judges
+        ]
         self.judge = self.panel[0] if self.panel else None
         self.panel_rule = panel_rule
         self.log_interval = log_interval
@@ -152,16 +172,25 @@ class ScoringStage:
         self.arrivals: ScoredAhead | None = None  # rows scored while answering (pool.score.arrival), taken by run()
         self.reasked: dict[tuple[str, str], Result] = {}  # first answers replaced by their re-ask (pool.score.guards)
         self.reask_records: dict[tuple[str, str], dict[str, Any]] = {}  # details.answer_reasked of those rows
-        self.dispatchers = {setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
-                            for setup in self.panel} if session is not None else {}  # fmt: skip
+        self.dispatchers = (
+            {
+                setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
+                for setup in self.panel
+            }
+            if session is not None
+            else {}
+        )
 
     def _answers(self, arrivals: ScoredAhead | None) -> Iterator[Result]:
         """The run's answers to this run's items to score, streamed from the store in (model, item_id)
         order. An answer whose row ``arrivals`` holds is not read: its row, made when it arrived, goes
         to the spool in its place (so the spool keeps that order)."""
         if arrivals is None:
-            yield from (r for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE, requests=False)
-                        if r.item_id in self.items)
+            yield from (
+                r
+                for r in self.store.iter_results(self.run_id, stage=ANSWER_STAGE, requests=False)
+                if r.item_id in self.items
+            )
             return
         for model, item_id in self.store.iter_result_keys(self.run_id, ANSWER_STAGE):
             if item_id not in self.items:
@@ -189,8 +218,9 @@ class ScoringStage:
         except Exception:  # noqa: BLE001 - see the docstring
             return None
 
-    async def judge_round(self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False,
-                          setup: JudgeSetup | None = None) -> None:
+    async def judge_round(
+        self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False, setup: JudgeSetup | None = None
+    ) -> None:
         """Plan and run the judge units that have no finished row yet, sent to ``setup`` (default: the
         run's judge, a panel's lead); ``fresh``: the response cache is neither read nor written
         (verdicts asked again tonight, e.g. the judge-drift anchors)."""
@@ -200,20 +230,26 @@ class ScoringStage:
             return
         judge, dispatcher = setup.model, self.dispatchers[setup.model.name]
         self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
-        pending = {unit for stage in {unit.stage for unit, _ in wanted}
-                   for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)}
+        pending = {
+            unit
+            for stage in {unit.stage for unit, _ in wanted}
+            for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)
+        }
         # Contract by contract, item by item: consecutive verdicts share the judge's system prompt and
         # the question + reference, so a server that keeps the KV cache of the previous prompt's
         # prefix (llama.cpp) reads only the new answer. In plan order (model by model) the contract
         # changed every few items and a 0.5B judge re-read ~1,200 prompt tokens each time.
-        ordered = sorted((pair for pair in wanted if pair[0] in pending), key=lambda p: (p[0].stage, p[0].item_id, p[0].model))
+        ordered = sorted(
+            (pair for pair in wanted if pair[0] in pending), key=lambda p: (p[0].stage, p[0].item_id, p[0].model)
+        )
         todo = dict(ordered)
         if not todo:
             return
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
         try:
-            await self.session.send(dispatcher.lanes(todo, todo), progress=progress, fresh=fresh,
-                                    retry_infra_errors=True)
+            await self.session.send(
+                dispatcher.lanes(todo, todo), progress=progress, fresh=fresh, retry_infra_errors=True
+            )
         finally:
             progress.close()
 
@@ -254,7 +290,9 @@ class ScoringStage:
             to_judge += again
         for answer, guard, record in still:
             item = self.items[answer.item_id]
-            scores[(answer.model, answer.item_id)] = guarded_score(item, answer.text, guard, self.verdict_identity(item), record)
+            scores[(answer.model, answer.item_id)] = guarded_score(
+                item, answer.text, guard, self.verdict_identity(item), record
+            )
         if to_judge:
             await self._judge(to_judge, scores)
             if self.config.criteria_grading != "holistic":
@@ -269,7 +307,9 @@ class ScoringStage:
                 if len(answer.text) > JUDGE_ANSWER_MAX_CHARS:
                     key = (answer.model, answer.item_id)
                     cut = {"chars": len(answer.text), "sent": JUDGE_ANSWER_MAX_CHARS}
-                    scores[key] = replace(scores[key], details={**scores[key].details, "answer_truncated_for_judge": cut})
+                    scores[key] = replace(
+                        scores[key], details={**scores[key].details, "answer_truncated_for_judge": cut}
+                    )
         for key, outcome in checked.items():  # the check's score first, the judge's beside it
             if outcome.objective is not None:
                 scores[key] = beside_judge(outcome.objective, scores[key])
@@ -278,8 +318,10 @@ class ScoringStage:
         for key, record in self.reask_records.items():
             if key in scores and "answer_reasked" not in scores[key].details:
                 scores[key] = replace(scores[key], details={**scores[key].details, "answer_reasked": record})
-        self._rows.judged = [self._row(answer, scores[(answer.model, answer.item_id)])
-                             for answer in [*to_judge, *(a for a, _, _ in still)]]
+        self._rows.judged = [
+            self._row(answer, scores[(answer.model, answer.item_id)])
+            for answer in [*to_judge, *(a for a, _, _ in still)]
+        ]
 
     def verdict_identity(self, item: Item) -> JudgeIdentity:
         """Who judges ``item`` in this run: the judge, or the panel (``pool.score.panel``)."""
@@ -298,12 +340,19 @@ class ScoringStage:
             by_member.append(member_scores)
         scores.update(panel_scores(self.panel, self.panel_rule, self.items, answers, by_member))
 
-    async def _member_verdicts(self, judge: JudgeSetup, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
+    async def _member_verdicts(
+        self, judge: JudgeSetup, answers: list[Result], scores: dict[tuple[str, str], Score]
+    ) -> None:
         """``judge``'s verdict on every answer, with one re-ask for an unparseable reply."""
         first = []
         for answer in answers:
             item = self.items[answer.item_id]
-            first.append((Unit(answer.model, answer.item_id, judge.stage(item)), judge_messages(item, answer_for_judge(answer.text))))
+            first.append(
+                (
+                    Unit(answer.model, answer.item_id, judge.stage(item)),
+                    judge_messages(item, answer_for_judge(answer.text)),
+                )
+            )
         await self.judge_round(first, setup=judge)
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
@@ -318,8 +367,12 @@ class ScoringStage:
                 continue
             parsed = parse_reply(item, row.text)
             if isinstance(parsed, ParseFailure):
-                reask.append((Unit(answer.model, answer.item_id, judge.stage(item, reask=True)),
-                              reask_messages(item, answer_for_judge(answer.text), row.text)))
+                reask.append(
+                    (
+                        Unit(answer.model, answer.item_id, judge.stage(item, reask=True)),
+                        reask_messages(item, answer_for_judge(answer.text), row.text),
+                    )
+                )
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
                 scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
@@ -340,8 +393,11 @@ class ScoringStage:
     def scored_rubric_answers(self, answers: Sequence[Result], scores: Mapping[tuple[str, str], Score]) -> list[Result]:
         """The answers the judge scored on the rubric (reference and criteria items): what ``--hallu``,
         ``--rejudge-sample`` and ``--anchor-sample`` ask the judge about again."""
-        return [a for a in answers if self.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES
-                and scores[(a.model, a.item_id)].status == "scored"]  # fmt: skip
+        return [
+            a
+            for a in answers
+            if self.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES and scores[(a.model, a.item_id)].status == "scored"
+        ]
 
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
@@ -352,22 +408,44 @@ class ScoringStage:
         """
         assert self.judge is not None
         wanted = self.scored_rubric_answers(answers, scores)
-        rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
-                   hallu_messages(self.items[a.item_id], answer_for_judge(a.text))) for a in wanted]
+        rounds = [
+            (
+                Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id], contract="hallu")),
+                hallu_messages(self.items[a.item_id], answer_for_judge(a.text)),
+            )
+            for a in wanted
+        ]
         await self.judge_round(rounds)
         retry, parsed_by_key = [], {}
         for answer, (unit, _) in zip(wanted, rounds):
             row = self.store.get_result(self.run_id, unit)
-            parsed = parse_reply(self.items[answer.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
+            parsed = (
+                parse_reply(self.items[answer.item_id], row.text, contract="hallu")
+                if row and row.status != "infra_error"
+                else None
+            )
             if parsed is None or isinstance(parsed, ParseFailure):
-                retry.append((Unit(answer.model, answer.item_id, self.judge.stage(self.items[answer.item_id], True, "hallu")),
-                              reask_messages(self.items[answer.item_id], answer_for_judge(answer.text), row.text if row else "", contract="hallu")))
+                retry.append(
+                    (
+                        Unit(answer.model, answer.item_id, self.judge.stage(self.items[answer.item_id], True, "hallu")),
+                        reask_messages(
+                            self.items[answer.item_id],
+                            answer_for_judge(answer.text),
+                            row.text if row else "",
+                            contract="hallu",
+                        ),
+                    )
+                )
             else:
                 parsed_by_key[(answer.model, answer.item_id)] = parsed
         await self.judge_round(retry)
         for unit, _ in retry:
             row = self.store.get_result(self.run_id, unit)
-            parsed = parse_reply(self.items[unit.item_id], row.text, contract="hallu") if row and row.status != "infra_error" else None
+            parsed = (
+                parse_reply(self.items[unit.item_id], row.text, contract="hallu")
+                if row and row.status != "infra_error"
+                else None
+            )
             if parsed is not None and not isinstance(parsed, ParseFailure):
                 parsed_by_key[(unit.model, unit.item_id)] = parsed
         for answer in wanted:
@@ -378,9 +456,15 @@ class ScoringStage:
                 scores[key] = replace(score, details={**score.details, "hallu": "no verdict"})
                 continue
             extra = {name: float(v) for name, v in parsed.metrics().items() if v is not None}
-            scores[key] = replace(score, metrics={**score.metrics, **extra},
-                                  details={**score.details, "claims": {k: parsed.count(k) for k in ("supported", "unsupported", "not_sure")},
-                                           "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50]})
+            scores[key] = replace(
+                score,
+                metrics={**score.metrics, **extra},
+                details={
+                    **score.details,
+                    "claims": {k: parsed.count(k) for k in ("supported", "unsupported", "not_sure")},
+                    "hallu_claims": [{"text": c.text, "label": c.label} for c in parsed.claims][:50],
+                },
+            )
 
     async def _rejudge(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--rejudge-sample N``: N rubric verdicts judged again, by the same judge, on a perturbed prompt.
@@ -393,8 +477,13 @@ class ScoringStage:
         """
         assert self.judge is not None
         sample = anchor_sample(self.scored_rubric_answers(answers, scores), self.rejudge_sample)
-        rounds = [(Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id]) + ":rejudge"),
-                   reversed_dimensions(judge_messages(self.items[a.item_id], answer_for_judge(a.text)))) for a in sample]  # fmt: skip
+        rounds = [
+            (
+                Unit(a.model, a.item_id, self.judge.stage(self.items[a.item_id]) + ":rejudge"),
+                reversed_dimensions(judge_messages(self.items[a.item_id], answer_for_judge(a.text))),
+            )
+            for a in sample
+        ]
         await self.judge_round(rounds)
         for answer, (unit, _) in zip(sample, rounds):
             item, key = self.items[answer.item_id], (answer.model, answer.item_id)
@@ -492,7 +581,10 @@ def _write_columns(run_dir: Path) -> None:
     try:
         write_columns(run_dir)
     except (OSError, LoadError) as exc:
-        print(f"warning: {run_dir / COLUMNS_DIRNAME} not written ({exc}); routing reads scores.jsonl instead", file=sys.stderr)
+        print(
+            f"warning: {run_dir / COLUMNS_DIRNAME} not written ({exc}); routing reads scores.jsonl instead",
+            file=sys.stderr,
+        )
 
 
 class _RowSpool:
@@ -540,7 +632,9 @@ def _spool_entry(row: dict[str, Any]) -> str:
 
 
 def _meta_and_line(row: dict[str, Any]) -> tuple[list[Any], str]:
-    unparseable = int(row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error")
+    unparseable = int(
+        row["status"] == "infra_error" and row.get("judge") is not None and row["answer_status"] != "infra_error"
+    )
     unparseable += "judge_error" in row["details"]  # a checked answer the judge gave no verdict on
     meta = [row["model"], row["item_id"], row["family"], row["status"], unparseable]
     return meta, json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
@@ -560,4 +654,3 @@ def answer_for_judge(answer: str) -> str:
     if len(answer) <= JUDGE_ANSWER_MAX_CHARS:
         return answer
     return answer[:JUDGE_ANSWER_MAX_CHARS] + f"\n[… {len(answer) - JUDGE_ANSWER_MAX_CHARS} more characters not shown]"
-

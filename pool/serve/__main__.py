@@ -46,15 +46,38 @@ def build_parser() -> argparse.ArgumentParser:
         "server did not start; 2 bad input.",
     )
     add = parser.add_argument
-    add("--run", required=True, type=Path, metavar="RUN_DIR", help="the run folder (scores.jsonl, run.sqlite) to learn buckets from")
+    add(
+        "--run",
+        required=True,
+        type=Path,
+        metavar="RUN_DIR",
+        help="the run folder (scores.jsonl, run.sqlite) to learn buckets from",
+    )
     add("--port", required=True, type=int, help="port to listen on (0: any free port, printed at start)")
     add("--host", default="127.0.0.1", help="address to bind (default %(default)s: this machine only)")
-    add("--manifest", type=Path, metavar="FILE", help=f"routing manifest (default: RUN_DIR/{MANIFEST_FILENAME}); reloaded when it changes")
+    add(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help=f"routing manifest (default: RUN_DIR/{MANIFEST_FILENAME}); reloaded when it changes",
+    )
     add("--pool", type=Path, metavar="FILE", help="pool file with the upstream endpoints (default: the run's own)")
     add("--model-name", default="medpool-router", help="the model id GET /v1/models lists (default %(default)s)")
-    add("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="largest request body accepted (default %(default)s)")
-    add("--reload-interval", type=float, default=2.0, help="seconds between checks of the manifest file (0: never reload)")
-    add("--neighbours", type=int, default=10, help="neighbours that vote in the bucket classifier (default %(default)s)")
+    add(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        help="largest request body accepted (default %(default)s)",
+    )
+    add(
+        "--reload-interval",
+        type=float,
+        default=2.0,
+        help="seconds between checks of the manifest file (0: never reload)",
+    )
+    add(
+        "--neighbours", type=int, default=10, help="neighbours that vote in the bucket classifier (default %(default)s)"
+    )
     add("--port-file", type=Path, help="write the bound port to this file once listening")
     return parser
 
@@ -74,8 +97,9 @@ async def _serve(args: argparse.Namespace, stack: AsyncExitStack) -> int:
     managed = await start_managed(stack, pool, pool_file, read_manifest(manifest)[0], run_dir)
     state = serve_state(knowledge, manifest, pool, own, managed)
     serving = Serving(state, lambda: serve_state(knowledge, manifest, pool, own, managed))
-    app = make_app(serving, model_name=args.model_name, max_body=args.max_body_bytes,
-                   reload_interval=args.reload_interval or None)
+    app = make_app(
+        serving, model_name=args.model_name, max_body=args.max_body_bytes, reload_interval=args.reload_interval or None
+    )
     gc.collect()
     gc.freeze()  # the run's items and the classifier live as long as the process: keep them out of every collection
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=5.0)
@@ -85,12 +109,18 @@ async def _serve(args: argparse.Namespace, stack: AsyncExitStack) -> int:
         await site.start()
     except OSError as exc:
         await runner.cleanup()
-        print(f"error: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); pick another --port", file=sys.stderr)
+        print(
+            f"error: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); pick another --port",
+            file=sys.stderr,
+        )
         return EXIT_BIND
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    print(f"routing.serve: listening on http://{args.host}:{port}/v1 — manifest {state.manifest_sha[:12]}, "
-          f"{len(knowledge.texts)} items, {len(state.upstreams)} servable models, default {state.routes.default.model}, "
-          f"thresholds {state.thresholds.as_tuple()}", flush=True)
+    print(
+        f"routing.serve: listening on http://{args.host}:{port}/v1 — manifest {state.manifest_sha[:12]}, "
+        f"{len(knowledge.texts)} items, {len(state.upstreams)} servable models, default {state.routes.default.model}, "
+        f"thresholds {state.thresholds.as_tuple()}",
+        flush=True,
+    )
     for note in state.notes:
         print(f"  note: {note}", flush=True)
     if args.port_file:

@@ -67,12 +67,18 @@ class Serving:
             state = await asyncio.to_thread(self.rebuild)
         except (StateError, OSError, ValueError) as exc:
             self.metrics.reloads["failed"] += 1
-            print(f"routing.serve: manifest reload failed, still serving {self.state.manifest_sha[:12]}: {exc}", file=sys.stderr)
+            print(
+                f"routing.serve: manifest reload failed, still serving {self.state.manifest_sha[:12]}: {exc}",
+                file=sys.stderr,
+            )
             return False
         if state.manifest_sha == self.state.manifest_sha:
             return False
         self.metrics.reloads["ok"] += 1
-        print(f"routing.serve: now serving manifest {state.manifest_sha[:12]} (was {self.state.manifest_sha[:12]})", file=sys.stderr)
+        print(
+            f"routing.serve: now serving manifest {state.manifest_sha[:12]} (was {self.state.manifest_sha[:12]})",
+            file=sys.stderr,
+        )
         self.state = state
         return True
 
@@ -150,21 +156,51 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _route_and_forward(request: web.Request, state: RouterState) -> tuple[web.StreamResponse, str, str, str, float]:
+async def _route_and_forward(
+    request: web.Request, state: RouterState
+) -> tuple[web.StreamResponse, str, str, str, float]:
     if not _authorised(request):
-        return openai_error(401, "missing or wrong bearer token (Authorization: Bearer <the router's token>)",
-                            "authentication_error"), "-", "-", "-", 0.0  # fmt: skip
+        return (
+            openai_error(
+                401,
+                "missing or wrong bearer token (Authorization: Bearer <the router's token>)",
+                "authentication_error",
+            ),
+            "-",
+            "-",
+            "-",
+            0.0,
+        )
     if request.headers.get(HOP_HEADER):
-        return openai_error(508, "this request already passed through a medpool router: a pool entry of the router "
-                            "points back at a router; remove it from the pool the router serves", "routing_loop"), "-", "-", "-", 0.0  # fmt: skip
+        return (
+            openai_error(
+                508,
+                "this request already passed through a medpool router: a pool entry of the router "
+                "points back at a router; remove it from the pool the router serves",
+                "routing_loop",
+            ),
+            "-",
+            "-",
+            "-",
+            0.0,
+        )
     body, problem = checked_body(await request.read())
     if problem is not None or body is None:
         return problem or _bad("empty body"), "-", "-", "-", 0.0
     hint = request.headers.get(BUCKET_HEADER) or ((body.get("metadata") or {}).get("bucket"))
     if hint is not None:
         if not isinstance(hint, str) or not state.routes.knows(hint):
-            return _bad(f"bucket hint {hint!r} is not a bucket id, family or 'default' of the manifest in service "
-                        "(the keys of its buckets: and families:)", "metadata.bucket"), "-", "-", "hint", 0.0  # fmt: skip
+            return (
+                _bad(
+                    f"bucket hint {hint!r} is not a bucket id, family or 'default' of the manifest in service "
+                    "(the keys of its buckets: and families:)",
+                    "metadata.bucket",
+                ),
+                "-",
+                "-",
+                "hint",
+                0.0,
+            )
         target, by = hint, "hint"
     elif state.knowledge.classifier is not None:
         target, by = resolve_guess(state.knowledge.classifier.guess(request_text(body["messages"])), state.thresholds)
@@ -174,8 +210,18 @@ async def _route_and_forward(request: web.Request, state: RouterState) -> tuple[
     forwarder = request.app[FORWARDER]
     chain = forwarder.order(route.chain, state.upstreams)
     if not chain:
-        return openai_error(503, f"no servable model for {route.target!r}: the manifest's models for it are not in the "
-                            "pool file, or not OpenAI-compatible (see GET /health notes)", "no_route"), route.target, route.model or "-", by, 0.0  # fmt: skip
+        return (
+            openai_error(
+                503,
+                f"no servable model for {route.target!r}: the manifest's models for it are not in the "
+                "pool file, or not OpenAI-compatible (see GET /health notes)",
+                "no_route",
+            ),
+            route.target,
+            route.model or "-",
+            by,
+            0.0,
+        )
     waited, last = 0.0, None
     for upstream in chain:
         header = route_header(route, upstream.model, by, state.manifest_sha)
@@ -187,13 +233,25 @@ async def _route_and_forward(request: web.Request, state: RouterState) -> tuple[
             request.app[SERVING].metrics.failure(upstream.model, dead.reason)
             last = dead
     assert last is not None
-    error = dict(last.error) if last.error else {"message": last.message, "type": "upstream_error", "param": None,
-                                                 "code": last.status}  # fmt: skip
+    error = (
+        dict(last.error)
+        if last.error
+        else {"message": last.message, "type": "upstream_error", "param": None, "code": last.status}
+    )
     error["message"] = f"every model for {route.target!r} failed; last: {last.message}" + (
-        f" ({error['message']})" if last.error and error.get("message") else "")
-    return web.json_response({"error": error}, status=last.status,
-                             headers={"x-medpool-route": route_header(route, chain[-1].model, by, state.manifest_sha)}), \
-        route.target, chain[-1].model, by, waited  # fmt: skip
+        f" ({error['message']})" if last.error and error.get("message") else ""
+    )
+    return (
+        web.json_response(
+            {"error": error},
+            status=last.status,
+            headers={"x-medpool-route": route_header(route, chain[-1].model, by, state.manifest_sha)},
+        ),
+        route.target,
+        chain[-1].model,
+        by,
+        waited,
+    )
 
 
 async def models(request: web.Request) -> web.Response:
@@ -207,32 +265,58 @@ async def health(request: web.Request) -> web.Response:
     state = request.app[SERVING].state
     now = time.monotonic()
     dead = request.app[FORWARDER].dead_until
-    return web.json_response({
-        "status": "ok", "manifest": str(state.manifest_path), "manifest_sha256": state.manifest_sha,
-        "run": str(state.knowledge.run_dir), "items": len(state.knowledge.texts),
-        "thresholds": dict(zip(("bucket", "system", "family"), state.thresholds.as_tuple())),
-        "expected_score": state.expected_score, "default_model": state.routes.default.model,
-        "models": {m: "cooling" if dead.get(m, 0) > now else "up" for m in sorted(state.upstreams)},
-        "notes": list(state.notes)})  # fmt: skip
+    return web.json_response(
+        {
+            "status": "ok",
+            "manifest": str(state.manifest_path),
+            "manifest_sha256": state.manifest_sha,
+            "run": str(state.knowledge.run_dir),
+            "items": len(state.knowledge.texts),
+            "thresholds": dict(zip(("bucket", "system", "family"), state.thresholds.as_tuple())),
+            "expected_score": state.expected_score,
+            "default_model": state.routes.default.model,
+            "models": {m: "cooling" if dead.get(m, 0) > now else "up" for m in sorted(state.upstreams)},
+            "notes": list(state.notes),
+        }
+    )
 
 
 async def metrics(request: web.Request) -> web.Response:
     if not _authorised(request):
         return openai_error(401, "missing or wrong bearer token", "authentication_error")
     serving = request.app[SERVING]
-    return web.Response(text=serving.metrics.render(serving.state.manifest_sha), content_type="text/plain",
-                        charset="utf-8", headers={"X-Content-Type-Options": "nosniff"})  # fmt: skip
+    return web.Response(
+        text=serving.metrics.render(serving.state.manifest_sha),
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
 
 
-def make_app(serving: Serving, *, model_name: str = "medpool-router", max_body: int = DEFAULT_MAX_BODY,
-             reload_interval: float | None = 2.0, token: str | None = None) -> web.Application:  # fmt: skip
+def make_app(
+    serving: Serving,
+    *,
+    model_name: str = "medpool-router",
+    max_body: int = DEFAULT_MAX_BODY,
+    reload_interval: float | None = 2.0,
+    token: str | None = None,
+) -> web.Application:
     """The router application; ``token`` defaults to ``$MEDPOOL_ROUTER_TOKEN`` (unset or empty: no client auth)."""
     app = web.Application(client_max_size=max_body)
     app[SERVING] = serving
-    app[SETTINGS] = {"model_name": model_name, "max_body": max_body,
-                     "token": token if token is not None else os.environ.get(TOKEN_ENV) or None}
-    app.add_routes([web.post("/v1/chat/completions", chat_completions), web.get("/v1/models", models),
-                    web.get("/health", health), web.get("/metrics", metrics)])  # fmt: skip
+    app[SETTINGS] = {
+        "model_name": model_name,
+        "max_body": max_body,
+        "token": token if token is not None else os.environ.get(TOKEN_ENV) or None,
+    }
+    app.add_routes(
+        [
+            web.post("/v1/chat/completions", chat_completions),
+            web.get("/v1/models", models),
+            web.get("/health", health),
+            web.get("/metrics", metrics),
+        ]
+    )
 
     async def lifecycle(app: web.Application) -> Any:
         app[FORWARDER] = Forwarder.open()

@@ -36,8 +36,9 @@ def managed_models(pool: PoolConfig, manifest: Mapping[str, Any]) -> dict[str, l
     return models_by_backend(wanted)
 
 
-async def start_managed(stack: AsyncExitStack, pool: PoolConfig, pool_file: Path, manifest: Mapping[str, Any],
-                        log_dir: Path) -> dict[str, tuple[str, ...]]:  # fmt: skip
+async def start_managed(
+    stack: AsyncExitStack, pool: PoolConfig, pool_file: Path, manifest: Mapping[str, Any], log_dir: Path
+) -> dict[str, tuple[str, ...]]:
     """Start the managed backends the manifest needs (stopped with ``stack``); their base URLs by backend.
 
     Raises :class:`pool.config.preflight.PreflightError` for a missing or damaged model file, and
@@ -50,8 +51,11 @@ async def start_managed(stack: AsyncExitStack, pool: PoolConfig, pool_file: Path
     urls: dict[str, tuple[str, ...]] = {}
     for name, models in needed.items():
         replicas = managed_replicas(pool, name, models, log_dir / f"{LOG_PREFIX}{name}.log")
-        print(f"routing.serve: starting managed llama.cpp backend {name!r} for {', '.join(m.name for m in models)} "
-              f"(log {log_dir / (LOG_PREFIX + name)}.log)", flush=True)
+        print(
+            f"routing.serve: starting managed llama.cpp backend {name!r} for {', '.join(m.name for m in models)} "
+            f"(log {log_dir / (LOG_PREFIX + name)}.log)",
+            flush=True,
+        )
         await stack.enter_async_context(replicas)
         urls[name] = tuple(replicas.base_urls)
     return urls

@@ -77,31 +77,48 @@ class Metrics:
         self.failures[(model, reason)] += 1
 
     def render(self, manifest_sha: str) -> str:
-        lines = ["# HELP medpool_router_requests_total Requests answered, by the target that served them, model, how routed and status.",
-                 "# TYPE medpool_router_requests_total counter"]  # fmt: skip
+        lines = [
+            "# HELP medpool_router_requests_total Requests answered, by the target that served them, model, how routed and status.",
+            "# TYPE medpool_router_requests_total counter",
+        ]
         for key, count in sorted(self.requests.items()):
             lines.append(f"medpool_router_requests_total{_labels(('bucket', 'model', 'by', 'status'), key)} {count}")
-        lines += ["# HELP medpool_router_errors_total Requests answered with an HTTP status >= 400.",
-                  "# TYPE medpool_router_errors_total counter"]
+        lines += [
+            "# HELP medpool_router_errors_total Requests answered with an HTTP status >= 400.",
+            "# TYPE medpool_router_errors_total counter",
+        ]
         errors: defaultdict[tuple[str, str, str], int] = defaultdict(int)
         for (bucket, model, _, status), count in self.requests.items():
             if int(status) >= 400:
                 errors[(bucket, model, status)] += count
         for key, count in sorted(errors.items()):
             lines.append(f"medpool_router_errors_total{_labels(('bucket', 'model', 'status'), key)} {count}")
-        lines += ["# HELP medpool_router_upstream_failures_total An upstream that could not answer one request.",
-                  "# TYPE medpool_router_upstream_failures_total counter"]
+        lines += [
+            "# HELP medpool_router_upstream_failures_total An upstream that could not answer one request.",
+            "# TYPE medpool_router_upstream_failures_total counter",
+        ]
         for key, count in sorted(self.failures.items()):
             lines.append(f"medpool_router_upstream_failures_total{_labels(('model', 'reason'), key)} {count}")
-        lines += ["# HELP medpool_router_request_seconds Whole-request latency.", "# TYPE medpool_router_request_seconds histogram"]
+        lines += [
+            "# HELP medpool_router_request_seconds Whole-request latency.",
+            "# TYPE medpool_router_request_seconds histogram",
+        ]
         for key, histogram in sorted(self.latency.items()):
             lines += histogram.lines("medpool_router_request_seconds", ("bucket", "model"), key)
-        lines += ["# HELP medpool_router_overhead_seconds The router's own time: request latency minus the upstream wait.",
-                  "# TYPE medpool_router_overhead_seconds histogram"]
+        lines += [
+            "# HELP medpool_router_overhead_seconds The router's own time: request latency minus the upstream wait.",
+            "# TYPE medpool_router_overhead_seconds histogram",
+        ]
         lines += self.overhead.lines("medpool_router_overhead_seconds", (), ())
-        lines += ["# HELP medpool_router_reloads_total Manifest reloads by result.", "# TYPE medpool_router_reloads_total counter"]
+        lines += [
+            "# HELP medpool_router_reloads_total Manifest reloads by result.",
+            "# TYPE medpool_router_reloads_total counter",
+        ]
         for result, count in sorted(self.reloads.items()):
             lines.append(f"medpool_router_reloads_total{_labels(('result',), (result,))} {count}")
-        lines += ["# HELP medpool_router_manifest_info The manifest in service.", "# TYPE medpool_router_manifest_info gauge",
-                  f"medpool_router_manifest_info{_labels(('sha256',), (manifest_sha,))} 1"]
+        lines += [
+            "# HELP medpool_router_manifest_info The manifest in service.",
+            "# TYPE medpool_router_manifest_info gauge",
+            f"medpool_router_manifest_info{_labels(('sha256',), (manifest_sha,))} 1",
+        ]
         return "\n".join(lines) + "\n"

@@ -110,7 +110,9 @@ def learn_run(run_dir: Path, neighbours: int = 10) -> RunKnowledge:
     folds = assign_folds(strata, min(THRESHOLD_FOLDS, len(codes)), 0)
     labels, confidence = out_of_fold_guesses(item_text, item_path, folds, neighbours=neighbours)
     classifier = BucketClassifier.fit(item_text, item_path, neighbours=neighbours)
-    return RunKnowledge(run_dir, item_text, item_path, models, scores, classifier, tuple(labels), confidence, tuple(notes))
+    return RunKnowledge(
+        run_dir, item_text, item_path, models, scores, classifier, tuple(labels), confidence, tuple(notes)
+    )
 
 
 def pool_file_of_run(run_dir: Path, pool_file: Path | None) -> Path:
@@ -131,8 +133,9 @@ def pool_model(pool: PoolConfig, manifest: Mapping[str, Any], label: str) -> Mod
     return found[0] if found else None
 
 
-def upstreams_of(pool: PoolConfig, manifest: Mapping[str, Any], wanted: set[str],
-                 managed: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, Upstream], list[str]]:  # fmt: skip
+def upstreams_of(
+    pool: PoolConfig, manifest: Mapping[str, Any], wanted: set[str], managed: Mapping[str, Sequence[str]] | None = None
+) -> tuple[dict[str, Upstream], list[str]]:
     """The upstream of every manifest model in ``wanted`` the router can forward chat to, and notes on the rest.
 
     ``managed``: the base URLs of each managed ``llamacpp`` backend the router started (one per
@@ -143,32 +146,54 @@ def upstreams_of(pool: PoolConfig, manifest: Mapping[str, Any], wanted: set[str]
     for label in sorted(wanted):
         model = pool_model(pool, manifest, label)
         if model is None:
-            notes.append(f"model {label!r}: not in the pool file; requests routed there go to the next tied model or the default")
+            notes.append(
+                f"model {label!r}: not in the pool file; requests routed there go to the next tied model or the default"
+            )
             continue
         backend = pool.backend_of(model)
         if model.mode != "chat":
-            notes.append(f"model {label!r}: a completion-mode model (it takes a raw prompt, not chat messages); "
-                         "the router cannot forward chat requests to it")
+            notes.append(
+                f"model {label!r}: a completion-mode model (it takes a raw prompt, not chat messages); "
+                "the router cannot forward chat requests to it"
+            )
             continue
         if backend.type not in CHAT_PATHS and backend.type != "llamacpp":
-            notes.append(f"model {label!r}: a {backend.type} backend the router cannot forward chat requests to "
-                         "(serve it as an OpenAI-compatible server and name it type: openai)")
+            notes.append(
+                f"model {label!r}: a {backend.type} backend the router cannot forward chat requests to "
+                "(serve it as an OpenAI-compatible server and name it type: openai)"
+            )
             continue
         defaults = {p: getattr(model, p) for p in FILLED_PARAMS if getattr(model, p) not in (None, ())}
         filled = {k: list(v) if isinstance(v, tuple) else v for k, v in defaults.items()}
         if backend.type == "llamacpp":
             bases = tuple(managed.get(model.backend) or ())
             if not bases:
-                notes.append(f"model {label!r}: its managed llamacpp backend {model.backend!r} was not started with "
-                             "the router (the manifest named it only after start); restart the router to serve it")
+                notes.append(
+                    f"model {label!r}: its managed llamacpp backend {model.backend!r} was not started with "
+                    "the router (the manifest named it only after start); restart the router to serve it"
+                )
                 continue
             urls = tuple(base.rstrip("/") + "/chat/completions" for base in bases)
-            out[label] = Upstream(label, urls[0], model.model, None, float(backend.timeout_s),
-                                  int(backend.max_response_bytes), filled, urls if len(urls) > 1 else ())  # fmt: skip
+            out[label] = Upstream(
+                label,
+                urls[0],
+                model.model,
+                None,
+                float(backend.timeout_s),
+                int(backend.max_response_bytes),
+                filled,
+                urls if len(urls) > 1 else (),
+            )
             continue
-        out[label] = Upstream(label, backend.base_url.rstrip("/") + CHAT_PATHS[backend.type], model.model,
-                              backend.api_key_env, float(backend.timeout_s), int(backend.max_response_bytes),
-                              filled)  # fmt: skip
+        out[label] = Upstream(
+            label,
+            backend.base_url.rstrip("/") + CHAT_PATHS[backend.type],
+            model.model,
+            backend.api_key_env,
+            float(backend.timeout_s),
+            int(backend.max_response_bytes),
+            filled,
+        )
     return out, notes
 
 
@@ -177,25 +202,38 @@ def read_manifest(path: Path) -> tuple[dict[str, Any], str]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise StateError(f"{path}: cannot read the routing manifest ({exc.strerror or exc}); build it with "
-                         "python -m routing.build --run RUN_DIR, or pass --manifest FILE") from None
+        raise StateError(
+            f"{path}: cannot read the routing manifest ({exc.strerror or exc}); build it with "
+            "python -m routing.build --run RUN_DIR, or pass --manifest FILE"
+        ) from None
     try:
         manifest = yaml.safe_load(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f"{path}:{line + 1}" if line is not None else str(path)
-        raise StateError(f"{where}: not a readable YAML routing manifest ({getattr(exc, 'problem', None) or exc})") from None
+        raise StateError(
+            f"{where}: not a readable YAML routing manifest ({getattr(exc, 'problem', None) or exc})"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("kind") != "medpool-routing-manifest":
-        raise StateError(f"{path}: field 'kind' is not medpool-routing-manifest; pass the routing_manifest.yaml "
-                         "that python -m routing.build writes")
+        raise StateError(
+            f"{path}: field 'kind' is not medpool-routing-manifest; pass the routing_manifest.yaml "
+            "that python -m routing.build writes"
+        )
     for key in ("buckets", "default"):
         if not isinstance(manifest.get(key), dict):
-            raise StateError(f"{path}: field {key!r} is missing or not a mapping; rebuild the manifest with routing.build")
+            raise StateError(
+                f"{path}: field {key!r} is missing or not a mapping; rebuild the manifest with routing.build"
+            )
     return manifest, hashlib.sha256(raw).hexdigest()
 
 
-def serve_state(knowledge: RunKnowledge, manifest_path: Path, pool: PoolConfig,
-                self_urls: Sequence[str] = (), managed: Mapping[str, Sequence[str]] | None = None) -> RouterState:  # fmt: skip
+def serve_state(
+    knowledge: RunKnowledge,
+    manifest_path: Path,
+    pool: PoolConfig,
+    self_urls: Sequence[str] = (),
+    managed: Mapping[str, Sequence[str]] | None = None,
+) -> RouterState:
     """The state serving the manifest at ``manifest_path``; ``self_urls``: the router's own URLs (never an
     upstream); ``managed``: the base URLs of the managed llama.cpp backends the router started."""
     manifest, sha = read_manifest(manifest_path)
@@ -206,13 +244,18 @@ def serve_state(knowledge: RunKnowledge, manifest_path: Path, pool: PoolConfig,
             del upstreams[label]
             notes.append(f"model {label!r}: its endpoint is this router itself; never forwarded to (a loop)")
     if not upstreams:
-        raise StateError(f"{manifest_path}: none of the manifest's models can be served from the pool file:\n  "
-                         + "\n  ".join(notes) + "\npass the pool file with their endpoints (--pool FILE)")
+        raise StateError(
+            f"{manifest_path}: none of the manifest's models can be served from the pool file:\n  "
+            + "\n  ".join(notes)
+            + "\npass the pool file with their endpoints (--pool FILE)"
+        )
     if routes.default.model is None:
         notes.append(f"{manifest_path}: the manifest has no default model; a question no bucket claims gets an error")
     thresholds, expected = Thresholds(), None
     if knowledge.classifier is not None:
-        thresholds, expected = choose_thresholds(knowledge.oof_labels, knowledge.oof_confidence, routes,
-                                                 knowledge.scores, knowledge.models)  # fmt: skip
-    return RouterState(manifest_path, sha, routes, thresholds, expected, knowledge, upstreams,
-                       tuple(knowledge.notes) + tuple(notes))  # fmt: skip
+        thresholds, expected = choose_thresholds(
+            knowledge.oof_labels, knowledge.oof_confidence, routes, knowledge.scores, knowledge.models
+        )
+    return RouterState(
+        manifest_path, sha, routes, thresholds, expected, knowledge, upstreams, tuple(knowledge.notes) + tuple(notes)
+    )

@@ -39,8 +39,13 @@ class Dead(Exception):
         self.reason, self.status, self.message, self.error = reason, status, message, error
 
 
-def openai_error(status: int, message: str, kind: str = "upstream_error", param: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> web.Response:  # fmt: skip
+def openai_error(
+    status: int,
+    message: str,
+    kind: str = "upstream_error",
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
     """An OpenAI-style error body with ``status``."""
     body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
     return web.json_response(body, status=status, headers=headers)
@@ -83,51 +88,74 @@ class Forwarder:
         """The chain's servable upstreams, live ones first (each group in chain order)."""
         now = time.monotonic()
         usable = [upstreams[m] for m in chain if m in upstreams]
-        return [u for u in usable if self.dead_until.get(u.model, 0) <= now] + \
-               [u for u in usable if self.dead_until.get(u.model, 0) > now]  # fmt: skip
+        return [u for u in usable if self.dead_until.get(u.model, 0) <= now] + [
+            u for u in usable if self.dead_until.get(u.model, 0) > now
+        ]
 
     def _headers(self, upstream: Upstream) -> dict[str, str]:
         headers = {"Content-Type": "application/json", HOP_HEADER: "1"}
         if upstream.api_key_env:
             key = os.environ.get(upstream.api_key_env)
             if not key:
-                raise Dead("no_key", 500, f"model {upstream.model!r}: the router's environment has no {upstream.api_key_env} "
-                           "(the key variable its pool backend names); set it and restart the router")  # fmt: skip
+                raise Dead(
+                    "no_key",
+                    500,
+                    f"model {upstream.model!r}: the router's environment has no {upstream.api_key_env} "
+                    "(the key variable its pool backend names); set it and restart the router",
+                )
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def forward(self, request: web.Request, upstream: Upstream, payload: Mapping[str, Any],
-                      route_header: str, stream: bool) -> tuple[web.StreamResponse, float]:  # fmt: skip
+    async def forward(
+        self, request: web.Request, upstream: Upstream, payload: Mapping[str, Any], route_header: str, stream: bool
+    ) -> tuple[web.StreamResponse, float]:
         """(the response sent or to send, seconds spent waiting on the upstream); raises :class:`Dead`."""
         headers = self._headers(upstream)
-        timeout = aiohttp.ClientTimeout(total=None if stream else upstream.timeout_s, sock_connect=upstream.timeout_s,
-                                        sock_read=upstream.timeout_s)  # fmt: skip
+        timeout = aiohttp.ClientTimeout(
+            total=None if stream else upstream.timeout_s, sock_connect=upstream.timeout_s, sock_read=upstream.timeout_s
+        )
         started = time.perf_counter()
         try:
-            response = await self.session.post(self.url_of(upstream), json=payload, headers=headers, timeout=timeout,
-                                               allow_redirects=False)
+            response = await self.session.post(
+                self.url_of(upstream), json=payload, headers=headers, timeout=timeout, allow_redirects=False
+            )
         except TimeoutError:
             self.dead_until[upstream.model] = time.monotonic() + DEAD_COOLDOWN_S
-            raise Dead("timeout", 504, f"model {upstream.model!r} did not answer within {upstream.timeout_s:g} s") from None
+            raise Dead(
+                "timeout", 504, f"model {upstream.model!r} did not answer within {upstream.timeout_s:g} s"
+            ) from None
         except aiohttp.ClientError as exc:
             self.dead_until[upstream.model] = time.monotonic() + DEAD_COOLDOWN_S
             raise Dead("connection", 502, f"model {upstream.model!r} is unreachable ({type(exc).__name__})") from None
         try:
             if response.status == 429 or response.status >= 500 or 300 <= response.status < 400:
                 raw = await self._read(response, upstream, started)
-                raise Dead(f"http_{response.status}", response.status, f"model {upstream.model!r} answered HTTP {response.status}",
-                           _upstream_error(raw))  # fmt: skip
+                raise Dead(
+                    f"http_{response.status}",
+                    response.status,
+                    f"model {upstream.model!r} answered HTTP {response.status}",
+                    _upstream_error(raw),
+                )
             if stream and response.status == 200:
                 return await self._stream(request, response, upstream, route_header), time.perf_counter() - started
             raw = await self._read(response, upstream, started)
             waited = time.perf_counter() - started
             if response.status >= 400:
-                error = _upstream_error(raw) or {"message": f"model {upstream.model!r} answered HTTP {response.status}",
-                                                 "type": "upstream_error", "param": None, "code": response.status}
-                return web.json_response({"error": error}, status=response.status,
-                                         headers={"x-medpool-route": route_header}), waited  # fmt: skip
-            return web.Response(status=response.status, body=raw, content_type="application/json",
-                                headers={"x-medpool-route": route_header}), waited  # fmt: skip
+                error = _upstream_error(raw) or {
+                    "message": f"model {upstream.model!r} answered HTTP {response.status}",
+                    "type": "upstream_error",
+                    "param": None,
+                    "code": response.status,
+                }
+                return web.json_response(
+                    {"error": error}, status=response.status, headers={"x-medpool-route": route_header}
+                ), waited
+            return web.Response(
+                status=response.status,
+                body=raw,
+                content_type="application/json",
+                headers={"x-medpool-route": route_header},
+            ), waited
         finally:
             response.release()
 
@@ -138,20 +166,32 @@ class Forwarder:
             async for chunk in response.content.iter_chunked(STREAM_CHUNK):
                 size += len(chunk)
                 if size > upstream.max_response_bytes:
-                    raise Dead("oversize", 502, f"model {upstream.model!r} sent more than {upstream.max_response_bytes} bytes")
+                    raise Dead(
+                        "oversize", 502, f"model {upstream.model!r} sent more than {upstream.max_response_bytes} bytes"
+                    )
                 chunks.append(chunk)
         except TimeoutError:
             self.dead_until[upstream.model] = time.monotonic() + DEAD_COOLDOWN_S
-            raise Dead("timeout", 504, f"model {upstream.model!r} did not finish its answer within {upstream.timeout_s:g} s") from None
+            raise Dead(
+                "timeout", 504, f"model {upstream.model!r} did not finish its answer within {upstream.timeout_s:g} s"
+            ) from None
         except aiohttp.ClientError as exc:
-            raise Dead("connection", 502, f"model {upstream.model!r} broke off its answer ({type(exc).__name__})") from None
+            raise Dead(
+                "connection", 502, f"model {upstream.model!r} broke off its answer ({type(exc).__name__})"
+            ) from None
         return b"".join(chunks)
 
-    async def _stream(self, request: web.Request, response: aiohttp.ClientResponse, upstream: Upstream,
-                      route_header: str) -> web.StreamResponse:  # fmt: skip
-        out = web.StreamResponse(status=200, headers={
-            "Content-Type": response.headers.get("Content-Type", "text/event-stream"), "Cache-Control": "no-cache",
-            "x-medpool-route": route_header})  # fmt: skip
+    async def _stream(
+        self, request: web.Request, response: aiohttp.ClientResponse, upstream: Upstream, route_header: str
+    ) -> web.StreamResponse:
+        out = web.StreamResponse(
+            status=200,
+            headers={
+                "Content-Type": response.headers.get("Content-Type", "text/event-stream"),
+                "Cache-Control": "no-cache",
+                "x-medpool-route": route_header,
+            },
+        )
         await out.prepare(request)
         size = 0
         try:
@@ -162,9 +202,14 @@ class Forwarder:
                 await out.write(chunk)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             reason = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
-            event = {"error": {"message": f"model {upstream.model!r}: the stream broke off ({reason})",
-                               "type": "upstream_error", "param": None, "code": 502}}
+            event = {
+                "error": {
+                    "message": f"model {upstream.model!r}: the stream broke off ({reason})",
+                    "type": "upstream_error",
+                    "param": None,
+                    "code": 502,
+                }
+            }
             await out.write(f"data: {json.dumps(event)}\n\n".encode())
         await out.write_eof()
         return out
-

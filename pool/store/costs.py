@@ -33,8 +33,18 @@ class CostTally:
 
     def add(self, result: Result) -> None:
         who = result.answered_by or result.model
-        entry = self.per_model.setdefault(who, {"calls": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                                "cost": 0.0, "cost_if_uncached": 0.0, "median_latency_s": None})
+        entry = self.per_model.setdefault(
+            who,
+            {
+                "calls": 0,
+                "cached": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "cost": 0.0,
+                "cost_if_uncached": 0.0,
+                "median_latency_s": None,
+            },
+        )
         model = self.names.get(who)
         price = self.config.price_of(model) if model is not None else None
         cost = call_cost(price, result.prompt_tokens, result.completion_tokens)
@@ -62,5 +72,8 @@ class CostTally:
                     entry[key] = round(entry[key], 6)
         costs = [e["cost"] for e in per_model.values()]
         total = round(sum(costs), 6) if costs and all(c is not None for c in costs) else None
-        return {"models": per_model, "total_cost": total,
-                "priced": sorted(w for w, e in per_model.items() if e["cost"] is not None)}
+        return {
+            "models": per_model,
+            "total_cost": total,
+            "priced": sorted(w for w, e in per_model.items() if e["cost"] is not None),
+        }

@@ -58,10 +58,25 @@ SUMMARY_SCHEMA_VERSION = 1
 # columnar copy carry their own ``schema_version`` / ``version``).
 SCHEMA_VERSIONS = {RESULTS_FILENAME: 1, "scores.jsonl": 1, SUMMARY_FILENAME: SUMMARY_SCHEMA_VERSION}
 EXPORT_FIELDS = (
-    "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "answered_by", "endpoint",
-    "attempts", "retries", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "cached", "text",
+    "run_id",
+    "model",
+    "item_id",
+    "stage",
+    "status",
+    "error_class",
+    "error_detail",
+    "answered_by",
+    "endpoint",
+    "attempts",
+    "retries",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+    "cached",
+    "text",
     "extra",
-)  # fmt: skip
+)
 
 
 def _resolve_run_id(store: RunStore, run_id: str | None) -> str:
@@ -81,8 +96,9 @@ def result_record(r: Result) -> dict[str, Any]:
     return {name: getattr(r, name) for name in EXPORT_FIELDS}
 
 
-def export_results_jsonl(run_dir: Path | str, run_id: str | None = None, *,
-                         observe: Callable[[Result], None] | None = None) -> Path:  # fmt: skip
+def export_results_jsonl(
+    run_dir: Path | str, run_id: str | None = None, *, observe: Callable[[Result], None] | None = None
+) -> Path:
     """Write ``RUN_DIR/results.jsonl``; ``run_id`` may be omitted when the dir holds one run.
 
     Rows stream from the store to the file a page at a time: memory does not grow with the run.
@@ -112,11 +128,7 @@ def export_results_with_costs(run_dir: Path | str, run_id: str, config: PoolConf
 
 def _tally(results: list[Result], superseded: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Counts for one group of rows; superseded infra errors add to requests and retries."""
-    answered = [
-        r.latency_s
-        for r in results
-        if r.status != "infra_error" and not r.cached and r.latency_s is not None
-    ]
+    answered = [r.latency_s for r in results if r.status != "infra_error" and not r.cached and r.latency_s is not None]
     return {
         "results": len(results),
         "status": {s: sum(r.status == s for r in results) for s in STATUSES},
@@ -145,8 +157,9 @@ def _store_tally(sums: Tally, superseded: tuple[int, int], median: float | None)
     }
 
 
-def summarize_store(store: RunStore, run_id: str, wall_time_s: float,
-                    extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize_store(
+    store: RunStore, run_id: str, wall_time_s: float, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """:func:`summarize` of a run's stored rows, counted by SQLite (no row is loaded into memory)."""
     tallies, failed_models = store.tallies(run_id), store.failed_models(run_id)
 
@@ -157,17 +170,24 @@ def summarize_store(store: RunStore, run_id: str, wall_time_s: float,
     models: dict[str, Any] = {}
     for model in sorted({who for who, _ in tallies.results} | set(failed_models)):
         stages = sorted(stage for who, stage in tallies.results if who == model)
-        stage_tallies = {stage: _store_tally(tallies.results[(model, stage)], superseded([(model, stage)]),
-                                             tallies.medians.get((model, stage)))
-                         for stage in stages}  # fmt: skip
+        stage_tallies = {
+            stage: _store_tally(
+                tallies.results[(model, stage)], superseded([(model, stage)]), tallies.medians.get((model, stage))
+            )
+            for stage in stages
+        }
         total = sum((tallies.results[(model, stage)] for stage in stages), Tally())
         gone = superseded(k for k in tallies.superseded if k[0] == model)
-        models[model] = {**_store_tally(total, gone, tallies.medians.get((model, None))),
-                         "failed": failed_models.get(model), "stages": stage_tallies}
+        models[model] = {
+            **_store_tally(total, gone, tallies.medians.get((model, None))),
+            "failed": failed_models.get(model),
+            "stages": stage_tallies,
+        }
     return {
         "wall_time_s": wall_time_s,
-        "totals": _store_tally(sum(tallies.results.values(), Tally()), superseded(tallies.superseded),
-                               tallies.medians.get((None, None))),
+        "totals": _store_tally(
+            sum(tallies.results.values(), Tally()), superseded(tallies.superseded), tallies.medians.get((None, None))
+        ),
         "models": models,
         "extra": dict(extra or {}),
     }

@@ -24,8 +24,10 @@ class RunLockedError(RunFolderError):
 
 
 def unwritable_run_folder(run_dir: Path, exc: OSError) -> RunFolderError:
-    return RunFolderError(f"{run_dir}: cannot create or write the run folder ({exc.strerror or exc}); "
-                          "pass a folder this user can write to")
+    return RunFolderError(
+        f"{run_dir}: cannot create or write the run folder ({exc.strerror or exc}); "
+        "pass a folder this user can write to"
+    )
 
 
 class RunLock:
@@ -44,15 +46,18 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode("ascii", "replace").strip() or "another process"
             os.close(fd)
-            raise RunLockedError(f"{self.path.parent}: in use by pid {holder}; wait for it to finish "
-                                 "(or stop it) before resuming this run") from None
+            raise RunLockedError(
+                f"{self.path.parent}: in use by pid {holder}; wait for it to finish "
+                "(or stop it) before resuming this run"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
         self._fd = fd
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the lock
             self._fd = None

@@ -125,17 +125,37 @@ CREATE TABLE IF NOT EXISTS model_failures (
 """
 
 _RESULT_COLUMNS = (
-    "run_id", "model", "item_id", "stage", "status", "error_class", "error_detail", "attempts",
-    "retries", "latency_s", "server_timing_s", "prompt_tokens", "completion_tokens",
-    "finish_reason", "text", "request_json", "cache_key", "cached", "started_at", "finished_at",
-    "extra", "answered_by", "endpoint",
-)  # fmt: skip
+    "run_id",
+    "model",
+    "item_id",
+    "stage",
+    "status",
+    "error_class",
+    "error_detail",
+    "attempts",
+    "retries",
+    "latency_s",
+    "server_timing_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+    "text",
+    "request_json",
+    "cache_key",
+    "cached",
+    "started_at",
+    "finished_at",
+    "extra",
+    "answered_by",
+    "endpoint",
+)
 _UNIT_WHERE = "run_id = ? AND model = ? AND item_id = ? AND stage = ?"
 # The answerer check rides on the insert (one statement per result, not a SELECT before each): a row
 # goes in only if its unit was not planned for another model. A row that did not go in is looked at
 # again, to tell a finished unit (left alone) from a wrong answerer (refused).
-_PLANNED_FOR_ANOTHER = (f"SELECT 1 FROM plan WHERE {_UNIT_WHERE}"
-                        " AND answerer IS NOT NULL AND answerer != '' AND answerer IS NOT ?")
+_PLANNED_FOR_ANOTHER = (
+    f"SELECT 1 FROM plan WHERE {_UNIT_WHERE} AND answerer IS NOT NULL AND answerer != '' AND answerer IS NOT ?"
+)
 _INSERT_RESULT = (
     f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)})"
     f" SELECT {', '.join('?' * len(_RESULT_COLUMNS))} WHERE NOT EXISTS ({_PLANNED_FOR_ANOTHER})"
@@ -237,9 +257,12 @@ def _required_columns() -> dict[str, set[str]]:
         words = statement.split()
         if words[:2] == ["CREATE", "TABLE"]:
             name = words[5].split("(")[0]
-            body = statement[statement.index("(") + 1:]
-            tables[name] = {line.split()[0] for line in body.splitlines()
-                            if line.strip() and line.split()[0].islower() and line.split()[0] != ")"}
+            body = statement[statement.index("(") + 1 :]
+            tables[name] = {
+                line.split()[0]
+                for line in body.splitlines()
+                if line.strip() and line.split()[0].islower() and line.split()[0] != ")"
+            }
     return tables
 
 
@@ -249,8 +272,10 @@ def _check_columns(conn: sqlite3.Connection, path: Path, version: int = SCHEMA_V
         wanted = {c for c in columns if (table, c) not in added_later}
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         if not wanted <= have:
-            raise StoreFormatError(f"{path}: table {table!r} is not a medpool run table (missing "
-                                   f"{', '.join(sorted(wanted - have))}); pass the folder of a medpool run")
+            raise StoreFormatError(
+                f"{path}: table {table!r} is not a medpool run table (missing "
+                f"{', '.join(sorted(wanted - have))}); pass the folder of a medpool run"
+            )
 
 
 def _check_existing_store(path: Path) -> None:
@@ -262,8 +287,9 @@ def _check_existing_store(path: Path) -> None:
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version not in (1, SCHEMA_VERSION):
-                raise StoreFormatError(f"{path}: not a medpool run store (schema version {version}); "
-                                       "pass the folder of a medpool run")
+                raise StoreFormatError(
+                    f"{path}: not a medpool run store (schema version {version}); pass the folder of a medpool run"
+                )
             _check_columns(conn, path, version)
         finally:
             conn.close()
@@ -276,11 +302,13 @@ def _row_to_run(row: sqlite3.Row, path: Path) -> RunInfo:
     try:
         options = json.loads(values.pop("options_json"))
     except json.JSONDecodeError as exc:
-        raise StoreFormatError(f"{path}: run {values.get('run_id')!r} has unreadable options ({exc}); "
-                               "start a new run with --out") from None
+        raise StoreFormatError(
+            f"{path}: run {values.get('run_id')!r} has unreadable options ({exc}); start a new run with --out"
+        ) from None
     if not isinstance(options, dict):
-        raise StoreFormatError(f"{path}: run {values.get('run_id')!r}: its options are not a mapping; "
-                               "start a new run with --out")
+        raise StoreFormatError(
+            f"{path}: run {values.get('run_id')!r}: its options are not a mapping; start a new run with --out"
+        )
     return RunInfo(options=options, **values)
 
 
@@ -335,9 +363,15 @@ class RunStore(SqliteHandle):
                 self._conn.execute(
                     "INSERT INTO runs (run_id, created_at, updated_at, pool_fingerprint,"
                     " data_fingerprint, options_json, status) VALUES (?, ?, ?, ?, ?, ?, 'running')",
-                    (run_id, now, now, pool_fingerprint, data_fingerprint,
-                     json.dumps(dict(options), sort_keys=True, default=str)),
-                )  # fmt: skip
+                    (
+                        run_id,
+                        now,
+                        now,
+                        pool_fingerprint,
+                        data_fingerprint,
+                        json.dumps(dict(options), sort_keys=True, default=str),
+                    ),
+                )
             else:
                 for name, new in (("pool", pool_fingerprint), ("data", data_fingerprint)):
                     old = row[f"{name}_fingerprint"]
@@ -347,8 +381,7 @@ class RunStore(SqliteHandle):
                             f" {old}, now {new} (the file changed since); start a new run with --out instead of resuming"
                         )
                 self._conn.execute(
-                    "UPDATE runs SET status = 'running', updated_at = ?, resumes = resumes + 1"
-                    " WHERE run_id = ?",
+                    "UPDATE runs SET status = 'running', updated_at = ?, resumes = resumes + 1 WHERE run_id = ?",
                     (now, run_id),
                 )
         info = self.get_run(run_id)
@@ -400,7 +433,9 @@ class RunStore(SqliteHandle):
         ).fetchall()
         return [Unit(*r) for r in rows]
 
-    def pending_counts(self, run_id: str, *, retry_infra_errors: bool = False, stage: str | None = None) -> dict[str, int]:
+    def pending_counts(
+        self, run_id: str, *, retry_infra_errors: bool = False, stage: str | None = None
+    ) -> dict[str, int]:
         """How many units :meth:`pending_units` would return, per model (plan order of first appearance)."""
         rows = self._conn.execute(
             f"SELECT p.model, COUNT(*), MIN(p.seq) AS first FROM {_PENDING_FROM}{_stage_filter(stage)}"
@@ -411,8 +446,9 @@ class RunStore(SqliteHandle):
 
     def planned_answerer(self, run_id: str, unit: Unit) -> str | None:
         """The pool model the plan assigned to ``unit`` (None: not planned, or a version-1 plan)."""
-        row = self._conn.execute(f"SELECT answerer FROM plan WHERE {_UNIT_WHERE}",
-                                 (run_id, unit.model, unit.item_id, unit.stage)).fetchone()
+        row = self._conn.execute(
+            f"SELECT answerer FROM plan WHERE {_UNIT_WHERE}", (run_id, unit.model, unit.item_id, unit.stage)
+        ).fetchone()
         return row[0] or None if row is not None else None
 
     def pending_units(self, run_id: str, *, retry_infra_errors: bool = False) -> list[Unit]:
@@ -424,8 +460,14 @@ class RunStore(SqliteHandle):
         """
         return list(self.iter_pending_units(run_id, retry_infra_errors=retry_infra_errors))
 
-    def iter_pending_units(self, run_id: str, *, retry_infra_errors: bool = False, stage: str | None = None,
-                           models: Iterable[str] | None = None) -> Iterator[Unit]:
+    def iter_pending_units(
+        self,
+        run_id: str,
+        *,
+        retry_infra_errors: bool = False,
+        stage: str | None = None,
+        models: Iterable[str] | None = None,
+    ) -> Iterator[Unit]:
         """:meth:`pending_units`, optionally of one stage and some models, read a page at a time.
 
         Each page is its own short query (keyset on ``seq``), so no statement stays open while
@@ -471,9 +513,7 @@ class RunStore(SqliteHandle):
             for r in results:
                 params = [*_result_params(r), r.run_id, r.model, r.item_id, r.stage, r.answered_by]
                 if retry_infra_errors:
-                    self._conn.execute(
-                        _SUPERSEDE_INFRA, (utc_now_iso(), r.run_id, r.model, r.item_id, r.stage)
-                    )
+                    self._conn.execute(_SUPERSEDE_INFRA, (utc_now_iso(), r.run_id, r.model, r.item_id, r.stage))
                     cur = self._conn.execute(_INSERT_OR_REPLACE_INFRA, params)
                 else:
                     cur = self._conn.execute(_INSERT_NEW, params)
@@ -482,7 +522,8 @@ class RunStore(SqliteHandle):
                     if expected is not None and r.answered_by != expected:
                         raise WrongAnswererError(  # the transaction rolls back what it wrote
                             f"{self.path}: refusing {r.unit}: planned to be answered by {expected!r},"
-                            f" got a row from {r.answered_by or '(unknown)'!r}")
+                            f" got a row from {r.answered_by or '(unknown)'!r}"
+                        )
                 written += cur.rowcount
         return written
 
@@ -520,7 +561,9 @@ class RunStore(SqliteHandle):
         where, args = ("run_id = ? AND stage = ?", (run_id, stage)) if stage is not None else ("run_id = ?", (run_id,))
         cursor = self._conn.cursor()
         cursor.row_factory = None  # plain tuples: cheaper than sqlite3.Row, read by position
-        rows = cursor.execute(f"{select} WHERE {where} ORDER BY model, item_id, stage LIMIT ?", (*args, _CHUNK_ROWS)).fetchall()
+        rows = cursor.execute(
+            f"{select} WHERE {where} ORDER BY model, item_id, stage LIMIT ?", (*args, _CHUNK_ROWS)
+        ).fetchall()
         if not rows:
             return
         names = [d[0] for d in cursor.description]
@@ -544,9 +587,11 @@ class RunStore(SqliteHandle):
         cursor.row_factory = None
         # The unary + keeps SQLite off the primary key's index: with it, every call scanned all of
         # the run's rows and sorted them (a poll a few times a second made a run quadratic).
-        rows = cursor.execute(f"SELECT rowid, {_SELECT_ANSWER_FIELDS} FROM results"
-                              " WHERE rowid > ? AND +run_id = ? AND +stage = ? ORDER BY rowid LIMIT ?",
-                              (rowid, run_id, stage, limit)).fetchall()
+        rows = cursor.execute(
+            f"SELECT rowid, {_SELECT_ANSWER_FIELDS} FROM results"
+            " WHERE rowid > ? AND +run_id = ? AND +stage = ? ORDER BY rowid LIMIT ?",
+            (rowid, run_id, stage, limit),
+        ).fetchall()
         return [(row[0], _row_to_result(row[1:])) for row in rows]
 
     def set_extra(self, run_id: str, unit: Unit, extra: Mapping[str, Any]) -> None:

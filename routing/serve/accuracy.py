@@ -37,13 +37,19 @@ def item_path(item: Item) -> BucketPath:
     return BucketPath(f"{family}/{kind}/{name}", system, family)
 
 
-def suite_accuracy(items: Sequence[Item], k: int = 5, seed: int = 0, neighbours: int = DEFAULT_NEIGHBOURS) -> dict[str, Any]:
+def suite_accuracy(
+    items: Sequence[Item], k: int = 5, seed: int = 0, neighbours: int = DEFAULT_NEIGHBOURS
+) -> dict[str, Any]:
     """k-fold and leave-one-out accuracy per level, with the counts behind them."""
     texts = [request_text(item.chat_messages()) for item in items]
     paths = [item_path(item) for item in items]
     strata = np.unique([p.bucket for p in paths], return_inverse=True)[1]
-    out: dict[str, Any] = {"items": len(items), "buckets": len({p.bucket for p in paths}),
-                           "systems": len({p.system for p in paths if p.system}), "neighbours": neighbours}  # fmt: skip
+    out: dict[str, Any] = {
+        "items": len(items),
+        "buckets": len({p.bucket for p in paths}),
+        "systems": len({p.system for p in paths if p.system}),
+        "neighbours": neighbours,
+    }
     for name, folds in ((f"{k}-fold", assign_folds(strata, k, seed)), ("leave-one-out", np.arange(len(items)))):
         labels, _ = out_of_fold_guesses(texts, paths, folds, neighbours=neighbours)
         out[name] = {level: None if v is None else round(v, 4) for level, v in accuracy(labels, paths).items()}
@@ -54,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m routing.serve.accuracy", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, metavar="PATH", help="suite files or folders")
     parser.add_argument("--folds", type=int, default=5, help="k of the k-fold estimate (default %(default)s)")
-    parser.add_argument("--neighbours", type=int, default=DEFAULT_NEIGHBOURS, help="voting neighbours (default %(default)s)")
+    parser.add_argument(
+        "--neighbours", type=int, default=DEFAULT_NEIGHBOURS, help="voting neighbours (default %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
@@ -63,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if len(items) < 2:
-        print(f"error: {', '.join(args.data)}: fewer than two scorable items; nothing to cross-validate", file=sys.stderr)
+        print(
+            f"error: {', '.join(args.data)}: fewer than two scorable items; nothing to cross-validate", file=sys.stderr
+        )
         return 2
     print(json.dumps(suite_accuracy(items, args.folds, args.seed, args.neighbours), indent=1))
     return 0

@@ -97,8 +97,10 @@ def _csr(counts: Sequence[Counter[str]], vocabulary: dict[str, int]) -> sp.csr_m
                 indices.append(column)
                 data.append(count)
         indptr.append(len(indices))
-    return sp.csr_matrix((np.asarray(data, dtype=float), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
-                         shape=(len(counts), len(vocabulary)))  # fmt: skip
+    return sp.csr_matrix(
+        (np.asarray(data, dtype=float), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
+        shape=(len(counts), len(vocabulary)),
+    )
 
 
 def _unit_csr(matrix: sp.spmatrix) -> sp.csr_matrix:
@@ -120,10 +122,18 @@ class BucketClassifier:
     neighbours: int
 
     @classmethod
-    def fit(cls, texts: Sequence[str], paths: Sequence[BucketPath], *, encoder: Encoder | None = None,
-            neighbours: int = DEFAULT_NEIGHBOURS) -> BucketClassifier:  # fmt: skip
+    def fit(
+        cls,
+        texts: Sequence[str],
+        paths: Sequence[BucketPath],
+        *,
+        encoder: Encoder | None = None,
+        neighbours: int = DEFAULT_NEIGHBOURS,
+    ) -> BucketClassifier:
         if len(texts) != len(paths) or not texts:
-            raise ValueError(f"need one path per text and at least one text, got {len(texts)} texts and {len(paths)} paths")
+            raise ValueError(
+                f"need one path per text and at least one text, got {len(texts)} texts and {len(paths)} paths"
+            )
         if encoder is None:
             tfidf, vectors = FittedTfidf.fit(texts)
         else:
@@ -150,7 +160,11 @@ class BucketClassifier:
         sims = self.encode(texts) @ self.vectors.T
         sims = sims.toarray() if sp.issparse(sims) else np.asarray(sims)
         k = min(self.neighbours, sims.shape[1])
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else np.tile(np.arange(k), (len(texts), 1))
+        top = (
+            np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            if k < sims.shape[1]
+            else np.tile(np.arange(k), (len(texts), 1))
+        )
         weight = np.clip(np.take_along_axis(sims, top, axis=1), 0.0, None)
         total = weight.sum(axis=1)
         codes = np.zeros((len(texts), len(LEVELS)), dtype=np.int64)
@@ -161,7 +175,9 @@ class BucketClassifier:
             np.add.at(share, (rows, self.codes[top.ravel(), j]), weight.ravel())
             best = share.argmax(axis=1)  # the first (sorted) label among equal shares
             codes[:, j] = best
-            confidence[:, j] = np.divide(share[np.arange(len(texts)), best], total, out=np.zeros(len(texts)), where=total > 0)
+            confidence[:, j] = np.divide(
+                share[np.arange(len(texts)), best], total, out=np.zeros(len(texts)), where=total > 0
+            )
         return codes, confidence
 
     def guess(self, text: str) -> Guess:
@@ -169,8 +185,10 @@ class BucketClassifier:
         (the k-NN votes are the same as :meth:`guess_many`'s: a test checks it)."""
         if self.tfidf is None:
             codes, confidence = self.guess_many([text])
-            return Guess(tuple(self.names[j][codes[0, j]] for j in range(len(LEVELS))),  # type: ignore[arg-type]
-                         tuple(float(c) for c in confidence[0]))  # type: ignore[arg-type]
+            return Guess(
+                tuple(self.names[j][codes[0, j]] for j in range(len(LEVELS))),  # type: ignore[arg-type]
+                tuple(float(c) for c in confidence[0]),
+            )  # type: ignore[arg-type]
         vocabulary, by_gram = self.tfidf.vocabulary, self._by_gram
         found = [(vocabulary[g], c) for g, c in _grams(text, self.tfidf.n).items() if g in vocabulary]
         n_items = self.codes.shape[0]
@@ -183,8 +201,9 @@ class BucketClassifier:
             starts, ends = by_gram.indptr[columns], by_gram.indptr[columns + 1]
             lengths = ends - starts
             take = np.repeat(ends - lengths.cumsum(), lengths) + np.arange(lengths.sum())
-            sims = np.bincount(by_gram.indices[take], weights=by_gram.data[take] * np.repeat(weights, lengths),
-                               minlength=n_items)  # fmt: skip
+            sims = np.bincount(
+                by_gram.indices[take], weights=by_gram.data[take] * np.repeat(weights, lengths), minlength=n_items
+            )
         k = min(self.neighbours, n_items)
         top = np.argpartition(-sims, k - 1)[:k] if k < n_items else np.arange(n_items)
         weight = np.clip(sims[top], 0.0, None)
@@ -203,8 +222,14 @@ class BucketClassifier:
         return sp.csr_matrix(self.vectors.T)
 
 
-def out_of_fold_guesses(texts: Sequence[str], paths: Sequence[BucketPath], folds: np.ndarray, *,
-                        encoder: Encoder | None = None, neighbours: int = DEFAULT_NEIGHBOURS) -> tuple[list[tuple[str, ...]], np.ndarray]:  # fmt: skip
+def out_of_fold_guesses(
+    texts: Sequence[str],
+    paths: Sequence[BucketPath],
+    folds: np.ndarray,
+    *,
+    encoder: Encoder | None = None,
+    neighbours: int = DEFAULT_NEIGHBOURS,
+) -> tuple[list[tuple[str, ...]], np.ndarray]:
     """Each item's guess by a classifier fitted on the other folds: (labels per item, confidences items × levels).
 
     An item whose fold is the only one (nothing to train on) gets empty labels and confidence 0.
@@ -216,8 +241,9 @@ def out_of_fold_guesses(texts: Sequence[str], paths: Sequence[BucketPath], folds
         train = np.flatnonzero(folds != fold)
         if not len(train):
             continue
-        model = BucketClassifier.fit([texts[i] for i in train], [paths[i] for i in train], encoder=encoder,
-                                     neighbours=neighbours)  # fmt: skip
+        model = BucketClassifier.fit(
+            [texts[i] for i in train], [paths[i] for i in train], encoder=encoder, neighbours=neighbours
+        )
         codes, conf = model.guess_many([texts[i] for i in held])
         confidence[held] = conf
         for row, i in enumerate(held):

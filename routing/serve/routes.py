@@ -26,7 +26,9 @@ import numpy as np
 from routing.serve.classifier import LEVELS, Guess
 
 NEVER = 1.01  # a threshold no confidence reaches: that level is always climbed past
-GRID_QUANTILES = np.linspace(0.0, 0.9, 10)  # candidate thresholds: these quantiles of the out-of-fold confidences, 0, NEVER
+GRID_QUANTILES = np.linspace(
+    0.0, 0.9, 10
+)  # candidate thresholds: these quantiles of the out-of-fold confidences, 0, NEVER
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,12 @@ def route_table(manifest: Mapping[str, Any]) -> RouteTable:
             route = default
         else:
             parent = buckets.get(served_by) if "/" in str(served_by) else families.get(served_by)
-            route = _decision_route(str(served_by), parent, default_model) or Route(str(served_by), str(entry["model"]), False,
-                                                                                   tuple(dict.fromkeys([str(entry["model"]), *([default_model] if default_model else [])])))  # fmt: skip
+            route = _decision_route(str(served_by), parent, default_model) or Route(
+                str(served_by),
+                str(entry["model"]),
+                False,
+                tuple(dict.fromkeys([str(entry["model"]), *([default_model] if default_model else [])])),
+            )
         if route is not None:
             routes[str(bucket_id)] = route
     return RouteTable(routes, default)
@@ -114,8 +120,13 @@ def resolve_guess(guess: Guess, thresholds: Thresholds) -> tuple[str, str]:
     return target, by
 
 
-def choose_thresholds(labels: Sequence[Sequence[str]], confidences: np.ndarray, table: RouteTable,
-                      scores: np.ndarray, models: Sequence[str]) -> tuple[Thresholds, float | None]:  # fmt: skip
+def choose_thresholds(
+    labels: Sequence[Sequence[str]],
+    confidences: np.ndarray,
+    table: RouteTable,
+    scores: np.ndarray,
+    models: Sequence[str],
+) -> tuple[Thresholds, float | None]:
     """The thresholds maximising the mean routed score over items, and that mean (None: no item scored).
 
     ``labels``/``confidences``: out-of-fold guesses per item (items × levels); ``scores``: items ×
@@ -133,11 +144,17 @@ def choose_thresholds(labels: Sequence[Sequence[str]], confidences: np.ndarray, 
         cols = [column.get(table.route(t).model or "", len(models)) for t in targets]
         return padded[np.arange(n), cols]
 
-    values = [value([row[j] if row[j] else "default" for row in labels]) for j in range(len(LEVELS))] + [value(["default"] * n)]
+    values = [value([row[j] if row[j] else "default" for row in labels]) for j in range(len(LEVELS))] + [
+        value(["default"] * n)
+    ]
     usable = np.array([[bool(row[j]) for j in range(len(LEVELS))] for row in labels]).reshape(n, len(LEVELS))
     conf = np.where(usable, confidences, -1.0)
-    grids = [np.unique(np.concatenate([[0.0, NEVER], np.quantile(conf[:, j], GRID_QUANTILES)]))
-             if n else np.array([0.0, NEVER]) for j in range(len(LEVELS))]  # fmt: skip
+    grids = [
+        np.unique(np.concatenate([[0.0, NEVER], np.quantile(conf[:, j], GRID_QUANTILES)]))
+        if n
+        else np.array([0.0, NEVER])
+        for j in range(len(LEVELS))
+    ]
     grids = [g[g >= 0] for g in grids]
     best: tuple[float, tuple[float, ...]] | None = None
     for combo in itertools.product(*grids):
@@ -162,8 +179,10 @@ def choose_thresholds(labels: Sequence[Sequence[str]], confidences: np.ndarray, 
 def route_header(route: Route, model: str, by: str, manifest_sha: str) -> str:
     """The ``x-medpool-route`` value: ``bucket=…; model=…; by=…; decisive=…; manifest=…``, ASCII-safe
     (names outside printable ASCII, and ``;``/``=``, are percent-encoded)."""
-    return (f"bucket={_header_safe(route.target)}; model={_header_safe(model)}; by={by}; "
-            f"decisive={'true' if route.decisive else 'false'}; manifest={manifest_sha}")
+    return (
+        f"bucket={_header_safe(route.target)}; model={_header_safe(model)}; by={by}; "
+        f"decisive={'true' if route.decisive else 'false'}; manifest={manifest_sha}"
+    )
 
 
 def _header_safe(text: str) -> str:

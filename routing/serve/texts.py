@@ -47,12 +47,15 @@ def item_texts(run_dir: Path | str) -> dict[str, str]:
     """
     path = Path(run_dir) / RUN_DB
     if not path.is_file():
-        raise TextsError(f"{path}: not found; the question texts come from the run store of a run written by "
-                         "pool.run (pass its folder)")
+        raise TextsError(
+            f"{path}: not found; the question texts come from the run store of a run written by "
+            "pool.run (pass its folder)"
+        )
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as conn:
-            rows = conn.execute("SELECT item_id, request_json FROM results WHERE stage = ? ORDER BY model",
-                                (ANSWER_STAGE,)).fetchall()
+            rows = conn.execute(
+                "SELECT item_id, request_json FROM results WHERE stage = ? ORDER BY model", (ANSWER_STAGE,)
+            ).fetchall()
     except sqlite3.Error as exc:
         raise TextsError(f"{path}: cannot read the run store's results ({exc})") from None
     texts: dict[str, str] = {}

@@ -56,10 +56,12 @@ from routing.validation import (
 
 INNER_K = 5  # folds of the threshold choice inside each training part
 ROUTE_BY = ("bucket", "system", "family", "default")
-METHOD = ("the known-bucket row's k folds; per fold a k-NN bucket classifier fitted on the training items' question texts, "
-          f"its confidence thresholds chosen by {INNER_K}-fold cross-validation on the training items (maximising the "
-          "routed mean score), and each held-out question classified and sent up the fallback chain (bucket -> system -> "
-          "family -> default) of the manifest rebuilt on the training folds; scored with that model's score on the item")  # fmt: skip
+METHOD = (
+    "the known-bucket row's k folds; per fold a k-NN bucket classifier fitted on the training items' question texts, "
+    f"its confidence thresholds chosen by {INNER_K}-fold cross-validation on the training items (maximising the "
+    "routed mean score), and each held-out question classified and sent up the fallback chain (bucket -> system -> "
+    "family -> default) of the manifest rebuilt on the training folds; scored with that model's score on the item"
+)
 
 
 def item_paths(table: ScoreTable, keep: np.ndarray | None) -> tuple[list[Any], dict[int, BucketPath]]:
@@ -81,9 +83,18 @@ def _stat(draws: np.ndarray, value: float) -> dict[str, Any]:
     return {"value": json_number(value), "ci": [json_number(lo), json_number(hi)]}
 
 
-def end_to_end(table: ScoreTable, keep: np.ndarray | None, parameters: Mapping[str, Any], texts: Mapping[str, str], *,
-               k: int = DEFAULT_K, seed: int = 0, rounds: int = 1000,
-               neighbours: int = DEFAULT_NEIGHBOURS, encoder: Encoder | None = None) -> dict[str, Any]:  # fmt: skip
+def end_to_end(
+    table: ScoreTable,
+    keep: np.ndarray | None,
+    parameters: Mapping[str, Any],
+    texts: Mapping[str, str],
+    *,
+    k: int = DEFAULT_K,
+    seed: int = 0,
+    rounds: int = 1000,
+    neighbours: int = DEFAULT_NEIGHBOURS,
+    encoder: Encoder | None = None,
+) -> dict[str, Any]:
     """The ``validation.end_to_end`` block (module docstring). ``parameters``: the build's (min_n, top_k,
     floor, alpha); ``texts``: item id -> question text (:func:`routing.serve.texts.item_texts`)."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
@@ -124,8 +135,12 @@ def end_to_end(table: ScoreTable, keep: np.ndarray | None, parameters: Mapping[s
         if not len(train) or not len(test):
             continue
         train_texts, train_paths = [text_of[c] for c in train.tolist()], [paths[c] for c in train.tolist()]
-        inner = assign_folds(np.unique([p.bucket for p in train_paths], return_inverse=True)[1], min(INNER_K, len(train)), seed)
-        labels, confidence = out_of_fold_guesses(train_texts, train_paths, inner, neighbours=neighbours, encoder=encoder)
+        inner = assign_folds(
+            np.unique([p.bucket for p in train_paths], return_inverse=True)[1], min(INNER_K, len(train)), seed
+        )
+        labels, confidence = out_of_fold_guesses(
+            train_texts, train_paths, inner, neighbours=neighbours, encoder=encoder
+        )
         limits, _ = choose_thresholds(labels, confidence, routes, scores[train], models)
         thresholds.append([json_number(t) for t in limits.as_tuple()])
         classifier = BucketClassifier.fit(train_texts, train_paths, neighbours=neighbours, encoder=encoder)
@@ -151,35 +166,72 @@ def end_to_end(table: ScoreTable, keep: np.ndarray | None, parameters: Mapping[s
         oracle = oracle_scores(fam.scores[np.searchsorted(fam.items, items)])
         both = ~np.isnan(e2e) & ~np.isnan(via_known) & ~np.isnan(via_default) & ~np.isnan(single) & ~np.isnan(oracle)
         summary = paired_summary(e2e[both], single[both], oracle[both], rounds, seed)
-        entry: dict[str, Any] = {"items": len(fam.items), "with_text": int(len(items)), "evaluated": summary["evaluated"]}
+        entry: dict[str, Any] = {
+            "items": len(fam.items),
+            "with_text": int(len(items)),
+            "evaluated": summary["evaluated"],
+        }
         entry["end_to_end"] = summary["routed"]
         if summary["evaluated"]:
-            draws = resampled_ratios(np.stack([via_known[both], via_default[both], e2e[both] - via_known[both]], axis=1),
-                                     np.ones((int(both.sum()), 3)), int(both.sum()), rounds, seed)  # fmt: skip
-            means = [float(via_known[both].mean()), float(via_default[both].mean()), float((e2e - via_known)[both].mean())]
+            draws = resampled_ratios(
+                np.stack([via_known[both], via_default[both], e2e[both] - via_known[both]], axis=1),
+                np.ones((int(both.sum()), 3)),
+                int(both.sum()),
+                rounds,
+                seed,
+            )
+            means = [
+                float(via_known[both].mean()),
+                float(via_default[both].mean()),
+                float((e2e - via_known)[both].mean()),
+            ]
             entry["known_bucket"], entry["default"], lift_vs_known = (_stat(draws[:, j], means[j]) for j in range(3))
         else:
             nothing = {"value": None, "ci": [None, None]}
             entry["known_bucket"], entry["default"], lift_vs_known = nothing, nothing, nothing
-        entry.update(best_single=summary["best_single"], oracle=summary["oracle"], lift=summary["lift"],
-                     lift_vs_known=lift_vs_known, gap_recovered=summary["gap_recovered"])  # fmt: skip
+        entry.update(
+            best_single=summary["best_single"],
+            oracle=summary["oracle"],
+            lift=summary["lift"],
+            lift_vs_known=lift_vs_known,
+            gap_recovered=summary["gap_recovered"],
+        )
         same = (chosen[items] == known[items])[both]
         entry["same_model_as_known"] = json_number(same.mean()) if len(same) else None
         held_paths = [paths[c] for c in items.tolist()]
-        entry["classifier_accuracy"] = {level: json_number(v) if v is not None else None
-                                        for level, v in accuracy([guessed[c] for c in items.tolist()], held_paths).items()}  # fmt: skip
+        entry["classifier_accuracy"] = {
+            level: json_number(v) if v is not None else None
+            for level, v in accuracy([guessed[c] for c in items.tolist()], held_paths).items()
+        }
         levels = climbed[items]
         entry["route_by"] = {name: int((levels == i).sum()) for i, name in enumerate(ROUTE_BY) if (levels == i).any()}
         entry["missing"] = {"no_text": int(len(fam.items) - len(items)), "unscored": int(len(items) - both.sum())}
         out_families[fam.family] = entry
-    return {"method": METHOD, "k": k, "seed": seed, "bootstrap": rounds, "ci_level": LEVEL,
-            "classifier": {"kind": "k-nearest neighbours, similarity-weighted votes", "neighbours": neighbours,
-                           "encoder": "tfidf-char-1-2 (fitted on the training items)" if encoder is None else "given encoder"},
-            "thresholds": thresholds, "families": out_families}  # fmt: skip
+    return {
+        "method": METHOD,
+        "k": k,
+        "seed": seed,
+        "bootstrap": rounds,
+        "ci_level": LEVEL,
+        "classifier": {
+            "kind": "k-nearest neighbours, similarity-weighted votes",
+            "neighbours": neighbours,
+            "encoder": "tfidf-char-1-2 (fitted on the training items)" if encoder is None else "given encoder",
+        },
+        "thresholds": thresholds,
+        "families": out_families,
+    }
 
 
-def end_to_end_row(loaded: Loaded, keep: np.ndarray | None, parameters: Mapping[str, Any], *, k: int = DEFAULT_K,
-                   seed: int = 0, rounds: int = 1000) -> dict[str, Any]:  # fmt: skip
+def end_to_end_row(
+    loaded: Loaded,
+    keep: np.ndarray | None,
+    parameters: Mapping[str, Any],
+    *,
+    k: int = DEFAULT_K,
+    seed: int = 0,
+    rounds: int = 1000,
+) -> dict[str, Any]:
     """:func:`end_to_end` on loaded runs, their question texts read from each run's store; without any
     text (runs written by something other than pool.run) the row says so instead of guessing."""
     texts: dict[str, str] = {}
@@ -190,5 +242,8 @@ def end_to_end_row(loaded: Loaded, keep: np.ndarray | None, parameters: Mapping[
         except TextsError as exc:
             problems.append(str(exc))
     if not texts:
-        return {"method": METHOD, "skipped": "no question texts to classify: " + ("; ".join(problems) or "no answered item")}
+        return {
+            "method": METHOD,
+            "skipped": "no question texts to classify: " + ("; ".join(problems) or "no answered item"),
+        }
     return end_to_end(loaded.table, keep, parameters, texts, k=k, seed=seed, rounds=rounds)

@@ -64,11 +64,16 @@ def context_warning(request: GenerationRequest) -> str | None:
     window = request.params.num_ctx or DEFAULT_NUM_CTX
     if needed <= window:
         return None
-    limit = (f"its num_ctx {window}" if request.params.num_ctx is not None
-             else f"Ollama's default context ({DEFAULT_NUM_CTX} tokens unless the server sets another)")
-    return (f"Ollama model {request.model!r}: a request needs up to ~{needed} tokens (prompt counted at one token per "
-            f"character, plus max_tokens {request.params.max_tokens}), more than {limit}; Ollama cuts such a prompt "
-            f"silently. Set num_ctx: {_round_up(needed)} (or more) on the model in the pool file. Warned once per model")
+    limit = (
+        f"its num_ctx {window}"
+        if request.params.num_ctx is not None
+        else f"Ollama's default context ({DEFAULT_NUM_CTX} tokens unless the server sets another)"
+    )
+    return (
+        f"Ollama model {request.model!r}: a request needs up to ~{needed} tokens (prompt counted at one token per "
+        f"character, plus max_tokens {request.params.max_tokens}), more than {limit}; Ollama cuts such a prompt "
+        f"silently. Set num_ctx: {_round_up(needed)} (or more) on the model in the pool file. Warned once per model"
+    )
 
 
 def _round_up(tokens: int) -> int:
@@ -78,8 +83,7 @@ def _round_up(tokens: int) -> int:
 
 def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) for one request."""
-    payload: dict[str, Any] = {"model": request.model, "stream": False,
-                               "options": options(request.params)}
+    payload: dict[str, Any] = {"model": request.model, "stream": False, "options": options(request.params)}
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
         if request.params.think is not None:

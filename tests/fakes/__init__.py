@@ -25,8 +25,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Kind = Literal["ok", "status", "stall", "drop", "cut_body", "truncated_json", "garbage", "json",
-               "gzip"]
+Kind = Literal["ok", "status", "stall", "drop", "cut_body", "truncated_json", "garbage", "json", "gzip"]
 
 
 @dataclass(frozen=True)
@@ -93,8 +92,10 @@ def raw_json(body: Any) -> Behavior:
 
 
 # A chat answer in each protocol's shape, split where the answer text goes.
-OPENAI_ANSWER_SHELL = (b'{"choices":[{"index":0,"message":{"role":"assistant","content":"',
-                       b'"},"finish_reason":"stop"}]}')
+OPENAI_ANSWER_SHELL = (
+    b'{"choices":[{"index":0,"message":{"role":"assistant","content":"',
+    b'"},"finish_reason":"stop"}]}',
+)
 OLLAMA_ANSWER_SHELL = (b'{"message":{"role":"assistant","content":"', b'"},"done":true}')
 
 
@@ -112,8 +113,7 @@ def _gzip_filled(prefix: bytes, suffix: bytes, inflated_bytes: int) -> bytes:
     return b"".join(parts)
 
 
-def gzip_bomb(inflated_bytes: int = 300 * 1024 * 1024,
-              shell: tuple[bytes, bytes] = OPENAI_ANSWER_SHELL) -> Behavior:
+def gzip_bomb(inflated_bytes: int = 300 * 1024 * 1024, shell: tuple[bytes, bytes] = OPENAI_ANSWER_SHELL) -> Behavior:
     """HTTP 200, ``Content-Encoding: gzip``: about 300 KB on the wire that inflates to a
     well-formed answer of ``inflated_bytes`` letters (the default, 300 MiB, is the incident's
     306 KB -> 314 MB). Only a cap on the decompressed size refuses it cheaply."""
@@ -186,8 +186,7 @@ class FakeServer:
         app = web.Application()
         app.add_routes(self.routes())
         # handler_cancellation: a request the client gave up on stops counting as in flight.
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
-                                     shutdown_timeout=0.5)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
@@ -233,8 +232,7 @@ class FakeServer:
                 payload = await request.json()
             except ValueError:
                 payload = {}
-            self.requests.append(RecordedRequest(request.path, payload,
-                                                 request.headers.get("Authorization")))
+            self.requests.append(RecordedRequest(request.path, payload, request.headers.get("Authorization")))
             behavior = self._choose(index, payload)
             if self.latency_s:
                 await self._pause(self.latency_s)
@@ -242,8 +240,7 @@ class FakeServer:
         finally:
             self.in_flight -= 1
 
-    async def _act(self, request: web.Request, payload: dict[str, Any],
-                   behavior: Behavior) -> web.StreamResponse:
+    async def _act(self, request: web.Request, payload: dict[str, Any], behavior: Behavior) -> web.StreamResponse:
         kind = behavior.kind
         if kind == "stall":
             await self._pause(behavior.seconds)
@@ -252,19 +249,20 @@ class FakeServer:
             return web.json_response(self.answer(request.path, payload, behavior))
         if kind == "status":
             headers = {"Retry-After": behavior.retry_after} if behavior.retry_after else None
-            return web.json_response(self.error_body(behavior.status, behavior.message),
-                                     status=behavior.status, headers=headers)
+            return web.json_response(
+                self.error_body(behavior.status, behavior.message), status=behavior.status, headers=headers
+            )
         if kind == "json":
             return web.json_response(behavior.body)
         if kind == "gzip":
-            return web.Response(body=behavior.body, content_type="application/json",
-                                headers={"Content-Encoding": "gzip"})
+            return web.Response(
+                body=behavior.body, content_type="application/json", headers={"Content-Encoding": "gzip"}
+            )
         full = json.dumps(self.answer(request.path, payload, behavior)).encode()
         if kind == "truncated_json":
             return web.Response(body=full[: len(full) // 2], content_type="application/json")
         if kind == "garbage":
-            return web.Response(text="<html><body>502 Bad Gateway</body></html>",
-                                content_type="text/html")
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
         assert request.transport is not None
         if kind == "cut_body":
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})

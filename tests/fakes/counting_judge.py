@@ -19,13 +19,29 @@ from . import Behavior, ok
 class CountingJudge:
     """``behave`` for :class:`tests.fakes.openai_fake.FakeOpenAIServer` (see the module doc)."""
 
-    def __init__(self, answers: Mapping[str, Sequence[str]], *, judge: str = "judgey", flags: Sequence[str] = (),
-                 scores: tuple[int, int, int, int] = (10, 10, 10, 10)) -> None:  # fmt: skip
+    def __init__(
+        self,
+        answers: Mapping[str, Sequence[str]],
+        *,
+        judge: str = "judgey",
+        flags: Sequence[str] = (),
+        scores: tuple[int, int, int, int] = (10, 10, 10, 10),
+    ) -> None:
         self.answers = {question: list(texts) for question, texts in answers.items()}
         self.judge = judge
-        self.verdict = json.dumps({"coverage": scores[0], "accuracy": scores[1], "safety": scores[2], "grounding": scores[3],
-                                   "rationale": "ok", "grounding_source": "guideline", "warnings_present": [],
-                                   "flags": list(flags)}, ensure_ascii=False)  # fmt: skip
+        self.verdict = json.dumps(
+            {
+                "coverage": scores[0],
+                "accuracy": scores[1],
+                "safety": scores[2],
+                "grounding": scores[3],
+                "rationale": "ok",
+                "grounding_source": "guideline",
+                "warnings_present": [],
+                "flags": list(flags),
+            },
+            ensure_ascii=False,
+        )
         self.asked: Counter[str] = Counter()  # candidate asks per question
         self.judged: Counter[str] = Counter()  # judge calls per question
 

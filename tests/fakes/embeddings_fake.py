@@ -33,9 +33,15 @@ class FakeEmbeddingsServer(FakeServer):
 
     def answer(self, path: str, payload: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
         texts = payload.get("input") or []
-        data = [{"object": "embedding", "index": index, "embedding": self.vectors.get(text) or default_vector(text)}
-                for index, text in enumerate(texts)]
+        data = [
+            {"object": "embedding", "index": index, "embedding": self.vectors.get(text) or default_vector(text)}
+            for index, text in enumerate(texts)
+        ]
         if self.reverse_order:
             data.reverse()
-        return {"object": "list", "data": data, "model": payload.get("model"),
-                "usage": {"prompt_tokens": sum(map(len, texts)), "total_tokens": sum(map(len, texts))}}
+        return {
+            "object": "list",
+            "data": data,
+            "model": payload.get("model"),
+            "usage": {"prompt_tokens": sum(map(len, texts)), "total_tokens": sum(map(len, texts))},
+        }

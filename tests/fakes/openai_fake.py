@@ -26,20 +26,20 @@ class FakeOpenAIServer(FakeServer):
         return self.root_url + "/v1"
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post("/v1/chat/completions", self.handle),
-                web.post("/v1/completions", self.handle)]
+        return [web.post("/v1/chat/completions", self.handle), web.post("/v1/completions", self.handle)]
 
     def answer(self, path: str, payload: dict[str, Any], behavior: Behavior) -> dict[str, Any]:
         text = behavior.text if behavior.text is not None else echo_text(payload)
         text, finish = clip_words(text, payload.get("max_tokens"))
         prompt_words = len(str(payload.get("messages") or payload.get("prompt", "")).split())
-        usage = {"prompt_tokens": prompt_words, "completion_tokens": len(text.split()),
-                 "total_tokens": prompt_words + len(text.split())}
-        common = {"id": "fake-1", "created": int(time.time()), "model": payload.get("model"),
-                  "usage": usage}
+        usage = {
+            "prompt_tokens": prompt_words,
+            "completion_tokens": len(text.split()),
+            "total_tokens": prompt_words + len(text.split()),
+        }
+        common = {"id": "fake-1", "created": int(time.time()), "model": payload.get("model"), "usage": usage}
         if path.endswith("/chat/completions"):
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "finish_reason": finish}
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
             return {**common, "object": "chat.completion", "choices": [choice]}
         choice = {"index": 0, "text": text, "finish_reason": finish}
         return {**common, "object": "text_completion", "choices": [choice]}

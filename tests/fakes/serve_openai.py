@@ -33,7 +33,10 @@ class HeldFakeOpenAIServer(FakeOpenAIServer):
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if self.request_count >= self.hold_after and not self.released.is_set():
-            waiting, stopping = asyncio.ensure_future(self.released.wait()), asyncio.ensure_future(self._stopping.wait())
+            waiting, stopping = (
+                asyncio.ensure_future(self.released.wait()),
+                asyncio.ensure_future(self._stopping.wait()),
+            )
             await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
             waiting.cancel()
             stopping.cancel()
@@ -66,8 +69,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("port_file", type=Path)
     parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--hold-after", type=int, default=None,
-                        help="answer this many requests, hold the rest until SIGUSR1")
+    parser.add_argument(
+        "--hold-after", type=int, default=None, help="answer this many requests, hold the rest until SIGUSR1"
+    )
     args = parser.parse_args()
     asyncio.run(serve(args.port_file, args.latency, args.hold_after))
 

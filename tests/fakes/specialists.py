@@ -17,13 +17,42 @@ from typing import Any
 
 from tests.fakes import Behavior, ok, status
 
-CARDIOLOGY = ("胸痛", "心悸", "高血压", "心衰", "冠心病", "房颤", "心电图", "心肌梗死", "二尖瓣", "早搏", "心绞痛", "主动脉")
-ENDOCRINE = ("糖尿病", "血糖", "胰岛素", "甲状腺", "甲亢", "肾上腺", "骨质疏松", "痛风", "血脂", "肥胖", "垂体", "皮质醇")
+CARDIOLOGY = (
+    "胸痛",
+    "心悸",
+    "高血压",
+    "心衰",
+    "冠心病",
+    "房颤",
+    "心电图",
+    "心肌梗死",
+    "二尖瓣",
+    "早搏",
+    "心绞痛",
+    "主动脉",
+)
+ENDOCRINE = (
+    "糖尿病",
+    "血糖",
+    "胰岛素",
+    "甲状腺",
+    "甲亢",
+    "肾上腺",
+    "骨质疏松",
+    "痛风",
+    "血脂",
+    "肥胖",
+    "垂体",
+    "皮质醇",
+)
 FILLER = ("患者", "请问", "怎么办", "需要", "注意", "什么", "治疗", "检查", "男性", "女性", "岁", "最近", "医生")
 VOCABULARY = {"T1": CARDIOLOGY, "T2": ENDOCRINE}
 # quality per model and task: the manifest should send T1 to card, T2 to endo
-QUALITY: dict[str, dict[str, float]] = {"card": {"T1": 0.92, "T2": 0.50}, "endo": {"T1": 0.50, "T2": 0.92},
-                                        "gen": {"T1": 0.78, "T2": 0.78}}  # fmt: skip
+QUALITY: dict[str, dict[str, float]] = {
+    "card": {"T1": 0.92, "T2": 0.50},
+    "endo": {"T1": 0.50, "T2": 0.92},
+    "gen": {"T1": 0.78, "T2": 0.78},
+}
 LETTERS = ("A", "B", "C", "D")
 
 
@@ -46,9 +75,18 @@ def write_suite(path: Path, per_task: int, salt: str) -> dict[str, dict[str, Any
         for i in range(per_task):
             text = question(task, i, salt)
             gold = LETTERS[int(_unit(text + "/gold") * 4)]
-            records.append({"id": f"{salt}-{task}-{i:03d}", "task": task, "track": "exam", "gold_type": "single_choice",
-                            "question": text, "options": {letter: f"选项{letter}" for letter in LETTERS}, "gold": gold,
-                            "max_tokens": 8})  # fmt: skip
+            records.append(
+                {
+                    "id": f"{salt}-{task}-{i:03d}",
+                    "task": task,
+                    "track": "exam",
+                    "gold_type": "single_choice",
+                    "question": text,
+                    "options": {letter: f"选项{letter}" for letter in LETTERS},
+                    "gold": gold,
+                    "max_tokens": 8,
+                }
+            )
             key[text] = {"task": task, "gold": gold}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
@@ -61,8 +99,11 @@ def question_of(payload: Mapping[str, Any]) -> str:
     return str(messages[-1].get("content", "")).split("\n", 1)[0]
 
 
-def specialist_behaviour(key: Mapping[str, Mapping[str, Any]], quality: Mapping[str, Mapping[str, float]] = QUALITY,
-                         dead: frozenset[str] = frozenset()) -> Any:  # fmt: skip
+def specialist_behaviour(
+    key: Mapping[str, Mapping[str, Any]],
+    quality: Mapping[str, Mapping[str, float]] = QUALITY,
+    dead: frozenset[str] = frozenset(),
+) -> Any:
     """``behave`` for a FakeOpenAIServer: each model in ``quality`` plays its accuracy on the suite ``key``;
     a model in ``dead`` answers 503 (an upstream that is down)."""
 
@@ -80,7 +121,9 @@ def specialist_behaviour(key: Mapping[str, Mapping[str, Any]], quality: Mapping[
     return behave
 
 
-def write_specialist_pool(path: Path, base_url: str, *, router_url: str | None = None, timeout_s: float | None = None) -> Path:
+def write_specialist_pool(
+    path: Path, base_url: str, *, router_url: str | None = None, timeout_s: float | None = None
+) -> Path:
     """A pool of the three FAKE specialists at ``base_url`` and, with ``router_url``, the router as a fourth member."""
     lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {base_url}", "    max_concurrency: 4"]
     if timeout_s is not None:

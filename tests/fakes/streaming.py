@@ -20,8 +20,11 @@ class StreamingFakeOpenAIServer(FakeOpenAIServer):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for word in echo_text(payload).split(" "):
-            chunk = {"object": "chat.completion.chunk", "model": payload.get("model"),
-                     "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]}
+            chunk = {
+                "object": "chat.completion.chunk",
+                "model": payload.get("model"),
+                "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}],
+            }
             await response.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()

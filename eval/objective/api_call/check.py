@@ -89,18 +89,24 @@ class ApiCallCheck:
             "outcome": self.outcome,
             "passed": self.passed,
             "param_score": self.param_score,
-            "name": {"verdict": d.name_verdict, "reference": d.reference_name, "answer": d.answer_name,
-                     "case_insensitive_match": d.case_insensitive_match},
+            "name": {
+                "verdict": d.name_verdict,
+                "reference": d.reference_name,
+                "answer": d.answer_name,
+                "case_insensitive_match": d.case_insensitive_match,
+            },
             "params": [asdict(p) for p in d.params],
             "reference_call": call(d.reference_call),
             "answer_call": call(d.answer_call),
-            "signature": None if signature is None else {
+            "signature": None
+            if signature is None
+            else {
                 "name": signature.name,
                 "required": [p.name for p in signature.params if p.required],
                 "optional": [p.name for p in signature.params if not p.required],
             },
             "notes": list(d.notes),
-        }  # fmt: skip
+        }
 
 
 def _name_verdict(reference: str | None, answer: str | None) -> NameVerdict:
@@ -201,7 +207,13 @@ def check_api_call(question: str, reference_answer: str, model_answer: str) -> A
         )
     answer = find_api_call(model_answer, signature)
     if answer is None:
-        details = CallDetails("missing", reference.name, None, reference_call=reference, signature=signature,
-                              notes=("no function call found in the answer",))  # fmt: skip
+        details = CallDetails(
+            "missing",
+            reference.name,
+            None,
+            reference_call=reference,
+            signature=signature,
+            notes=("no function call found in the answer",),
+        )
         return ApiCallCheck("no_call_found", False, 0.0, details)
     return compare_api_calls(reference, answer, signature)

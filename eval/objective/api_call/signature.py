@@ -22,14 +22,35 @@ from typing import Any
 from eval._checks import require_str
 
 TYPE_WORDS: dict[str, str] = {
-    "string": "string", "str": "string", "text": "string", "字符串": "string",
-    "integer": "integer", "int": "integer", "long": "integer", "整数": "integer", "整型": "integer",
-    "number": "number", "float": "number", "double": "number", "decimal": "number", "数值": "number",
+    "string": "string",
+    "str": "string",
+    "text": "string",
+    "字符串": "string",
+    "integer": "integer",
+    "int": "integer",
+    "long": "integer",
+    "整数": "integer",
+    "整型": "integer",
+    "number": "number",
+    "float": "number",
+    "double": "number",
+    "decimal": "number",
+    "数值": "number",
     "数字": "number",
-    "boolean": "boolean", "bool": "boolean", "布尔": "boolean", "布尔值": "boolean",
-    "list": "array", "array": "array", "数组": "array", "列表": "array",
-    "object": "object", "dict": "object", "map": "object", "json": "object", "对象": "object",
-}  # fmt: skip
+    "boolean": "boolean",
+    "bool": "boolean",
+    "布尔": "boolean",
+    "布尔值": "boolean",
+    "list": "array",
+    "array": "array",
+    "数组": "array",
+    "列表": "array",
+    "object": "object",
+    "dict": "object",
+    "map": "object",
+    "json": "object",
+    "对象": "object",
+}
 NUMERIC_TYPES = frozenset({"integer", "number"})
 
 _OPTIONAL_MARK = re.compile(r"非必填|非必须|可选|选填|optional|not\s+required", re.IGNORECASE)

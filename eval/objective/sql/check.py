@@ -121,7 +121,9 @@ def _run(connection: sqlite3.Connection, sql: str) -> tuple[list[tuple[Any, ...]
     return rows, width
 
 
-def _transpile(text: str, temporal: frozenset[str], now: str, keep_tree: bool) -> tuple[exp.Expression | None, bool, str]:
+def _transpile(
+    text: str, temporal: frozenset[str], now: str, keep_tree: bool
+) -> tuple[exp.Expression | None, bool, str]:
     """(the Oracle tree if ``keep_tree``, whether the outermost query has ORDER BY, the SQLite text)."""
     try:
         tree = parse_oracle(text)
@@ -132,8 +134,10 @@ def _transpile(text: str, temporal: frozenset[str], now: str, keep_tree: bool) -
 
 
 def _snapshot(connection: sqlite3.Connection, schema_tables: tuple[str, ...]) -> dict[str, Counter]:
-    return {name: Counter(tuple(map(normalise, row)) for row in _run(connection, f'SELECT * FROM "{name}"')[0])
-            for name in schema_tables}  # fmt: skip
+    return {
+        name: Counter(tuple(map(normalise, row)) for row in _run(connection, f'SELECT * FROM "{name}"')[0])
+        for name in schema_tables
+    }
 
 
 def _order_keys(tree: exp.Expression) -> list[exp.Expression] | None:
@@ -147,7 +151,12 @@ def _order_keys(tree: exp.Expression) -> list[exp.Expression] | None:
     keys = []
     for ordered in order.expressions:
         key = ordered.this
-        if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit() and 0 < int(key.this) <= len(projections):
+        if (
+            isinstance(key, exp.Literal)
+            and not key.is_string
+            and key.this.isdigit()
+            and 0 < int(key.this) <= len(projections)
+        ):
             key = projections[int(key.this) - 1]
             key = key.this if isinstance(key, exp.Alias) else key
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
@@ -156,8 +165,9 @@ def _order_keys(tree: exp.Expression) -> list[exp.Expression] | None:
     return keys
 
 
-def _ties(connection: sqlite3.Connection, tree: exp.Expression, width: int, temporal: frozenset[str],
-          now: str) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] | None:  # fmt: skip
+def _ties(
+    connection: sqlite3.Connection, tree: exp.Expression, width: int, temporal: frozenset[str], now: str
+) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]] | None:
     """Rerun an ordered query with its sort keys as extra columns: (rows, lengths of equal-key runs)."""
     keys = _order_keys(tree)
     if not keys or tree.args.get("distinct"):
@@ -181,8 +191,9 @@ def _ties(connection: sqlite3.Connection, tree: exp.Expression, width: int, temp
     return tuple(tuple(map(normalise, row[:width])) for row in rows), tuple(runs)
 
 
-def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset[str], tables: tuple[str, ...],
-               with_ties: bool) -> tuple[Execution | None, list[str]]:  # fmt: skip
+def _run_block(
+    block: SqlBlock, database: SyntheticDatabase, temporal: frozenset[str], tables: tuple[str, ...], with_ties: bool
+) -> tuple[Execution | None, list[str]]:
     """Execute one block by the rule in the module docstring: (execution or None, errors met).
     Tie runs are the reference's business only (``with_ties``): a model's rows are compared to them."""
     errors: list[str] = []
@@ -220,8 +231,13 @@ def _run_block(block: SqlBlock, database: SyntheticDatabase, temporal: frozenset
         connection.close()
 
 
-def first_execution(blocks: list[SqlBlock], database: SyntheticDatabase, temporal: frozenset[str],
-                    tables: tuple[str, ...], with_ties: bool = False) -> tuple[Execution | None, list[str]]:  # fmt: skip
+def first_execution(
+    blocks: list[SqlBlock],
+    database: SyntheticDatabase,
+    temporal: frozenset[str],
+    tables: tuple[str, ...],
+    with_ties: bool = False,
+) -> tuple[Execution | None, list[str]]:
     """The first block that runs, and the errors of the blocks before it."""
     errors: list[str] = []
     for block in blocks:
@@ -243,7 +259,9 @@ def _fixture_key(fixture: Mapping[str, Any] | str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _prepare(question: str, reference_answer: str, fixture_key: str | None, fixture_is_ddl: bool, seed: int) -> PreparedItem:
+def _prepare(
+    question: str, reference_answer: str, fixture_key: str | None, fixture_is_ddl: bool, seed: int
+) -> PreparedItem:
     fixture = fixture_key if fixture_is_ddl or fixture_key is None else json.loads(fixture_key)
     empty: dict[str, Counter] = {}
     try:
@@ -276,8 +294,14 @@ def _prepare(question: str, reference_answer: str, fixture_key: str | None, fixt
     return PreparedItem(database, temporal, reference, initial, problem, attempt + 1)
 
 
-def check_sql(question: str, reference_answer: str, model_answer: str, *,
-              fixture: Mapping[str, Any] | str | None = None, seed: int = 0) -> SqlCheck:  # fmt: skip
+def check_sql(
+    question: str,
+    reference_answer: str,
+    model_answer: str,
+    *,
+    fixture: Mapping[str, Any] | str | None = None,
+    seed: int = 0,
+) -> SqlCheck:
     """Run the reference's and the model's SQL on the item's synthetic database and compare them.
 
     ``fixture`` replaces the schema in the question (DDL text or {"tables": {...}}, see
@@ -291,8 +315,13 @@ def check_sql(question: str, reference_answer: str, model_answer: str, *,
     if prepared.reference is None or prepared.database is None:
         return SqlCheck("reference_not_executable", None, {**details, "reason": prepared.problem})
     reference = prepared.reference
-    details.update(reference_mode=reference.mode, reference_block=reference.block, reference_sql=_truncate(reference.sql),
-                   tables=dict(prepared.database.row_counts), data_attempts=prepared.data_attempts)  # fmt: skip
+    details.update(
+        reference_mode=reference.mode,
+        reference_block=reference.block,
+        reference_sql=_truncate(reference.sql),
+        tables=dict(prepared.database.row_counts),
+        data_attempts=prepared.data_attempts,
+    )
     blocks = find_sql_blocks(model_answer)
     if not blocks:
         return SqlCheck("no_sql_found", False, {**details, "reason": "no SQL block or statement in the answer"})

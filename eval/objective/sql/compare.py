@@ -91,9 +91,14 @@ def compare(reference: Execution, model: Execution, initial: Mapping[str, Counte
         differ = sorted(name for name in reference.state if reference.state[name] != model.state.get(name))
         changed = sum(sum((reference.state[n] - initial.get(n, Counter())).values()) for n in reference.state)
         return not differ, {"tables_differing": differ, "reference_rows_changed": changed}
-    details: dict[str, Any] = {"reference_rows": len(reference.rows), "model_rows": len(model.rows),
-                               "reference_columns": reference.width, "model_columns": model.width,
-                               "ordered": reference.ordered, "order_ties": reference.ties is not None}  # fmt: skip
+    details: dict[str, Any] = {
+        "reference_rows": len(reference.rows),
+        "model_rows": len(model.rows),
+        "reference_columns": reference.width,
+        "model_columns": model.width,
+        "ordered": reference.ordered,
+        "order_ties": reference.ties is not None,
+    }
     if model.width != reference.width or len(model.rows) != len(reference.rows):
         details["reason"] = "different number of columns or rows"
         return False, details

@@ -95,8 +95,11 @@ def literal_hints(trees: Iterable[exp.Expression]) -> dict[str, list[Any]]:
 
     for tree in trees:
         for node in tree.find_all(exp.StrPosition, exp.Anonymous):  # INSTR(col, 'text') > 0
-            column, needle = (node.this, node.args.get("substr")) if isinstance(node, exp.StrPosition) else (
-                (node.expressions + [None, None])[:2] if node.name.upper() == "INSTR" else (None, None))  # fmt: skip
+            column, needle = (
+                (node.this, node.args.get("substr"))
+                if isinstance(node, exp.StrPosition)
+                else ((node.expressions + [None, None])[:2] if node.name.upper() == "INSTR" else (None, None))
+            )
             if isinstance(column, exp.Column) and isinstance(needle, exp.Literal) and needle.is_string:
                 add(column, [f"x{needle.this}x"])
         for node in tree.find_all(*_COMPARISONS, exp.In, exp.Between, exp.RegexpLike):
@@ -128,11 +131,18 @@ class _Generator:
 
     def __init__(self, schema: Schema, hints: Mapping[str, list[Any]], rng: random.Random) -> None:
         self.schema, self.hints, self.rng = schema, hints, rng
-        moments = [m for values in hints.values() for v in values if (m := parse_temporal(v)) and 1990 <= m.year <= 2035]
+        moments = [
+            m for values in hints.values() for v in values if (m := parse_temporal(v)) and 1990 <= m.year <= 2035
+        ]
         lo = min([DEFAULT_RANGE[0], *(m - dt.timedelta(days=180) for m in moments)])
         hi = max([DEFAULT_RANGE[1], *(m + dt.timedelta(days=180) for m in moments)])
-        self.range = (lo.replace(hour=0, minute=0, second=0, microsecond=0), hi.replace(hour=0, minute=0, second=0, microsecond=0))
-        self.sizes = {t.name: len(t.rows) if t.rows is not None else rng.randint(ROWS_MIN, ROWS_MAX) for t in schema.tables}
+        self.range = (
+            lo.replace(hour=0, minute=0, second=0, microsecond=0),
+            hi.replace(hour=0, minute=0, second=0, microsecond=0),
+        )
+        self.sizes = {
+            t.name: len(t.rows) if t.rows is not None else rng.randint(ROWS_MIN, ROWS_MAX) for t in schema.tables
+        }
         self.pools: dict[str, list[Any]] = {}  # column key -> key values
         self.parents: dict[tuple[str, str], str] = {}  # (table, column key) -> pool key
         self.parent_tables: dict[tuple[str, str], str] = {}  # (table, column key) -> the table it points at
@@ -248,7 +258,12 @@ class _Generator:
             parent_keys = {c.key: i for i, c in enumerate(parent.columns) if not c.primary_key}
             for other, sibling in enumerate(table.columns):
                 shared = sibling.key in parent_keys and (table.name, sibling.key) in self.parents
-                if other != position and shared and row[other] not in self.hints.get(sibling.key, []) and self.rng.random() < 0.8:
+                if (
+                    other != position
+                    and shared
+                    and row[other] not in self.hints.get(sibling.key, [])
+                    and self.rng.random() < 0.8
+                ):
                     row[other] = parent_row[parent_keys[sibling.key]]
 
     def _order_dates(self, table: Table, row: list[Any]) -> None:
@@ -273,8 +288,11 @@ class _Generator:
         done: dict[str, list[tuple[Any, ...]]] = {}
         pending = list(self.schema.tables)
         while pending:
-            ready = [t for t in pending if all(p in done or p == t.name for (child, _), p in self.parent_tables.items()
-                                               if child == t.name)] or pending[:1]  # fmt: skip
+            ready = [
+                t
+                for t in pending
+                if all(p in done or p == t.name for (child, _), p in self.parent_tables.items() if child == t.name)
+            ] or pending[:1]
             table = ready[0]
             done[table.name] = self.rows(table, done)
             pending.remove(table)

@@ -17,7 +17,9 @@ from sqlglot.dialects.oracle import Oracle
 from sqlglot.time import format_time
 
 CANONICAL = "%Y-%m-%d %H:%M:%S"
-_TEMPORAL_TEXT = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?$")
+_TEMPORAL_TEXT = re.compile(
+    r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?$"
+)
 
 
 def parse_temporal(value: Any) -> dt.datetime | None:
@@ -29,8 +31,15 @@ def parse_temporal(value: Any) -> dt.datetime | None:
         return None
     year, month, day, hour, minute, second, fraction = match.groups()
     try:
-        return dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                           int((fraction or "0").ljust(6, "0")))  # fmt: skip
+        return dt.datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0").ljust(6, "0")),
+        )
     except ValueError:
         return None
 
@@ -209,8 +218,14 @@ def extract(unit: str, value: Any) -> int | float | None:
     if value is None:
         return None
     moment = _temporal_or_fail(value, "EXTRACT")
-    fields = {"YEAR": moment.year, "MONTH": moment.month, "DAY": moment.day, "HOUR": moment.hour,
-              "MINUTE": moment.minute, "SECOND": moment.second + moment.microsecond / 1e6}  # fmt: skip
+    fields = {
+        "YEAR": moment.year,
+        "MONTH": moment.month,
+        "DAY": moment.day,
+        "HOUR": moment.hour,
+        "MINUTE": moment.minute,
+        "SECOND": moment.second + moment.microsecond / 1e6,
+    }
     if unit.upper() not in fields:
         raise ValueError(f"EXTRACT({unit} FROM ...) is not supported")
     return fields[unit.upper()]

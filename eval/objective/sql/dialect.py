@@ -28,10 +28,32 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 
-_DATE_VALUED = (exp.StrToDate, exp.StrToTime, exp.DateStrToDate, exp.CurrentDate, exp.CurrentTimestamp,
-                exp.Systimestamp, exp.DateTrunc, exp.TimestampTrunc, exp.AddMonths, exp.LastDay)  # fmt: skip
-_DATE_FUNCTIONS = frozenset({"ORA_DATE_ADD", "ORA_DATE_ADD_INTERVAL", "ORA_CANON_TS", "ADD_MONTHS", "LAST_DAY",
-                             "TRUNC", "SYSDATE", "SYSTIMESTAMP", "LOCALTIMESTAMP", "NEXT_DAY"})  # fmt: skip
+_DATE_VALUED = (
+    exp.StrToDate,
+    exp.StrToTime,
+    exp.DateStrToDate,
+    exp.CurrentDate,
+    exp.CurrentTimestamp,
+    exp.Systimestamp,
+    exp.DateTrunc,
+    exp.TimestampTrunc,
+    exp.AddMonths,
+    exp.LastDay,
+)
+_DATE_FUNCTIONS = frozenset(
+    {
+        "ORA_DATE_ADD",
+        "ORA_DATE_ADD_INTERVAL",
+        "ORA_CANON_TS",
+        "ADD_MONTHS",
+        "LAST_DAY",
+        "TRUNC",
+        "SYSDATE",
+        "SYSTIMESTAMP",
+        "LOCALTIMESTAMP",
+        "NEXT_DAY",
+    }
+)
 _NOW_FUNCTIONS = frozenset({"SYSDATE", "SYSTIMESTAMP", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP"})
 _LOB_FUNCTIONS = {"INSTR": "INSTR", "SUBSTR": "SUBSTR", "GETLENGTH": "LENGTH"}
 
@@ -68,14 +90,19 @@ def is_temporal(node: exp.Expression, temporal_names: frozenset[str]) -> bool:
     if isinstance(node, exp.Cast):
         return node.to.this in (exp.DataType.Type.DATE, exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME)
     if isinstance(node, exp.Anonymous):
-        return node.name.upper() in _DATE_FUNCTIONS and (node.name.upper() != "TRUNC" or
-                                                         is_temporal(node.expressions[0], temporal_names))  # fmt: skip
+        return node.name.upper() in _DATE_FUNCTIONS and (
+            node.name.upper() != "TRUNC" or is_temporal(node.expressions[0], temporal_names)
+        )
     if isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least, exp.Max, exp.Min, exp.Case, exp.If)):
-        return any(is_temporal(child, temporal_names) for child in node.iter_expressions()
-                   if not isinstance(child, (exp.Literal, exp.Null)))  # fmt: skip
+        return any(
+            is_temporal(child, temporal_names)
+            for child in node.iter_expressions()
+            if not isinstance(child, (exp.Literal, exp.Null))
+        )
     if isinstance(node, exp.Window):
         return node.this.name.upper() in ("LAG", "LEAD", "FIRST_VALUE", "LAST_VALUE", "MAX", "MIN") and any(
-            is_temporal(arg, temporal_names) for arg in node.this.iter_expressions())
+            is_temporal(arg, temporal_names) for arg in node.this.iter_expressions()
+        )
     if isinstance(node, exp.Add):
         return is_temporal(node.this, temporal_names) != is_temporal(node.expression, temporal_names)
     if isinstance(node, exp.Sub):
@@ -155,10 +182,20 @@ def _rewrite_calls(groups: dict[type, list[exp.Expression]], now: str) -> None:
     for node in _nodes(groups, exp.Anonymous):
         if node.name.upper() in _NOW_FUNCTIONS:
             node.replace(clock())
-        elif node.name.upper() == "VALIDATE_CONVERSION" and node.expressions and isinstance(node.expressions[0], exp.Alias):
+        elif (
+            node.name.upper() == "VALIDATE_CONVERSION"
+            and node.expressions
+            and isinstance(node.expressions[0], exp.Alias)
+        ):
             target = node.expressions[0]  # VALIDATE_CONVERSION(expr AS type[, mask]) parses as an alias
-            node.replace(_call("ORA_VALIDATE_CONVERSION", target.this, exp.Literal.string(target.alias.upper()),
-                               *(node.expressions[1:2] or [exp.Null()])))  # fmt: skip
+            node.replace(
+                _call(
+                    "ORA_VALIDATE_CONVERSION",
+                    target.this,
+                    exp.Literal.string(target.alias.upper()),
+                    *(node.expressions[1:2] or [exp.Null()]),
+                )
+            )
     for node in _nodes(groups, exp.Column):
         if node.name.upper() in ("SYSDATE", "SYSTIMESTAMP", "LOCALTIMESTAMP") and not node.table:
             node.replace(clock())
@@ -172,15 +209,23 @@ def _rewrite_calls(groups: dict[type, list[exp.Expression]], now: str) -> None:
     for node in _nodes(groups, exp.Extract):
         node.replace(_call("ORA_EXTRACT", exp.Literal.string(node.this.name), node.expression))
     for node in _nodes(groups, exp.RegexpLike):
-        node.replace(_call("REGEXP_LIKE", node.this, node.expression, *([node.args["flag"]] if node.args.get("flag") else [])))
+        node.replace(
+            _call("REGEXP_LIKE", node.this, node.expression, *([node.args["flag"]] if node.args.get("flag") else []))
+        )
     for node in _nodes(groups, exp.Dot):
         call = node.expression
-        if isinstance(node.this, exp.Identifier) and node.this.name.upper() == "DBMS_LOB" and isinstance(call, exp.Anonymous):
+        if (
+            isinstance(node.this, exp.Identifier)
+            and node.this.name.upper() == "DBMS_LOB"
+            and isinstance(call, exp.Anonymous)
+        ):
             node.replace(_call(_LOB_FUNCTIONS.get(call.name.upper(), call.name), *call.expressions))
     empty = exp.Literal.string("")
     for node in _nodes(groups, exp.DPipe):  # Oracle: NULL || 'a' = 'a', and '' is NULL
-        joined = exp.DPipe(this=exp.Coalesce(this=node.this, expressions=[empty.copy()]),
-                           expression=exp.Coalesce(this=node.expression, expressions=[empty.copy()]))  # fmt: skip
+        joined = exp.DPipe(
+            this=exp.Coalesce(this=node.this, expressions=[empty.copy()]),
+            expression=exp.Coalesce(this=node.expression, expressions=[empty.copy()]),
+        )
         node.replace(exp.Nullif(this=joined, expression=empty.copy()))
     for node in _nodes(groups, exp.Trim):
         wrapper = exp.Nullif(expression=empty.copy())
@@ -192,7 +237,11 @@ def _rewrite_listagg(groups: dict[type, list[exp.Expression]]) -> None:
     for node in _nodes(groups, exp.GroupConcat):
         inner, keys = node.this, []
         if isinstance(inner, exp.Order):
-            keys = [arg for ordered in inner.expressions for arg in (ordered.this, exp.Literal.number(int(bool(ordered.args.get("desc")))))]
+            keys = [
+                arg
+                for ordered in inner.expressions
+                for arg in (ordered.this, exp.Literal.number(int(bool(ordered.args.get("desc")))))
+            ]
             inner = inner.this
         distinct = isinstance(inner, exp.Distinct)
         value = inner.expressions[0] if distinct else inner

@@ -15,8 +15,23 @@ from typing import Literal
 
 Kind = Literal["query", "dml", "plsql", "transaction", "other"]
 
-SQL_FENCE_LANGUAGES = frozenset({"sql", "plsql", "oracle", "oraclesql", "pl/sql", "mysql", "sqlite", "postgresql",
-                                 "postgres", "pgsql", "tsql", "ansi", "sqlplus"})  # fmt: skip
+SQL_FENCE_LANGUAGES = frozenset(
+    {
+        "sql",
+        "plsql",
+        "oracle",
+        "oraclesql",
+        "pl/sql",
+        "mysql",
+        "sqlite",
+        "postgresql",
+        "postgres",
+        "pgsql",
+        "tsql",
+        "ansi",
+        "sqlplus",
+    }
+)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_/+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 _FIRST_WORD = re.compile(r"[(\s]*([A-Za-z]+)(?:\s+(OR\s+REPLACE\s+)?([A-Za-z]+))?", re.IGNORECASE)
@@ -55,7 +70,9 @@ def statement_kind(text: str) -> Kind:
         return "query"
     if first in ("UPDATE", "INSERT", "DELETE", "MERGE"):
         return "dml"
-    if first in ("DECLARE", "BEGIN") or (first == "CREATE" and second in ("PROCEDURE", "FUNCTION", "TRIGGER", "PACKAGE", "TYPE")):
+    if first in ("DECLARE", "BEGIN") or (
+        first == "CREATE" and second in ("PROCEDURE", "FUNCTION", "TRIGGER", "PACKAGE", "TYPE")
+    ):
         return "plsql"
     if first in ("COMMIT", "ROLLBACK", "SAVEPOINT") or (first == "SET" and second == "TRANSACTION"):
         return "transaction"

@@ -31,8 +31,15 @@ from eval.objective.sql.dates import (
 )
 
 _WHOLE_POSIX_CLASSES = {"[[:alpha:]]": r"[^\W\d_]", "[[:alnum:]]": r"[^\W_]"}  # any script's letters
-_POSIX_CLASSES = {"[:digit:]": r"0-9", "[:alpha:]": r"a-zA-Z", "[:alnum:]": r"a-zA-Z0-9", "[:space:]": r"\s",
-                  "[:upper:]": r"A-Z", "[:lower:]": r"a-z", "[:punct:]": r"!-/:-@\[-`{-~"}  # fmt: skip
+_POSIX_CLASSES = {
+    "[:digit:]": r"0-9",
+    "[:alpha:]": r"a-zA-Z",
+    "[:alnum:]": r"a-zA-Z0-9",
+    "[:space:]": r"\s",
+    "[:upper:]": r"A-Z",
+    "[:lower:]": r"a-z",
+    "[:punct:]": r"!-/:-@\[-`{-~",
+}
 
 
 def _nullsafe(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -51,8 +58,13 @@ def _pattern(pattern: str, flags: Any = None) -> re.Pattern[str]:
         pattern = pattern.replace(posix, python)
     options = 0
     for flag in str(flags or ""):
-        options = {"i": options | re.IGNORECASE, "c": options & ~re.IGNORECASE, "n": options | re.DOTALL,
-                   "m": options | re.MULTILINE, "x": options | re.VERBOSE}.get(flag, options)  # fmt: skip
+        options = {
+            "i": options | re.IGNORECASE,
+            "c": options & ~re.IGNORECASE,
+            "n": options | re.DOTALL,
+            "m": options | re.MULTILINE,
+            "x": options | re.VERBOSE,
+        }.get(flag, options)
     return re.compile(pattern, options)
 
 
@@ -76,8 +88,9 @@ def regexp_instr(value: Any, pattern: Any, position: int = 1, occurrence: int = 
     return matches[int(occurrence) - 1].start() + 1 if len(matches) >= int(occurrence) else 0
 
 
-def regexp_replace(value: Any, pattern: Any, replacement: Any = "", position: int = 1, occurrence: int = 0,
-                   flags: Any = None) -> str | None:  # fmt: skip
+def regexp_replace(
+    value: Any, pattern: Any, replacement: Any = "", position: int = 1, occurrence: int = 0, flags: Any = None
+) -> str | None:
     """Oracle's \\1 back-references are Python's; occurrence 0 replaces all."""
     if value is None or pattern is None:
         return value
@@ -204,8 +217,12 @@ SCALARS: dict[str, tuple[int, Callable[..., Any]]] = {
     "RPAD": (-1, pad(left=False)),
     "INITCAP": (-1, lambda value, *_: None if value is None else str(value).title()),
 }
-AGGREGATES: dict[str, tuple[int, type]] = {"ORA_LISTAGG": (-1, ListAgg), "MEDIAN": (1, Median), "STDDEV": (1, StdDev),
-                                           "VARIANCE": (1, Variance)}  # fmt: skip
+AGGREGATES: dict[str, tuple[int, type]] = {
+    "ORA_LISTAGG": (-1, ListAgg),
+    "MEDIAN": (1, Median),
+    "STDDEV": (1, StdDev),
+    "VARIANCE": (1, Variance),
+}
 
 
 def register_oracle_functions(connection: sqlite3.Connection) -> None:

@@ -26,7 +26,9 @@ Family = Literal["text", "integer", "real", "date", "timestamp"]
 TEMPORAL: frozenset[str] = frozenset({"date", "timestamp"})
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_$#]*"
-_TABLE_LINE = re.compile(rf"^\s*(?:\d+\s*[.、．]|表名\s*[:：])\s*(?P<label>[^\n(（]*?)\s*[(（]\s*(?P<name>{_IDENT})\s*[)）]")
+_TABLE_LINE = re.compile(
+    rf"^\s*(?:\d+\s*[.、．]|表名\s*[:：])\s*(?P<label>[^\n(（]*?)\s*[(（]\s*(?P<name>{_IDENT})\s*[)）]"
+)
 _BARE_TABLE_LINE = re.compile(rf"^\s*表名\s*[:：]\s*(?P<name>{_IDENT})\s*$")
 _TYPE = r"[^()（）]+(?:\([^()]*\)[^()（）]*)*?"  # a type with balanced (...) groups: NUMBER(10, 2)
 _COLUMN_LINE = re.compile(
@@ -115,10 +117,14 @@ def parse_schema_text(text: str) -> Schema:
         column = _COLUMN_LINE.match(line)
         if column:
             if not tables:
-                raise SchemaError(f"question line {number}: column {column.group('name')!r} appears before any "
-                                  "table line such as '1. 患者表 (PATIENT)'")  # fmt: skip
+                raise SchemaError(
+                    f"question line {number}: column {column.group('name')!r} appears before any "
+                    "table line such as '1. 患者表 (PATIENT)'"
+                )
             sql_type, desc = " ".join(column.group("type").split()), column.group("desc").strip()
-            tables[-1][2].append(Column(column.group("name"), sql_type, type_family(sql_type), desc, _is_primary_key(desc)))
+            tables[-1][2].append(
+                Column(column.group("name"), sql_type, type_family(sql_type), desc, _is_primary_key(desc))
+            )
     return Schema(tuple(Table(name, tuple(cols), label) for name, label, cols in tables if cols))
 
 
@@ -133,7 +139,11 @@ def parse_ddl(ddl: str) -> Schema:
         raise SchemaError(f"fixture DDL does not parse as Oracle SQL: {str(error)[:300]}") from error
     tables = []
     for statement in statements:
-        if not isinstance(statement, exp.Create) or statement.kind != "TABLE" or not isinstance(statement.this, exp.Schema):
+        if (
+            not isinstance(statement, exp.Create)
+            or statement.kind != "TABLE"
+            or not isinstance(statement.this, exp.Schema)
+        ):
             continue
         table_keys = {
             ident.name.lower()
@@ -147,7 +157,9 @@ def parse_ddl(ddl: str) -> Schema:
                 continue
             kind = definition.args.get("kind")
             sql_type = kind.sql(dialect="oracle") if kind else "VARCHAR2(100)"
-            inline_key = any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint) for c in definition.constraints)
+            inline_key = any(
+                isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint) for c in definition.constraints
+            )
             name = definition.name
             columns.append(Column(name, sql_type, type_family(sql_type), "", inline_key or name.lower() in table_keys))
         tables.append(Table(statement.this.this.name, tuple(columns)))
@@ -166,12 +178,16 @@ def _fixture_rows(table: str, names: list[str], rows: Any) -> tuple[tuple[Any, .
         if isinstance(row, Mapping):
             unknown = set(row) - set(names)
             if unknown:
-                raise SchemaError(f"fixture tables.{table}.rows[{index}]: unknown column(s) {sorted(unknown)}; columns are {names}")
+                raise SchemaError(
+                    f"fixture tables.{table}.rows[{index}]: unknown column(s) {sorted(unknown)}; columns are {names}"
+                )
             out.append(tuple(row.get(name) for name in names))
         elif isinstance(row, Sequence) and not isinstance(row, (str, bytes)) and len(row) == len(names):
             out.append(tuple(row))
         else:
-            raise SchemaError(f"fixture tables.{table}.rows[{index}] must be a mapping or a list of {len(names)} values")
+            raise SchemaError(
+                f"fixture tables.{table}.rows[{index}] must be a mapping or a list of {len(names)} values"
+            )
     return tuple(out)
 
 
@@ -203,5 +219,7 @@ def schema_for_question(question: str, fixture: Mapping[str, Any] | str | None =
         return schema
     if re.search(r"\bCREATE\s+TABLE\b", question, re.IGNORECASE):
         return parse_ddl("\n".join(re.findall(r"CREATE\s+TABLE\b.*?;", question, re.IGNORECASE | re.DOTALL)))
-    raise SchemaError("no table schema found in the question (expected lines like '1. 患者表 (PATIENT)' and "
-                      "'字段名：patient_id (数据类型：VARCHAR2(20))：...', or CREATE TABLE); pass fixture=")  # fmt: skip
+    raise SchemaError(
+        "no table schema found in the question (expected lines like '1. 患者表 (PATIENT)' and "
+        "'字段名：patient_id (数据类型：VARCHAR2(20))：...', or CREATE TABLE); pass fixture="
+    )
