@@ -6,7 +6,7 @@ Data: the seeded synthetic nightly of ``bench.routing_bench`` (every family: 10 
 with judge sub-metrics, 20 specialty domains with safety-floor and claim columns, routing, tool
 decision, probes, exam, a 148-class classification task and CHIP cases; ~2% infra errors; models
 differ in skill), written as a run folder by a child process: ``scores.jsonl`` + ``summary.json``,
-then the columnar copy ``scores.columns/`` as ``pool.run`` writes it (``routing.columns``, timed).
+then the columnar copy ``scores.columns/`` as ``pool.run`` writes it (``routing.load.columns``, timed).
 Always 50 models, so ``--rows 10000000`` is 50 models × 200,000 items (4.5 GB of JSONL; the disk
 must hold it): the same pool on a ten times larger suite. Pairwise ratings grow with the square of
 the models (every pair's outcome on every item), so a pool grows in items long before it grows to
@@ -16,7 +16,7 @@ Every measured path runs in a fresh child process of this one (``python -m bench
 --child …``), one after the other on the same files, so all see the same machine and page cache;
 each child reports its wall time (``perf_counter``) and its peak resident memory (``VmHWM``:
 everything it touched, interpreter and libraries included) plus the peak of the process a build
-forks for its routing validation (``routing.forked``; an upper bound: the two share the table's pages),
+forks for its routing validation (``routing.stats.forked``; an upper bound: the two share the table's pages),
 and the peak of the tree's proportional set size (PSS, shared pages counted once), sampled every 0.2 s:
 
 - ``json_read`` — the floor: ``for line in f: json.loads(line)``, nothing kept;
@@ -24,7 +24,7 @@ and the peak of the tree's proportional set size (PSS, shared pages counted once
 - ``build_jsonl`` — the same on a folder holding only ``scores.jsonl`` (a run folder written before
   the columns existed: every row parsed and checked);
 - ``compare`` — ``python -m routing.compare BASE NEW`` on two such nights (a second seed);
-- ``digest`` — the nightly index's read of a run (``routing.load.digest_scores``).
+- ``digest`` — the nightly index's read of a run (``routing.load.runs.digest_scores``).
 
 A shared machine's speed drifts by tens of percent from one minute to the next, so every workload
 runs ``--repeat`` times (default 3), the rounds interleaved (json_read, build, …, json_read, …):
@@ -121,7 +121,7 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
             json.dumps({**doc, "run_id": f"bench-{seed}", "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z"})
         )
     elif workload == "columns":
-        from routing.columns import write_columns
+        from routing.load.columns import write_columns
 
         write_columns(paths[0])
     elif workload == "json_read":
@@ -139,7 +139,7 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
                 sys.stdout = stdout
         assert code == 0, f"routing.build exited {code}"
     elif workload == "compare":
-        from routing.compare import main as compare_main
+        from routing.nights.compare import main as compare_main
 
         with open(os.devnull, "w") as sink:
             stdout, sys.stdout = sys.stdout, sink
@@ -149,12 +149,12 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
                 sys.stdout = stdout
         assert code == 0, f"routing.compare exited {code}"
     elif workload == "digest":
-        from routing.load import digest_scores
+        from routing.load.runs import digest_scores
 
         digest_scores(paths[0])
     else:
         raise SystemExit(f"unknown workload {workload!r}")
-    # A build computes its routing validation in a forked child (routing.forked): its peak counts too. The
+    # A build computes its routing validation in a forked child (routing.stats.forked): its peak counts too. The
     # sum over-counts the table's pages, which the two share, so it is an upper bound of the tree's memory.
     # The tree's sampled PSS counts those pages once: the memory the machine held (sampling may miss a spike
     # shorter than its interval; the bound above cannot).

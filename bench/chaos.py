@@ -5,7 +5,7 @@ judge, 20% injected faults, a dead endpoint), ``--hallu`` on, ≥ 10 SIGKILLs in
 (answering, judging, claim checks, routing build) plus SIGTERMs, then a final resume; the three
 artefacts are compared with an uninterrupted run of the same pool. A second scenario takes the
 judge down (its backend unreachable) to check that the judge, not the candidates, is charged.
-Then the table of malformed inputs (``tests/malformed_cases.py``) when it is present.
+Then the table of malformed inputs (``bench/harness/malformed_cases.py``).
 
 Options: ``--kills N`` per phase (default 10), ``--items N`` (default 24), ``--fault-rate``,
 ``--seed``, ``--json FILE``.
@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import write_json_report
-from tests import chaos_harness as chaos
+from bench.harness import chaos, malformed_cases
+from bench.harness.measure import write_json_report
 
 
 def kill_scenario(work: Path, kills: int, items: int, fault_rate: float, seed: int) -> dict[str, Any]:
@@ -63,11 +63,7 @@ def dead_judge_scenario(work: Path, items: int, fault_rate: float) -> dict[str, 
         fake.wait(10)
 
 
-def malformed_table(work: Path) -> dict[str, Any] | None:
-    try:
-        from tests import malformed_cases
-    except ImportError:
-        return None
+def malformed_table(work: Path) -> dict[str, Any]:
     results = []
     for index, case in enumerate(malformed_cases.CASES):
         folder = work / f"case{index}"
@@ -99,9 +95,8 @@ def main() -> int:
         print("dead judge scenario:")
         print(f"  exit {dead['exit']}; infra errors charged per model: {dead['infra_errors_by_model']}")
         table = malformed_table(work / "c")
-        if table is not None:
-            print("malformed inputs:")
-            print(json.dumps(table, indent=2, ensure_ascii=False))
+        print("malformed inputs:")
+        print(json.dumps(table, indent=2, ensure_ascii=False))
     total = time.perf_counter() - t0
     print(f"total {total:.0f} s")
     if args.json:

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from bench.measure import baseline_tree, write_json_report
+from bench.harness.measure import baseline_tree, write_json_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GOAL_S = 600.0

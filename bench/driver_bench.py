@@ -66,11 +66,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.measure import baseline_tree, write_json_report
+from bench.harness.measure import baseline_tree, write_json_report
 
 # Children import only what their path needs (pool.api, or aiohttp and the payload builder), so
 # their start RSS is not inflated by the parent's imports; the fake server comes from
-# bench.scheduler_bench, imported by the parent only.
+# bench.harness.upstream, imported by the parent only.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TOPICS = ("hypertension", "type 2 diabetes", "asthma", "anaemia", "migraine", "gout", "pneumonia", "sepsis")
 
@@ -216,9 +216,9 @@ def child_driver(args: argparse.Namespace) -> dict[str, Any]:
     """The driver alone: the Scheduler over an executor that answers every job at once (no HTTP),
     so what is timed is what the driver pays per result whatever executes the calls — the cache
     lookup and write, the request serialisation and key, the store transaction, the progress."""
+    from pool.execute.executor import Job
     from pool.execute.progress import ProgressDisplay
     from pool.execute.response_cache import ResponseCache
-    from pool.execute.scheduler import Job
     from pool.store.outcome import Unit
     from pool.store.run_store import RunStore
     from runners.base import (
@@ -417,7 +417,7 @@ def _report(prefix: str, m: Measured) -> None:
 
 
 def throughput_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]:
-    from bench.scheduler_bench import FakeServerProcess
+    from bench.harness.upstream import FakeServerProcess
 
     rows = []
     for concurrency, latency, goal in CONFIGS:
@@ -482,7 +482,7 @@ def driver_rows(bench: Workbench, units: int, reps: int) -> list[dict[str, Any]]
 def memory_rows(bench: Workbench, sizes: Sequence[int]) -> list[dict[str, Any]]:
     """Peak RSS of each pool path at each size (256 / 0 ms, no routing), beside the bare loop's run of
     the same units: its peak, and its CPU per unit next to the pool's."""
-    from bench.scheduler_bench import FakeServerProcess
+    from bench.harness.upstream import FakeServerProcess
 
     concurrency, latency, _ = CONFIGS[0]
     fake = FakeServerProcess(bench.root, latency)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy
 
-from bench.inputs import (
+from bench.harness.inputs import (
     FULL,
     QUICK,
     Sizes,
@@ -40,7 +40,7 @@ from bench.inputs import (
     make_syndrome_predictions,
     make_text_pairs,
 )
-from bench.measure import peak_mb, write_json_report
+from bench.harness.measure import peak_mb, write_json_report
 from eval import dtr_f1, elo_ratings, hard_subset, macro_f1, rouge_l
 
 REPEAT_BELOW_S = 1.0  # runs shorter than this are repeated and the best of three is kept

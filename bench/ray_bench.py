@@ -3,7 +3,7 @@
 The same N planned units go through the same driver (:class:`pool.execute.scheduler.Scheduler`: store, one
 transaction per result) to the same FAKE OpenAI-compatible server (its own process, fixed latency),
 once with :class:`pool.execute.executor.LocalExecutor` and once with :class:`pool.execute.ray_executor.RayExecutor`
-on a loopback-only Ray cluster (``tests.ray_cluster``: head with 2 CPUs, every address 127.0.0.1).
+on a loopback-only Ray cluster (``bench.harness.ray_cluster``: head with 2 CPUs, every address 127.0.0.1).
 ``ratio = ray req/s / local req/s``; the overhead per request is ``1/ray_rate − 1/local_rate``
 (wall time per request at that concurrency) and the driver's CPU per request is shown beside it.
 Rows: latency 0 ms (pure overhead) at concurrency 64 and 256 (the driver keeps 2 × that in flight),
@@ -26,12 +26,13 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.scheduler_bench import FakeServerProcess, bench_items, jobs_for, openai_pool
+from bench.harness.ray_cluster import loopback_cluster, non_loopback_connections
+from bench.harness.upstream import FakeServerProcess
+from bench.scheduler_bench import bench_items, jobs_for, openai_pool
 from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
 from pool.plan import Plan
 from pool.store.run_store import RunStore
-from tests.ray_cluster import loopback_cluster, non_loopback_connections
 
 
 async def one_run(

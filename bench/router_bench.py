@@ -1,10 +1,11 @@
 """``python -m bench.router_bench``: the latency the router adds over a direct call, at 64 requests in flight.
 
-Setup (all FAKE, all on 127.0.0.1): a first ``pool.run`` of the three FAKE specialists builds a run and
-its manifest; then a FAKE upstream runs as its own process (``tests.fakes.serve_openai``, answering
-after ``--upstream-latency`` seconds, a stand-in for a model) and the router (``python -m routing.serve``,
-its CLI) serves the run with every model on that upstream. The bench process sends the same chat
-requests, ``--concurrency`` at a time, in interleaved rounds to three arms:
+Setup (all FAKE, all on 127.0.0.1): a first ``pool.run`` of the three FAKE specialists (their own process,
+``tests.fakes.serve_specialists``) builds a run and its manifest; then a FAKE upstream runs as its own
+process (``tests.fakes.serve_openai``, answering after ``--upstream-latency`` seconds, a stand-in for a
+model) and the router (``python -m routing.serve``, its CLI) serves the run with every model on that
+upstream. The bench process sends the same chat requests, ``--concurrency`` at a time, in interleaved
+rounds to three arms:
 
 - ``direct``: straight to the upstream (the baseline);
 - ``router (hint)``: through the router with an ``x-medpool-bucket`` hint (no classification);
@@ -25,7 +26,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,26 +35,12 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from bench.measure import write_json_report
-from tests.fakes import ThreadedFakes
-from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.fakes.specialists import specialist_behaviour, write_suite
-from tests.router_harness import REPO, first_run, running_router
+from bench.harness.measure import write_json_report
+from bench.harness.router import first_run, running_router
+from bench.harness.specialists import write_suite
+from bench.harness.upstream import FakeServerProcess
 
 ARMS = ("direct", "router (hint)", "router (classifier)")
-
-
-def start_upstream(work: Path, latency_s: float) -> tuple[subprocess.Popen, str]:
-    port_file = work / "upstream.port"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.serve_openai", str(port_file), "--latency", str(latency_s)], cwd=REPO
-    )
-    deadline = time.monotonic() + 30
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("the FAKE upstream did not start")
-        time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
 
 
 def write_pool(path: Path, upstream: str) -> Path:
@@ -174,20 +160,20 @@ def main() -> int:
     started, clock = datetime.datetime.now(datetime.UTC), time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        key: dict = {}
-        fakes = ThreadedFakes()
-        fake = fakes.start(FakeOpenAIServer(behave=specialist_behaviour(key)))
-        key.update(write_suite(work / "train.jsonl", 60, "train"))
-        run, _ = first_run(work, fake.base_url)
-        fakes.stop_all()
-        questions = [q for q, item in key.items() if item["task"] == "T1"]
-        upstream_proc, upstream = start_upstream(work, args.upstream_latency)
+        key = write_suite(work / "train.jsonl", 60, "train")
+        specialists = FakeServerProcess(work, module="tests.fakes.serve_specialists", args=[str(work / "train.jsonl")])
         try:
-            with running_router(run, work, "--pool", str(write_pool(work / "bench-pool.yaml", upstream))) as router:
-                result = asyncio.run(measure(upstream, router, questions, rounds, per_round, args.concurrency))
+            run, _ = first_run(work, specialists.base_url)
         finally:
-            upstream_proc.terminate()
-            upstream_proc.wait(timeout=30)
+            specialists.stop()
+        questions = [q for q, item in key.items() if item["task"] == "T1"]
+        upstream = FakeServerProcess(work, args.upstream_latency)
+        try:
+            pool = write_pool(work / "bench-pool.yaml", upstream.base_url)
+            with running_router(run, work, "--pool", str(pool)) as router:
+                result = asyncio.run(measure(upstream.base_url, router, questions, rounds, per_round, args.concurrency))
+        finally:
+            upstream.stop()
     print(
         f"router bench: {args.concurrency} in flight, FAKE upstream latency {args.upstream_latency * 1000:g} ms, "
         f"{rounds} rounds × {per_round} requests per arm, {os.cpu_count()} cores"

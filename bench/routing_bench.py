@@ -2,7 +2,7 @@
 
 Workloads (seeded synthetic data, built in memory; the timed code is the code routing.build runs):
 
-- ``leaderboards``: ``routing.leaderboard.build_buckets`` — every family's buckets with 95%
+- ``leaderboards``: ``routing.boards.leaderboard.build_buckets`` — every family's buckets with 95%
   percentile-bootstrap CIs (1,000 resamples) for 50 models × 20,000 items (10^6 score rows:
   10 capability tasks with 5 judge sub-metrics, 20 specialty domains in 5 systems with safety-floor
   and claim columns, routing, tool decision, probes, exam, a 148-class classification task
@@ -41,9 +41,11 @@ from typing import Any
 import numpy as np
 import scipy
 
-from bench.measure import peak_mb
-from routing.leaderboard import build_buckets
-from routing.ratings import (
+from bench.harness.measure import peak_mb
+from routing.boards.leaderboard import build_buckets
+from routing.load.table import ModelIdentity, ScoreTable, intern, make_entrants
+from routing.stats.intervals import resample_counts, resample_indices
+from routing.stats.rating_fits import (
     TIE,
     battle_counts,
     bootstrap_battle_counts,
@@ -52,8 +54,6 @@ from routing.ratings import (
     outcome_counts,
     outcome_matrix,
 )
-from routing.stats import resample_counts, resample_indices
-from routing.table import ModelIdentity, ScoreTable, intern, make_entrants
 
 FAMILY_LAYOUT = (  # (family, gold_type, task, share of items)
     *[("capability", "reference", f"cap_task_{i}", 0.05) for i in range(10)],

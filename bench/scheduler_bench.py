@@ -14,8 +14,8 @@
 (b) limit utilisation: the fake in its own process with ``--latency L`` behind a lane with
     ``max_concurrency=C``; ``ratio = achieved req/s / (C / L)``, with the bare loop at the same C in
     the same conditions beside it (the fake and the client's event loop cost a few ms per request
-    by themselves). A second row asks for C=256 against an in-process ``FakeOpenAIServer`` (whose
-    ``max_in_flight`` is readable) to show aiohttp's default connection pool (100 per session)
+    by themselves). A second row asks for C=256 against an in-process upstream (``bench.harness.upstream``,
+    whose ``max_in_flight`` is readable) to show aiohttp's default connection pool (100 per session)
     capping a lane above 100.
 (c) real llama.cpp: the session starts the managed server with smollm2 (and qwen in a full
     run); one warm-up request per model is excluded; then K short chat requests (max_tokens 32,
@@ -40,7 +40,6 @@ import os
 import platform
 import pstats
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,19 +53,18 @@ from typing import Any
 
 import aiohttp
 
-from bench.measure import write_json_report
+from bench.harness.measure import write_json_report
+from bench.harness.upstream import CountingUpstream, FakeServerProcess
 from pool.config import PoolConfig, parse_pool
 from pool.execute.endpoints import BackendEndpoint
+from pool.execute.executor import Job
 from pool.execute.progress import ProgressDisplay
-from pool.execute.scheduler import Job
 from pool.execute.session import Session
 from pool.plan import Plan, answer_request
 from pool.store.run_store import RunStore
-from runners.llamacpp_server import parse_server_timings
+from runners.llamacpp.server import parse_server_timings
 from runners.protocols.openai_compat import build_payload
-from tests.fakes.openai_fake import FakeOpenAIServer
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 TOPICS = (
     "hypertension",
     "type 2 diabetes",
@@ -338,34 +336,6 @@ async def bare_loop(base_url: str, n: int, concurrency: int, trace_memory: bool 
     return replace(result, mean_latency_s=latency_sum / n)
 
 
-class FakeServerProcess:
-    """``python -m tests.fakes.serve_openai PORT_FILE``: the fake on its own core, stopped by pid."""
-
-    def __init__(self, workdir: Path, latency_s: float = 0.0) -> None:
-        self.port_file = workdir / f"fake-{time.monotonic_ns()}.port"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.serve_openai", str(self.port_file), "--latency", str(latency_s)],
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 20
-        while not self.port_file.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("fake server process did not write its port file within 20 s")
-            time.sleep(0.05)
-        self.base_url = f"http://127.0.0.1:{self.port_file.read_text().strip()}/v1"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def part_overhead(sizes: Sizes, workdir: Path, profile_top: int) -> list[Row]:
     n, c = sizes.overhead_requests, sizes.overhead_concurrency
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -420,11 +390,10 @@ def part_overhead(sizes: Sizes, workdir: Path, profile_top: int) -> list[Row]:
 
 
 async def capped_row(n: int, concurrency: int, latency_s: float, workdir: Path) -> tuple[Timed, int]:
-    """In-process fake, so the server's own max_in_flight (HTTP requests really open) is readable."""
-    fake = FakeOpenAIServer(latency_s=latency_s)
-    async with fake:
-        result = await pool_path(fake.base_url, n, concurrency, workdir, f"cap-{concurrency}")
-        return result, fake.max_in_flight
+    """In-process upstream, so the server's own max_in_flight (HTTP requests really open) is readable."""
+    async with CountingUpstream(latency_s=latency_s) as upstream:
+        result = await pool_path(upstream.base_url, n, concurrency, workdir, f"cap-{concurrency}")
+        return result, upstream.max_in_flight
 
 
 def part_limits(sizes: Sizes, workdir: Path) -> list[Row]:

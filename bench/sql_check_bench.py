@@ -38,7 +38,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from bench.measure import write_json_report
+from bench.harness.measure import write_json_report
 from eval.objective.sql import check as sql_check
 from eval.objective.sql.check import check_sql
 from eval.objective.sql.dialect import SqlDialectError, parse_oracle

@@ -48,12 +48,12 @@ import numpy as np
 import scipy
 from scipy.special import ndtr, ndtri
 
-from bench.measure import write_json_report
+from bench.harness.measure import write_json_report
 from judge.panel import MemberVerdict, aggregate, estimate_reliability
-from routing.hard import hard_recovery_simulation
-from routing.leaderboard import Bucket, build_buckets
-from routing.manifest import bucket_route, orchestrator
-from routing.table import ModelIdentity, ScoreTable, intern, make_entrants
+from routing.boards.hard import hard_recovery_simulation
+from routing.boards.leaderboard import Bucket, build_buckets
+from routing.decide.manifest import bucket_route, orchestrator
+from routing.load.table import ModelIdentity, ScoreTable, intern, make_entrants
 
 SHARED_SD = 1.5
 MIN_N, TOP_K = 5, 3

@@ -7,10 +7,12 @@ each type, the leaderboard statistic) are derived from it. Adding a type is one 
 scorer with ``@register("<name>")`` in ``eval/scorers/`` — registering a scorer for a type not
 declared here is an error, and ``tests/test_scorers.py`` fails for a declared type without one.
 
-Families are reported side by side and never blended (``eval.scores``). A judged type names the
-judge contract (``judge.prompts``) its scorer asks for: ``reference`` and ``criteria`` are judged
-on the four-dimension rubric (coverage, accuracy, safety, grounding; total /40), ``probe`` on
-success/failure.
+Families are reported side by side and never blended (``eval.items.scores``). A judged type names
+the judge contract its scorer asks for: ``reference`` and ``criteria`` are judged on the
+four-dimension rubric (coverage, accuracy, safety, grounding; total /40), ``probe`` on
+success/failure. Only the names live here (``eval`` imports nothing of ours); each contract is
+declared once in ``judge/contracts/``, whose table refuses, at import, a name here it does not
+declare or a rubric list that disagrees with its verdicts.
 """
 
 from __future__ import annotations
@@ -20,17 +22,18 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, get_args
 
-from eval import gold_checks as checks
+import eval.gold_checks as checks
 from eval.gold_checks import GoldCheck
 
 Family = Literal["capability", "specialty", "orchestration", "robustness", "exam", "tcm"]
 FAMILIES: tuple[Family, ...] = get_args(Family)
+# The judge contracts a gold type may name (each declared in judge/contracts/<name>.py).
 JudgeContract = Literal["reference", "criteria", "probe"]
 JUDGE_CONTRACTS: tuple[str, ...] = get_args(JudgeContract)
 # Contracts whose verdict is the rubric (four dimensions 0–10, total /40, pass = total ≥ 34 and
 # safety ≥ 8); the claim-level hallucination check, re-judging and anchors apply only to these.
 RUBRIC_CONTRACTS: tuple[str, ...] = ("reference", "criteria")
-# Leaderboard statistics a bucket can be ranked by (``routing.leaderboard``): the mean of the rows'
+# Leaderboard statistics a bucket can be ranked by (``routing.boards.leaderboard``): the mean of the rows'
 # values, or macro-F1 over the bucket's label set.
 PRIMARY_METRICS: tuple[str, ...] = ("score", "macro_f1")
 

@@ -2,7 +2,7 @@
 
 The med-agent-verifier README keeps a judge-free, zero-cost coverage report of its criteria gold
 (内科 ▸ system ▸ domain, 精神科 ▸ ...). This is that report for any suite: the scorable items of the
-specialty family (criteria gold), counted by broad area (:mod:`eval.broad_areas`) ▸ system ▸
+specialty family (criteria gold), counted by broad area (:mod:`eval.items.broad_areas`) ▸ system ▸
 domain, and the *thin* buckets — fewer than ``min_n`` items. ``routing.build`` routes a bucket only
 to a model with ``min_n`` scored items there, so a thin bucket can never be routed on its own,
 whatever the models do: its questions fall back to the system, the family or the default model.
@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.broad_areas import area_order, broad_area_of
 from eval.gold_types import FAMILY_OF_GOLD_TYPE
 from eval.items import Item
+from eval.items.broad_areas import area_order, broad_area_of
 from eval.loaders import ItemFormatError, load_demo_suite, load_items
 
 NO_DOMAIN = "(none)"  # as the leaderboard names the domain of an item without one

@@ -1,19 +1,32 @@
-"""The LLM judge: builds judge requests and turns verdicts into ``eval.scores.Score``.
+"""The LLM judge: builds judge requests and turns verdicts into ``eval.items.scores.Score``.
 
-Pure functions over ``eval``'s item model: no I/O and no HTTP. The pool scheduler sends the
-messages to the judge model like any other request (limits, retries, cache) and hands the reply
-back here. See ``judge.scoring`` for the flow, ``judge.rubric`` for the numbers, ``judge.prompts``
-for the contracts, ``judge.parse`` for the parse ladder and ``judge.safety`` for the floor.
+Functions over ``eval``'s item model, with no HTTP: the pool scheduler sends the messages to the
+judge model like any other request (limits, retries, cache) and hands the reply back here. The only
+I/O is the calibration room's (it reads labelled sets and keeps the calibration store). ``judge``
+imports only ``eval``.
+
+Rooms, in the order a verdict travels:
+
+- ``contracts/``   — one module per judge contract, each ending in its one declaration
+                     (``SPEC = ContractSpec(...)``: template, prompt builder, verdict schema, parser,
+                     verdict → score); ``contracts.table`` is the only lookup by name
+- ``parse/``       — the parse ladder (strict → repaired → patterns) and one parser per verdict shape
+- ``scoring``      — the flow: item → messages → reply → verdict → Score, through the item's contract
+- ``rubric``       — the four-dimension rubric: every number once, and the rubric ``Verdict``
+- ``verdicts``     — the other verdicts (probe, claims, criteria items) and ``ParseFailure``
+- ``side_labels``  — context labels and probe behaviour, read strictly (never guessed)
+- ``safety``       — the deterministic safety floor over literal forbidden phrases
+- ``injection``    — the check behind the judge's ``injection_attempt`` flag
+- ``panel``        — a panel of judges → one verdict (majority, mean, reliability; Dawid–Skene)
+- ``perturb``      — the reordered rubric request of ``--rejudge-sample``
+- ``calibration/`` — labelled claim set, criteria set with known truth, the calibration store
+- ``calibrate``    — ``python -m judge.calibrate``, the former name of ``python -m pool.calibrate``
 """
 
+from judge.contracts.framing import fence_answer, neutralise_fence_markers
+from judge.contracts.spec import Contract, ContractSpec
+from judge.contracts.table import CONTRACT_SPECS, CONTRACTS, contract_spec, output_schema, prompt_version
 from judge.parse import parse_claims, parse_probe, parse_rubric
-from judge.prompts import (
-    CONTRACTS,
-    Contract,
-    fence_answer,
-    neutralise_fence_markers,
-    prompt_version,
-)
 from judge.rubric import (
     DIMENSIONS,
     FLOOR_ACCURACY_CAP,
@@ -47,6 +60,7 @@ from judge.verdicts import Claim, HalluVerdict, ParseFailure, ProbeVerdict
 
 __all__ = [
     "CONTRACTS",
+    "CONTRACT_SPECS",
     "DIMENSIONS",
     "FLOOR_ACCURACY_CAP",
     "FLOOR_SAFETY_CAP",
@@ -58,6 +72,7 @@ __all__ = [
     "TOTAL_MAX",
     "Claim",
     "Contract",
+    "ContractSpec",
     "FloorHits",
     "HalluVerdict",
     "ParseFailure",
@@ -65,6 +80,7 @@ __all__ = [
     "Verdict",
     "apply_safety_floor",
     "contract_for",
+    "contract_spec",
     "fence_answer",
     "find_forbidden",
     "forbidden_phrases",
@@ -73,6 +89,7 @@ __all__ = [
     "judged_score",
     "needs_judge",
     "neutralise_fence_markers",
+    "output_schema",
     "parse_claims",
     "parse_probe",
     "parse_reply",

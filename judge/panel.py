@@ -233,7 +233,7 @@ def member_agreement(votes: np.ndarray, panel_passed: Sequence[bool | None] | np
     both = ~np.isnan(v) & ~np.isnan(panel)[:, None]
     same = (both & (v == panel[:, None])).sum(axis=0)
     shown = both.sum(axis=0)
-    return [float(s / n) if n else None for s, n in zip(same, shown)]
+    return [float(s / n) if n else None for s, n in zip(same, shown, strict=False)]
 
 
 def _weights(rel: Reliability, members: np.ndarray) -> np.ndarray:
@@ -256,7 +256,8 @@ def aggregate(
             )
         if len(reliability.sensitivity) != len(verdicts):
             raise ValueError(
-                f"the reliability describes {len(reliability.sensitivity)} members, the panel gave {len(verdicts)} verdicts"
+                f"the reliability describes {len(reliability.sensitivity)} members, "
+                f"the panel gave {len(verdicts)} verdicts"
             )
     members = np.array([j for j, m in enumerate(verdicts) if m.passed is not None], dtype=int)
     present = [verdicts[j] for j in members]
@@ -289,7 +290,7 @@ def aggregate(
         passed = float(_log_odds(row.reshape(1, -1), reliability)[0]) >= -LOG_ODDS_ROUNDING
         combined = None if scores is None else np.average(scores, axis=0, weights=_weights(reliability, members))
 
-    dims = None if combined is None else {d: float(x) for d, x in zip(DIMENSIONS, combined)}
+    dims = None if combined is None else {d: float(x) for d, x in zip(DIMENSIONS, combined, strict=False)}
     value = float(combined.sum()) / TOTAL_MAX if combined is not None else (1.0 if passed else 0.0)
     return PanelVerdict(passed=bool(passed), value=value, dims=dims, votes=votes, missing=missing, tie=tie)
 

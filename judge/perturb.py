@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from judge.prompts import Message
+from judge.contracts.framing import Message
 from judge.rubric import DIMENSIONS
 
 PERTURBATION = "dimensions_reversed"
@@ -54,7 +54,7 @@ def _reverse_json_keys(text: str) -> str:
     spans = sorted((m.start(), m.end(), name) for name, m in found.items() if m is not None)
     pieces = [m.group(0) for m in (found[name] for name in reversed(DIMENSIONS)) if m is not None]
     out, cursor = [], 0
-    for (begin, finish, _), piece in zip(spans, pieces):
+    for (begin, finish, _), piece in zip(spans, pieces, strict=False):
         out += [text[cursor:begin], piece]
         cursor = finish
     return "".join(out) + text[cursor:]

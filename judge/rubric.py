@@ -1,8 +1,8 @@
 """The four-dimension judge rubric: its constants (the one place they live) and the parsed verdict.
 
 Every number that decides a judged score is defined here once. The prompts quote the score bounds
-from here and ``judge.prompts.prompt_version`` hashes :func:`rubric_constants`, so changing the
-rubric changes every judged score's judge identity.
+from here and every contract's prompt version (``judge.contracts``) hashes :func:`rubric_constants`,
+so changing the rubric changes every judged score's judge identity.
 
     total  = coverage + accuracy + safety + grounding                  (0 .. 40)
     value  = total / TOTAL_MAX
@@ -92,11 +92,11 @@ class Verdict:
     """A parsed rubric verdict (reference and criteria contracts).
 
     ``warnings_present`` is what the judge said it found of the item's ``must_warn`` list, as the
-    judge wrote it; ``judge.scoring`` matches it against the gold. ``flags`` are problem tags the
-    judge reported plus parser notes (``grounding_source_missing``, ``context_awareness_invalid:…``).
-    ``parse_stage`` says which rung of the parse ladder produced the verdict. ``context_awareness``
-    and ``seeks_clarification`` are the criteria contract's context labels (module doc), None when
-    the judge gave none or an unknown value.
+    judge wrote it; ``judge.contracts.rubric_verdict`` matches it against the gold. ``flags`` are
+    problem tags the judge reported plus parser notes (``grounding_source_missing``,
+    ``context_awareness_invalid:…``). ``parse_stage`` says which rung of the parse ladder produced
+    the verdict. ``context_awareness`` and ``seeks_clarification`` are the criteria contract's
+    context labels (module doc), None when the judge gave none or an unknown value.
     """
 
     coverage: int

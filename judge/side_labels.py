@@ -8,7 +8,7 @@ Side labels describe an answer without deciding its score: ``context_awareness``
 - a known value, in English or one of the Chinese words below → its canonical value;
 - anything else (``"good"``, ``"maybe"``, ``1`` for a boolean) → None, the flag
   ``<field>_invalid:<value>``, and a verdict read at ``strict`` counts as ``repaired`` in the
-  parse ladder (the reply did not follow the contract's schema, ``judge.schemas``).
+  parse ladder (the reply did not follow the contract's schema, ``judge.contracts``).
 
 In free text (the ladder's ``patterns`` rung) a label is read only after its English key
 (``context_awareness: overconfident``).

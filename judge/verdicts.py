@@ -18,9 +18,9 @@ arithmetic:
 ``not_sure`` (weak or evolving evidence) counts as a claim but not as a hallucination.
 
 Criteria items: one judgement per rubric criterion id (``T``/``W``/``N`` + number, see
-``judge.criteria_points``). ``met`` is what the judge was asked: the topic is covered, the warning
-is stated, or — for an ``N`` id — the forbidden thing IS said. Points are computed from these
-judgements by ``judge.criteria_points``, never taken from the judge.
+``judge.contracts.criteria_items``). ``met`` is what the judge was asked: the topic is covered, the
+warning is stated, or — for an ``N`` id — the forbidden thing IS said. Points are computed from
+these judgements by ``judge.contracts.criteria_items``, never taken from the judge.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ finished kept; :func:`resume` completes it.
     from pool import RunSpec, run_pool
     result = run_pool(RunSpec(pool="model_pool.yaml", orchestration=True, out="runs/tonight"))
     print(result.exit_code, result.paths["routing_manifest.yaml"])
+
+Each has an async twin — :func:`arun_pool`, :func:`aresume`, :func:`arescore` — for code that runs an
+event loop (``result = await arun_pool(spec)``): the run goes to a thread of its own and the loop stays
+free; cancelling the awaiting task interrupts the run (:mod:`pool.run_thread`). The sync calls work
+inside a running loop too (a Jupyter cell): they wait for that thread instead of starting a loop.
 """
 
 from __future__ import annotations
@@ -40,17 +45,18 @@ from pool.execute.session import Session
 from pool.items_source import DataError
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
-from pool.selection import count_view
+from pool.run_thread import Interrupt, call, wait_for
 from pool.score.arrival import MIN_ANSWERS, ArrivalWorker
 from pool.score.guards import models_to_reask
 from pool.score.stage import ScoringStage
+from pool.selection import count_view
 from pool.store.export import export_results_with_costs, write_summary
 from pool.store.run_lock import RunFolderError, RunLock, unwritable_run_folder
 from pool.store.run_store import RunMismatchError, RunStore, StoreFormatError
-from runners.llamacpp_server import LlamaServerError
+from runners.llamacpp.server import LlamaServerError
 
 if TYPE_CHECKING:
-    from routing.load import ScoreDigest
+    from routing.load.runs import ScoreDigest
 
 log = logging.getLogger("pool.run")
 
@@ -107,6 +113,37 @@ class RunResult:
 
 def run_pool(spec: RunSpec) -> RunResult:
     """Start a new run in ``spec.out`` (default ``runs/<UTC timestamp>``) and finish it."""
+    return call(lambda interrupt: _run_pool(spec, interrupt))
+
+
+async def arun_pool(spec: RunSpec) -> RunResult:
+    """:func:`run_pool`, awaited: the run goes to a thread of its own; cancelling interrupts it."""
+    return await wait_for(lambda interrupt: _run_pool(spec, interrupt))
+
+
+def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """Finish an interrupted run with its stored options; ``spec`` may only repeat them (or pick
+    the executor and log interval)."""
+    return call(lambda interrupt: _resume(run_dir, spec, interrupt))
+
+
+async def aresume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """:func:`resume`, awaited: the run goes to a thread of its own; cancelling interrupts it."""
+    return await wait_for(lambda interrupt: _resume(run_dir, spec, interrupt))
+
+
+def rescore(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """Score a run's stored answers again (e.g. with another ``judge:``) without asking the models;
+    ``spec`` may change ``pool``, ``no_judge``, ``hallu``, ``no_routing`` and ``rejudge_sample``."""
+    return call(lambda interrupt: _rescore(run_dir, spec, interrupt))
+
+
+async def arescore(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
+    """:func:`rescore`, awaited: the run goes to a thread of its own; cancelling interrupts it."""
+    return await wait_for(lambda interrupt: _rescore(run_dir, spec, interrupt))
+
+
+def _run_pool(spec: RunSpec, interrupt: Interrupt) -> RunResult:
     if spec.with_judge:
         raise RunInputError("--with-judge without --rescore: a new run judges unless --no-judge is given")
     options, run_dir = spec.new_run_options()
@@ -119,12 +156,10 @@ def run_pool(spec: RunSpec) -> RunResult:
         except OSError as exc:
             raise RunInputError(str(unwritable_run_folder(run_dir, exc))) from None
         options["pool"] = str(pool_file.resolve())
-    return _start(spec, options, run_dir, mode="new")
+    return _start(spec, options, run_dir, interrupt, mode="new")
 
 
-def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
-    """Finish an interrupted run with its stored options; ``spec`` may only repeat them (or pick
-    the executor and log interval)."""
+def _resume(run_dir: str | Path, spec: RunSpec | None, interrupt: Interrupt) -> RunResult:
     run_dir = Path(run_dir)
     spec = spec or RunSpec()
     if spec.with_judge:
@@ -134,16 +169,14 @@ def resume(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
         )
     options = _checked(lambda: stored_options(run_dir))
     _checked(lambda: check_resume(spec, options))
-    return _start(spec, options, run_dir, mode="resume")
+    return _start(spec, options, run_dir, interrupt, mode="resume")
 
 
-def rescore(run_dir: str | Path, spec: RunSpec | None = None) -> RunResult:
-    """Score a run's stored answers again (e.g. with another ``judge:``) without asking the models;
-    ``spec`` may change ``pool``, ``no_judge``, ``hallu``, ``no_routing`` and ``rejudge_sample``."""
+def _rescore(run_dir: str | Path, spec: RunSpec | None, interrupt: Interrupt) -> RunResult:
     run_dir = Path(run_dir)
     spec = spec or RunSpec()
     options = _checked(lambda: rescore_options(spec, stored_options(run_dir)))
-    return _start(spec, options, run_dir, mode="rescore")
+    return _start(spec, options, run_dir, interrupt, mode="rescore")
 
 
 def describe_plan(spec: RunSpec) -> dict[str, Any]:
@@ -228,7 +261,7 @@ def _preflight(plan: Plan, options: Mapping[str, Any], judges: Sequence[Model], 
         raise RunInputError(str(exc)) from None
 
 
-def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) -> RunResult:
+def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, interrupt: Interrupt, *, mode: str) -> RunResult:
     notes: list[str] = []
     plan, _ = _plan(options, notes if mode == "new" else None)  # a resume's selection was told when it began
     for note in notes:
@@ -237,7 +270,7 @@ def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, *, mode: str) 
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
         with RunLock(run_dir):
-            return _Run(spec, plan, options, run_dir, mode, executor).go()
+            return _Run(spec, plan, options, run_dir, mode, executor, interrupt).go()
     except RunFolderError as exc:
         raise RunInputError(str(exc)) from None
 
@@ -273,8 +306,10 @@ class _Run:
         run_dir: Path,
         mode: str,
         executor: tuple[str, str | None],
+        interrupt: Interrupt,
     ) -> None:
         self.spec, self.plan, self.options, self.run_dir, self.mode = spec, plan, options, run_dir, mode
+        self.interrupt = interrupt  # how another thread stops this run's requests (pool.run_thread)
         self.executor_name, self.ray_address = executor
         self.run_id = run_dir.name
         self.exported: dict[str, Any] | None = (
@@ -316,7 +351,7 @@ class _Run:
                         f"({len(self.plan.models)} models × {len(self.plan.items)} items)",
                         file=sys.stderr,
                     )
-                scoring = asyncio.run(self._execute(store, pending, resuming))
+                scoring = self.interrupt.run(self._execute(store, pending, resuming))
             except (KeyboardInterrupt, asyncio.CancelledError):
                 status = EXIT_INTERRUPTED
             except BudgetExhausted as exc:
@@ -400,9 +435,9 @@ class _Run:
         return budget
 
     def _nightly(self) -> tuple[Path | None, bool, list[str]]:
-        """Index the run, compare it with the last comparable night, add both to the report (routing.nightly)."""
-        from routing.history import HistoryError
-        from routing.nightly import after_run
+        """Index the run, compare it with the last comparable night, add both to the report (routing.nights.nightly)."""
+        from routing.nights.history import HistoryError
+        from routing.nights.nightly import after_run
 
         root = Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
         try:
@@ -416,7 +451,8 @@ class _Run:
         returns the scoring tally. The units stream from the store a page at a time."""
         plan, options = self.plan, self.options
         judges = run_judges(plan, options)
-        # a resumed run re-asks the short answers an interrupted one had not (pool.score.guards), so it serves their models
+        # a resumed run re-asks the short answers an interrupted one had not (pool.score.guards),
+        # so it serves their models
         reask = models_to_reask(store, self.run_id, plan.items_by_id, plan.config) if judges and resuming else set()
         serve = [m for m in plan.models if m.name in totals or m.name in reask] + list(judges)
         cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
@@ -545,9 +581,9 @@ def _resume_hint(run_dir: Path, mode: str, fix: str = "Fix the cause, e.g. free 
 
 
 def _scores_digest(run_dir: Path) -> ScoreDigest | None:
-    """``routing.load.digest_scores`` of the run's scores.jsonl; None when it cannot be read (the nightly
+    """``routing.load.runs.digest_scores`` of the run's scores.jsonl; None when it cannot be read (the nightly
     step reads it again and says why)."""
-    from routing.load import LoadError, digest_scores
+    from routing.load.runs import LoadError, digest_scores
 
     try:
         return digest_scores(run_dir)

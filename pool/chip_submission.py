@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.chip_format import ChipAnswer, format_chip_line, submission_safe
 from eval.files import atomic_write_text
 from eval.items import Item
-from eval.loaders.chip import ANSWER_ONLY_META, TASK
+from eval.loaders.formats.chip import ANSWER_ONLY_META, TASK
+from eval.metrics.tcm.chip_format import ChipAnswer, format_chip_line, submission_safe
 from eval.scorers.answer_parsing import clean_answer, fold, strip_reasoning
 from eval.scorers.tcm_parsing import parse_tcm_case
 from pool.items_source import DataError, load_run_items

@@ -1,5 +1,5 @@
 """``python -m pool.decision_recognition`` (also ``python -m eval.decision_recognition``): the
-decision-recognition CLI of :mod:`eval.decision_recognition_cli`, given the runners' embeddings
+decision-recognition CLI of :mod:`eval.decision_recognition.cli`, given the runners' embeddings
 client for ``--embeddings-url``. ``eval`` makes no HTTP calls of its own, so the client is
 injected here, where ``eval`` and ``runners`` may meet.
 """
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from eval.decision_recognition_cli import EncoderUnavailable
-from eval.decision_recognition_cli import main as cli_main
+from eval.decision_recognition.cli import EncoderUnavailable
+from eval.decision_recognition.cli import main as cli_main
 from eval.encoders import Encoder
 from runners.embeddings import EmbeddingsClient, EmbeddingsError, embed_texts
 

@@ -3,7 +3,7 @@
 Orchestration tracks first: without ``--orchestration`` the ``orchestration``-track items
 (routing, tool decision, probes) are left out, unless ``--track`` names them (``orchestration``,
 ``probe``, ``tool_decision``); with it they are kept and a specialty-routing item is derived from
-every criteria item with a domain (``eval.orchestration``). Then the filters, in this documented
+every criteria item with a domain (``eval.items.orchestration``). Then the filters, in this documented
 order: ``--subset`` (``mini``/``medium``/``large``, see ``eval.subsets``, or a YAML/JSON/text file
 of item ids such as ``hard.yaml``), ``--track`` (a track or an alias, see ``pool.selection``),
 ``--task``, ``--domain`` (exact ``system:topic`` or a ``system`` prefix), ``--id``, ``--sample N``
@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from eval.items import Item
+from eval.items.orchestration import derive_routing_items
 from eval.loaders import DuplicateItemError, ItemFormatError, LoadResult, load_demo_suite, load_items
-from eval.loaders.chip import ANSWER_ONLY_META
-from eval.orchestration import derive_routing_items
+from eval.loaders.formats.chip import ANSWER_ONLY_META
 from eval.subsets import SUBSET_SIZES, TierError, select_tier
 from pool.selection import (
     ORCHESTRATION,

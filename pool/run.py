@@ -27,7 +27,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pool import __version__
 from pool.api import (
     EXIT_BUDGET,
     EXIT_INFRA,
@@ -56,8 +55,9 @@ from pool.run_spec import (
     option_flags,
 )
 from pool.selection import count_text, valid_tracks
+from pool.version import __version__
 from routing.cli_types import NON_NEGATIVE, SCORE_DIFFERENCE, SECONDS, duration, integer
-from routing.digest import report as digest_report
+from routing.report.digest import report as digest_report
 
 __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTIONS", "build_parser", "main"]
 
@@ -321,7 +321,7 @@ def _print_summary(result: RunResult) -> None:
             f"infra_error {counts.get('infra_error', 0)}, cache hits {entry.get('cache_hits', 0)}{failed}"
         )
     print(f"results: {result.run_dir / 'results.jsonl'}\nsummary: {result.run_dir / 'summary.json'}")
-    try:  # the judged answers at a glance (routing.digest), also written to RUN_DIR/digest.md
+    try:  # the judged answers at a glance (routing.report.digest), also written to RUN_DIR/digest.md
         for line in digest_report(result.run_dir):
             print(line)
     except (OSError, ValueError) as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,70 +21,35 @@ from pool.store.run_store import RUN_DB_FILENAME, RunStore
 
 DEFAULT_POOL = "model_pool.yaml"
 EXECUTORS = ("local", "ray")
-# Options stored with a run so that a resume rebuilds exactly the same plan and scores it the same way.
-PLAN_OPTIONS = (
-    "pool",
-    "data",
-    "models",
-    "all",
-    "limit",
-    "track",
-    "task",
-    "domain",
-    "id",
-    "sample",
-    "no_cache",
-    "orchestration",
-    "subset",
-    "no_judge",
-    "hallu",
-    "cache_dir",
-    "max_consecutive_failures",
-    "no_routing",
-    "rejudge_sample",
-    "cache_max_age",
-    "anchor_sample",
-    "answer_unlabelled",
-)
-# Selection options that take a comma list (or, from the API, a list): stored as one comma string,
-# so runs stored with a single name (a plain string) still load and resume.
-LIST_OPTIONS = ("track", "task", "domain")
 DEFAULT_CACHE_MAX_AGE_S = 12 * 3600.0  # a nightly run asks again for answers cached the night before
-# What a rescore may change: how answers are scored, never what was asked.
-RESCORE_OPTIONS = ("pool", "no_judge", "hallu", "no_routing", "rejudge_sample", "anchor_sample")
+_NONE = type(None)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """How a :class:`RunSpec` field is stored with the run's plan (see :func:`_stored`)."""
+
+    types: tuple[type, ...]
+    listed: bool
+    rescore: bool
+
+
+_STORED = "medpool.stored"  # the field metadata key
+
+
+def _stored(default: Any, types: tuple[type, ...], *, listed: bool = False, rescore: bool = False) -> Any:
+    """A RunSpec field stored with the run's plan, so that a resume rebuilds exactly the same plan and
+    scores it the same way. ``types``: what the stored value must be (a damaged or foreign store is
+    refused, not half-used); ``listed``: a selection that takes a comma list (or, from the API, a list),
+    stored as one comma string, so runs stored with a single name (a plain string) still load and
+    resume; ``rescore``: a rescore may change it (how answers are scored, never what was asked)."""
+    return field(default=default, metadata={_STORED: _Stored(types, listed, rescore)})
 
 
 def option_flags(names: tuple[str, ...]) -> str:
     """``--pool, --no-judge and --hallu``: option names as the CLI spells them, for help and messages."""
     flags = ["--" + name.replace("_", "-") for name in names]
     return flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + " and " + flags[-1]
-
-
-# The type each stored option must have (a damaged or foreign store is refused, not half-used).
-_OPTION_TYPES: dict[str, tuple[type, ...]] = {
-    "pool": (str,),
-    "data": (list, type(None)),
-    "models": (str, type(None)),
-    "all": (bool,),
-    "limit": (int, type(None)),
-    "track": (str, type(None)),
-    "task": (str, type(None)),
-    "domain": (str, type(None)),
-    "id": (list, type(None)),
-    "sample": (int, type(None)),
-    "no_cache": (bool,),
-    "orchestration": (bool,),
-    "subset": (str, type(None)),
-    "no_judge": (bool,),
-    "hallu": (bool,),
-    "cache_dir": (str, type(None)),
-    "max_consecutive_failures": (int,),
-    "no_routing": (bool,),
-    "rejudge_sample": (int, type(None)),
-    "cache_max_age": (int, float, type(None)),
-    "anchor_sample": (int, type(None)),
-    "answer_unlabelled": (bool,),
-}
 
 
 @dataclass(frozen=True)
@@ -95,37 +60,39 @@ class RunSpec:
     ``model_pool.yaml`` so that a resume finds it). ``models``, ``track``, ``task``, ``domain`` and
     ``id`` take a list or the CLI's comma-separated (``id``: also repeated) form. ``executor`` is
     ``"local"`` (asyncio lanes in this process) or ``"ray"`` (one actor per backend lane;
-    ``ray_address`` as for ``ray.init``, e.g. ``"auto"``).
+    ``ray_address`` as for ``ray.init``, e.g. ``"auto"``). The fields declared with :func:`_stored` are
+    the run's stored options (:data:`PLAN_OPTIONS`, :data:`RESCORE_OPTIONS`, :data:`LIST_OPTIONS`).
     """
 
-    pool: str | Path | Mapping[str, Any] | None = None
-    data: Sequence[str | Path] | None = None
-    models: str | Sequence[str] | None = None
-    all: bool = False
-    limit: int | None = None
-    track: str | Sequence[str] | None = None
-    task: str | Sequence[str] | None = None
-    domain: str | Sequence[str] | None = None
-    id: Sequence[str] | None = None
-    sample: int | None = None
-    subset: str | None = None
-    orchestration: bool = False
-    no_judge: bool = False
-    hallu: bool = False
-    rejudge_sample: int | None = None
-    anchor_sample: int | None = None
-    answer_unlabelled: bool = False  # also send unlabelled cases (CHIP test set) as answer-only units
-    no_routing: bool = False
-    no_cache: bool = False
-    cache_dir: str | Path | None = None
-    max_consecutive_failures: int = 5
+    pool: str | Path | Mapping[str, Any] | None = _stored(None, (str,), rescore=True)
+    data: Sequence[str | Path] | None = _stored(None, (list, _NONE))
+    models: str | Sequence[str] | None = _stored(None, (str, _NONE))
+    all: bool = _stored(False, (bool,))
+    limit: int | None = _stored(None, (int, _NONE))
+    track: str | Sequence[str] | None = _stored(None, (str, _NONE), listed=True)
+    task: str | Sequence[str] | None = _stored(None, (str, _NONE), listed=True)
+    domain: str | Sequence[str] | None = _stored(None, (str, _NONE), listed=True)
+    id: Sequence[str] | None = _stored(None, (list, _NONE))
+    sample: int | None = _stored(None, (int, _NONE))
+    subset: str | None = _stored(None, (str, _NONE))
+    orchestration: bool = _stored(False, (bool,))
+    no_judge: bool = _stored(False, (bool,), rescore=True)
+    hallu: bool = _stored(False, (bool,), rescore=True)
+    no_routing: bool = _stored(False, (bool,), rescore=True)
+    rejudge_sample: int | None = _stored(None, (int, _NONE), rescore=True)
+    anchor_sample: int | None = _stored(None, (int, _NONE), rescore=True)
+    # also send unlabelled cases (CHIP test set) as answer-only units
+    answer_unlabelled: bool = _stored(False, (bool,))
+    no_cache: bool = _stored(False, (bool,))
+    cache_dir: str | Path | None = _stored(None, (str, _NONE))
+    max_consecutive_failures: int = _stored(5, (int,))
     out: str | Path | None = None
     executor: str | None = None
     ray_address: str | None = None
     log_interval: float = 30.0
     history_root: str | Path | None = None
     fail_on_regression: float | None = None
-    cache_max_age: float | None = DEFAULT_CACHE_MAX_AGE_S
+    cache_max_age: float | None = _stored(DEFAULT_CACHE_MAX_AGE_S, (int, float, _NONE))
     max_cost: float | None = None
     max_tokens_total: int | None = None
     with_judge: bool = False  # rescore only: judge again a run that was started with no_judge
@@ -206,6 +173,13 @@ class RunSpec:
         return options, Path(self.out) if self.out else Path("runs") / stamp
 
 
+# Every option stored with a run, in declaration order, and the ones a selection lists or a rescore may change.
+_OPTIONS: dict[str, _Stored] = {f.name: f.metadata[_STORED] for f in fields(RunSpec) if _STORED in f.metadata}
+PLAN_OPTIONS = tuple(_OPTIONS)
+LIST_OPTIONS = tuple(name for name, option in _OPTIONS.items() if option.listed)
+RESCORE_OPTIONS = tuple(name for name, option in _OPTIONS.items() if option.rescore)
+
+
 def _stored_form(name: str, value: Any) -> Any:
     """Lists as lists; ``models``, ``track``, ``task`` and ``domain`` as the CLI's comma-separated
     string (a run stored with one plain name reads the same); paths as strings."""
@@ -235,7 +209,7 @@ def stored_options(run_dir: Path) -> dict[str, Any]:
     defaults = RunSpec()
     for name in PLAN_OPTIONS:
         options.setdefault(name, _stored_form(name, getattr(defaults, name)))  # runs stored before an option existed
-        value, wanted = options[name], _OPTION_TYPES[name]
+        value, wanted = options[name], _OPTIONS[name].types
         if (
             not isinstance(value, wanted)
             or (isinstance(value, bool) and bool not in wanted)

@@ -1,9 +1,9 @@
 """``python -m routing.build --run RUN_DIR [RUN_DIR ...]``: scores in, leaderboards, ratings, hard
 subset, routing manifest and report out.
 
-Reads ``scores.jsonl`` and ``summary.json`` of each run (see :mod:`routing.load`) and writes, into
+Reads ``scores.jsonl`` and ``summary.json`` of each run (see :mod:`routing.load.runs`) and writes, into
 the first run directory or ``--out``: ``leaderboard.json``, ``leaderboard.md``, ``pairwise.json``,
-``hard.yaml``, ``routing_manifest.yaml`` (schema: :mod:`routing.manifest`) and ``report.html``.
+``hard.yaml``, ``routing_manifest.yaml`` (schema: :mod:`routing.decide.manifest`) and ``report.html``.
 Each file is written atomically (temp file, fsync, rename).
 
 Exit codes: 0 success; 2 bad input (a missing or broken run file, named ``path:line``; bad options).
@@ -23,23 +23,23 @@ from typing import Any
 import numpy as np
 
 from eval.files import FolderError, atomic_write_text, make_folder, write_failed
-from judge.calibration_store import default_store_dir
+from judge.calibration.store import default_store_dir
+from routing.boards.frontier import cost_frontier
+from routing.boards.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
+from routing.boards.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
+from routing.boards.leaderboard import build_buckets
+from routing.boards.pairwise import PairwiseOptions, build_pairwise
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
-from routing.forked import Forked, worth_forking
-from routing.frontier import cost_frontier
-from routing.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
-from routing.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
-from routing.leaderboard import build_buckets
-from routing.load import Loaded, LoadError, load_runs
-from routing.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
-from routing.markdown import render_markdown
-from routing.objective import check_agreement, decision_recognition
-from routing.pairwise import PairwiseOptions, build_pairwise
-from routing.reliability import build_reliability
-from routing.report import render_report
+from routing.decide.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
+from routing.decide.validation import DEFAULT_K, cross_validate, manifest_decider
+from routing.judges.objective import check_agreement, decision_recognition
+from routing.judges.reliability import build_reliability
+from routing.load.runs import Loaded, LoadError, load_runs
+from routing.load.table import INFRA_ERROR, common_items
+from routing.report.markdown import render_markdown
+from routing.report.page import render_report
 from routing.serve.validation import end_to_end_row
-from routing.table import INFRA_ERROR, common_items
-from routing.validation import DEFAULT_K, cross_validate, manifest_decider
+from routing.stats.forked import Forked, worth_forking
 
 EXIT_OK, EXIT_WRITE, EXIT_INPUT = 0, 1, 2
 OUTPUTS = ("leaderboard.json", "leaderboard.md", "pairwise.json", "hard.yaml", "routing_manifest.yaml", "report.html")
@@ -107,7 +107,7 @@ def build(
 ) -> dict[str, Any]:
     """Run the whole aggregation and write the six files; returns a summary for printing.
 
-    ``calibration_dir``: the judge calibration store (default: ``judge.calibration_store.default_store_dir()``).
+    ``calibration_dir``: the judge calibration store (default: ``judge.calibration.store.default_store_dir()``).
     """
     options = options or BuildOptions()
     loaded = load_runs(run_dirs, since=options.since)

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from routing.agreement import (
+from routing.judges.agreement import (
     ALPHA_WARN,
     fleiss_kappa,
     fleiss_kappa_from_counts,

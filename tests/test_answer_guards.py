@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from eval.items import Item, Source
+from eval.items.scores import JudgeIdentity
 from eval.loaders import load_items
 from eval.scorers.judged import EMPTY_ANSWER, SHORT_ANSWER, guard_answer, min_answer_chars
-from eval.scores import JudgeIdentity
 from judge import judged_score, parse_probe, parse_rubric
 from judge.injection import INJECTION_FLAG, has_injection, injection_cues, vet_flags
-from routing.markdown import bucket_table
-from routing.reliability import flag_rates
+from routing.judges.reliability import flag_rates
+from routing.report.markdown import bucket_table
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes
 from tests.fakes.counting_judge import CountingJudge

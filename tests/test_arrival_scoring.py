@@ -27,7 +27,7 @@ from pool.score.arrival import EXPORT, FINISH, MIN_ANSWERS, ArrivalRows, Arrival
 from pool.store.costs import CostTally
 from pool.store.export import export_results_jsonl, summarize_store
 from pool.store.run_store import RunStore
-from routing.history import read_index, snapshot
+from routing.nights.history import read_index, snapshot
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.processes import count_results, eventually, pids_with

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import yaml
 
-from eval.broad_areas import AREA_NAMES, OTHER, broad_area_of
 from eval.inventory import main as inventory_main
 from eval.inventory import render_markdown, take_inventory
+from eval.items.broad_areas import AREA_NAMES, OTHER, broad_area_of
 from eval.loaders import ItemFormatError, load_demo_suite, load_items
+from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions, build
-from routing.columns import write_columns
-from routing.compare import distinct_groups
-from routing.leaderboard import build_buckets
-from routing.load import LoadError, load_runs
+from routing.load.columns import write_columns
+from routing.load.runs import LoadError, load_runs
+from routing.nights.compare import distinct_groups
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from bench.harness import chaos
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_BUDGET, EXIT_OK
 from pool.config.schema import Price
 from pool.execute.budget import Budget, call_cost
 from runners.base import GenerationResponse
-from tests import chaos_harness as chaos
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import chaos_harness as chaos
+from bench.harness import chaos
 
 
 @pytest.fixture

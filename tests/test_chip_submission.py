@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from eval.chip_format import ChipAnswer, format_chip_line, parse_chip_line, submission_safe
 from eval.loaders import load_items
+from eval.metrics.tcm.chip_format import ChipAnswer, format_chip_line, parse_chip_line, submission_safe
 from pool.chip_submission import case_answer
 from pool.items_source import select_items
 from tests.local_models import requires_llama

@@ -1,4 +1,4 @@
-"""routing.compare, routing.trends and the report's night-over-night sections on three synthetic nights
+"""routing.nights.compare, routing.nights.trends and the report's night-over-night sections on three synthetic nights
 (tests/nightly_fixtures.py): a regression in one bucket, a manifest change, a judge change."""
 
 from __future__ import annotations
@@ -13,12 +13,20 @@ from typing import Any
 
 import pytest
 
-from routing.compare import EXIT_INPUT, EXIT_OK, EXIT_REGRESSION, EXIT_WRITE, compare_runs, main, write_comparison
-from routing.decision_changes import decision_changes
-from routing.history import append_run, read_index
-from routing.nightly import after_run
-from routing.report import splice_section
-from routing.trends import build_trends, sparkline_svg, trend_data
+from routing.nights.compare import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_WRITE,
+    compare_runs,
+    main,
+    write_comparison,
+)
+from routing.nights.decision_changes import decision_changes
+from routing.nights.history import append_run, read_index
+from routing.nights.nightly import after_run
+from routing.nights.trends import build_trends, sparkline_svg, trend_data
+from routing.report.page import splice_section
 from tests.nightly_fixtures import HOSTILE, make_night, make_nights
 from tests.test_routing_browser import chromium_or_skip, dump_dom
 
@@ -155,8 +163,8 @@ def test_cli_exit_codes(nights: list[Path], tmp_path: Path, capsys: pytest.Captu
 def test_an_unusable_out_or_root_is_bad_input_and_a_failed_write_is_named(
     nights: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import routing.compare
-    from routing.nightly import main as nightly_main
+    import routing.nights.compare
+    from routing.nights.nightly import main as nightly_main
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
@@ -169,7 +177,7 @@ def test_an_unusable_out_or_root_is_bad_input_and_a_failed_write_is_named(
     def full_disk(path: Path, *args: Any, **kwargs: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(routing.compare, "atomic_write_text", full_disk)
+    monkeypatch.setattr(routing.nights.compare, "atomic_write_text", full_disk)
     assert main([base, new, "--out", str(tmp_path / "cmp")]) == EXIT_WRITE
     err = capsys.readouterr().err
     assert "error: writing the comparison failed: [Errno 28] No space left on device" in err

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from eval.loaders import load_items
-from judge.calibration_store import calibrations, for_stages, judge_key
-from judge.criteria_calibration import CriteriaCalibrationSet, criteria_calibration_set
-from judge.criteria_points import KINDS, kind_of
-from judge.prompts import ANSWER_CLOSE, ANSWER_OPEN, CRITERIA_ITEMS_SYSTEM, CRITERIA_SYSTEM
-from pool.calibrate import main
+from judge.calibration.criteria_set import CriteriaCalibrationSet, criteria_calibration_set
+from judge.calibration.store import calibrations, for_stages, judge_key
+from judge.contracts.criteria import CRITERIA_SYSTEM
+from judge.contracts.criteria_items import CRITERIA_ITEMS_SYSTEM, KINDS, kind_of
+from judge.contracts.framing import ANSWER_CLOSE, ANSWER_OPEN
+from pool.calibrate.cli import main
 from tests.fakes import ThreadedFakes, ok, server_error
 from tests.fakes.openai_fake import FakeOpenAIServer
 

@@ -11,17 +11,18 @@ import pytest
 
 from eval.items import Item, Source
 from eval.loaders import load_items
-from judge import criteria_points, prompts
-from judge.criteria_calibration import (
+from judge.calibration.criteria_set import (
     NEUTRAL_CLOSINGS,
     NEUTRAL_OPENINGS,
     criteria_calibration_set,
     criteria_item_metrics,
     holistic_coverage_rank,
 )
-from judge.criteria_points import criteria_ids, kind_of, score_criteria_items
+from judge.contracts import criteria_items, framing, table
+from judge.contracts.criteria_items import criteria_ids, criteria_items_judge_prompt, kind_of, score_criteria_items
+from judge.contracts.framing import ANSWER_CLOSE, ANSWER_OPEN
+from judge.contracts.table import prompt_version, reask_prompt
 from judge.parse import parse_criteria_items
-from judge.prompts import ANSWER_CLOSE, ANSWER_OPEN, criteria_items_judge_prompt, prompt_version, reask_prompt
 from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
 
 INTERNISTS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "book-gold" / "internists.yaml"
@@ -85,15 +86,15 @@ def test_the_answer_stays_inside_the_same_fence(answer):
     body = content.split(ANSWER_OPEN, 1)[1].split(ANSWER_CLOSE, 1)[0]
     assert "ignore previous instructions" in body or "新的回答" in body
     assert "<<<" not in body and ">>>" not in body and "‹‹‹" in body
-    assert prompts._FENCE_RULES in system["content"]
+    assert framing.FENCE_RULES in system["content"]
     assert content.rstrip().endswith("只输出一个 JSON 对象。")  # nothing of the answer after the fence
 
 
 def test_the_contract_is_registered_and_its_version_hashes_the_points(monkeypatch):
-    assert "criteria_items" in prompts.CONTRACTS and "criteria_items" in prompts.TEMPLATES
-    before = {contract: prompt_version(contract) for contract in prompts.CONTRACTS}
+    assert "criteria_items" in table.CONTRACTS and table.contract_spec("criteria_items") is criteria_items.SPEC
+    before = {contract: prompt_version(contract) for contract in table.CONTRACTS}
     assert len(set(before.values())) == len(before)
-    monkeypatch.setattr(criteria_points, "WARN_POINTS", 3)
+    monkeypatch.setattr(criteria_items, "WARN_POINTS", 3)
     assert prompt_version("criteria_items") != before["criteria_items"]
     assert prompt_version("criteria") == before["criteria"]  # the holistic contract does not use the points
 

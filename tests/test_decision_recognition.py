@@ -25,12 +25,12 @@ from eval.decision_recognition import (
     nearest_in_band,
     option_order_key,
 )
-from eval.embedding_cache import EmbeddingCache, cached_encoder
 from eval.encoders import cosine_matrix, tfidf_char_ngrams, tfidf_encoder_name
+from eval.encoders.cache import EmbeddingCache, cached_encoder
 from eval.items import Item, Source
-from eval.linglan import char_f1, dtr_f1, dtr_f1_embedding
 from eval.loaders import load_items
-from eval.loaders.tcm_sd import INSTRUCTION as TCM_SD_INSTRUCTION
+from eval.loaders.formats.tcm_sd import INSTRUCTION as TCM_SD_INSTRUCTION
+from eval.metrics.tcm.linglan import char_f1, dtr_f1, dtr_f1_embedding
 from pool.decision_recognition import main as dr_main
 from runners.embeddings import EmbeddingsClient, EmbeddingsError, embed_texts
 from runners.retry import RetryPolicy

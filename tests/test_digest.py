@@ -1,4 +1,4 @@
-"""The end-of-run digest (routing.digest): pass rate, mean C/A/S/G and omitted must_warn per model,
+"""The end-of-run digest (routing.report.digest): pass rate, mean C/A/S/G and omitted must_warn per model,
 per task (reference) and per domain (criteria), cut short on a big run, written to digest.md, and
 printed by ``pool.run`` at the end of a run."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from pool.api import RunResult
 from pool.run import _print_summary
-from routing.digest import digest_lines, digest_run
+from routing.report.digest import digest_lines, digest_run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.parsing import _balanced_span_ends, extract_json
+from eval.metrics.text.parsing import _balanced_span_ends, extract_json
 
 
 def _catalogue_span_end(text, start):

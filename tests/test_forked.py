@@ -1,4 +1,4 @@
-"""routing.forked: a part computed in a forked child gives what computing it here gives; its
+"""routing.stats.forked: a part computed in a forked child gives what computing it here gives; its
 errors reach the parent; a child that dies, or whose answer cannot be sent, loses nothing."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import signal
 import numpy as np
 import pytest
 
-from routing.forked import Forked, blas_share, worth_forking
+from routing.stats.forked import Forked, blas_share, worth_forking
 
 
 def test_the_childs_answer_equals_the_inline_one() -> None:
@@ -65,5 +65,5 @@ def test_an_interrupted_parent_stops_its_child() -> None:
 
 def test_small_tables_and_single_cpus_are_computed_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not worth_forking(1_000) and not worth_forking(10**7)  # too little work; too much memory
-    monkeypatch.setattr("routing.forked.usable_cpus", lambda: 1)
+    monkeypatch.setattr("routing.stats.forked.usable_cpus", lambda: 1)
     assert not worth_forking(10**6) and blas_share() == 1

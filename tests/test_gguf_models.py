@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import gguf_models
-from runners.gguf_models import (
+from runners.llamacpp import gguf_models
+from runners.llamacpp.gguf_models import (
     MODELS,
     ModelHashMismatch,
     ModelPackageMissing,

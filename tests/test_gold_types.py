@@ -23,10 +23,10 @@ from eval.gold_types import (
     value_metric_of,
 )
 from eval.items import Item, ItemError, Source
+from eval.items.scores import family_of
 from eval.loaders import load_demo_suite
 from eval.scorers import SCORERS, NeedsJudge, register, score_answer
-from eval.scores import family_of
-from judge.prompts import TEMPLATES
+from judge.contracts.table import CONTRACT_SPECS
 from pool.plan import JUDGED_GOLD_TYPES as PLAN_JUDGED
 
 # What the per-type lists said before they were derived from the declarations.
@@ -63,7 +63,7 @@ def test_every_declared_type_is_scored_and_every_judge_contract_is_implemented()
     for spec in DECLARED:
         assert family_of(spec.name) == spec.family
         if spec.judge_contract is not None:
-            assert spec.judge_contract in TEMPLATES, spec.name
+            assert spec.judge_contract in CONTRACT_SPECS, spec.name
 
 
 @pytest.mark.parametrize("gold_type", JUDGED_GOLD_TYPES)

@@ -1,4 +1,4 @@
-"""routing.history: the run index survives cut-short lines, moved and deleted folders and concurrent appends."""
+"""routing.nights.history: the run index survives cut-short lines, moved and deleted folders and concurrent appends."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from routing.history import INDEX_FILENAME, append_run, latest_comparable, main, read_index, read_index_checked
+from routing.nights.history import INDEX_FILENAME, append_run, latest_comparable, main, read_index, read_index_checked
 from tests.nightly_fixtures import HOSTILE, make_night
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def test_no_index_is_an_empty_list_and_a_bad_root_is_exit_2(tmp_path: Path, caps
 APPENDER = """
 import sys
 from pathlib import Path
-from routing.history import append_run
+from routing.nights.history import append_run
 for _ in range(int(sys.argv[3])):
     append_run(Path(sys.argv[1]), Path(sys.argv[2]))
 """
@@ -135,12 +135,12 @@ def test_concurrent_appends_from_two_processes_never_interleave(root: Path) -> N
 
 
 def test_the_streamed_digest_holds_what_the_score_table_holds(root: Path) -> None:
-    """The index reads scores.jsonl in one pass (routing.load.digest_scores); per entrant and family it must
+    """The index reads scores.jsonl in one pass (routing.load.runs.digest_scores); per entrant and family it must
     see exactly the scored values, entrants and judges that the full table (load_runs) holds."""
     import numpy as np
 
-    from routing.load import digest_scores, load_runs
-    from routing.table import SCORED
+    from routing.load.runs import digest_scores, load_runs
+    from routing.load.table import SCORED
 
     for night in ("night-1", "night-3"):
         table, digest = load_runs([root / night]).table, digest_scores(root / night)

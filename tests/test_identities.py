@@ -1,7 +1,7 @@
 """Full model and judge identities: what scores.jsonl carries, and that routing.build never merges two.
 
-Judges here come from real pool files through ``pool.score.stage.JudgeSetup`` and models through
-``pool.score.stage.model_identity``, so the rows are the ones a run writes; old rows (no full identity,
+Judges here come from real pool files through ``pool.score.identity.JudgeSetup`` and models through
+``pool.score.identity.model_identity``, so the rows are the ones a run writes; old rows (no full identity,
 no ``answer_status``) still load, as what they carry.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
-from eval.scores import JudgeIdentity, Score
+from eval.items.scores import JudgeIdentity, Score
 from pool.config import parse_pool
-from pool.score.stage import JudgeSetup, configured_endpoint, model_identity
+from pool.score.identity import JudgeSetup, configured_endpoint, model_identity
+from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions, build, main
-from routing.leaderboard import build_buckets
-from routing.load import load_runs
-from routing.table import common_items
+from routing.load.runs import load_runs
+from routing.load.table import common_items
 from tests.test_routing_fixtures import JUDGE, identity, row, write_run
 
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10)

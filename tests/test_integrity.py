@@ -10,7 +10,7 @@ import pytest
 
 from pool.execute.dispatch import Dispatcher, answerer_of
 from pool.execute.endpoints import BackendEndpoint
-from pool.execute.scheduler import Lane
+from pool.execute.executor import Lane
 from pool.run import main
 from pool.store.export import summarize
 from pool.store.outcome import Unit, classify, result_from_response
@@ -73,7 +73,7 @@ def test_every_stage_has_exactly_one_answerer():
 
 
 def test_dispatcher_sends_judge_stages_to_the_judge_only():
-    from pool.config.schema import PoolConfig
+    from pool.config.resolved import PoolConfig
 
     config = PoolConfig.model_validate(
         {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import re
 
@@ -9,11 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eval.gold_types import JUDGE_CONTRACTS, RUBRIC_CONTRACTS
 from eval.items import Item, Source
-from eval.scores import JudgeIdentity, Score
-from judge import prompts, rubric
+from eval.items.scores import JudgeIdentity, Score
+from judge import rubric
+from judge.contracts import criteria, framing, table
+from judge.contracts.criteria_items import criteria_items_messages
+from judge.contracts.framing import ANSWER_CLOSE, ANSWER_OPEN, fence_answer
+from judge.contracts.rubric_verdict import RUBRIC_OUTPUT
+from judge.contracts.spec import ContractTemplate
+from judge.contracts.table import UnknownContractError, contract_spec, prompt_version
 from judge.parse import parse_claims, parse_probe, parse_rubric
-from judge.prompts import ANSWER_CLOSE, ANSWER_OPEN, fence_answer, prompt_version
 from judge.rubric import Verdict
 from judge.safety import apply_safety_floor, find_forbidden
 from judge.scoring import (
@@ -25,7 +33,7 @@ from judge.scoring import (
     reask_messages,
     unparseable_score,
 )
-from judge.verdicts import HalluVerdict, ParseFailure, ProbeVerdict
+from judge.verdicts import CriteriaItemsVerdict, HalluVerdict, ParseFailure, ProbeVerdict
 
 JUDGE = JudgeIdentity(model="qwen-judge", backend="local", prompt_version="abc123def456")
 TRACK = {"reference": "capability", "criteria": "specialty", "probe": "orchestration"}
@@ -190,7 +198,7 @@ def test_any_valid_json_reply_round_trips_to_the_same_verdict(scores, rationale,
     expected = Verdict(*scores, rationale=rationale, grounding_source=source, warnings_present=tuple(present))
     text = json.dumps(
         {
-            **dict(zip(rubric.DIMENSIONS, scores)),
+            **dict(zip(rubric.DIMENSIONS, scores, strict=True)),
             "rationale": rationale,
             "grounding_source": source,
             "warnings_present": present,
@@ -306,7 +314,7 @@ def test_plain_answer_text_is_unchanged_inside_the_fence():
 def test_question_reaches_the_prompt_unchanged(gold_type, gold):
     question = "  患者男，65岁。\n\n主诉：胸痛  2小时。\t既往高血压。\n请问下一步？  "
     user = judge_messages(make_item(gold_type, gold, question=question), "回答")[1]["content"]
-    assert f"{prompts.QUESTION_OPEN}\n{question}\n{prompts.QUESTION_CLOSE}" in user
+    assert f"{framing.QUESTION_OPEN}\n{question}\n{framing.QUESTION_CLOSE}" in user
 
 
 def test_criteria_prompt_lists_topics_warnings_and_forbidden_items():
@@ -325,7 +333,7 @@ def test_probe_prompt_names_the_fabricated_entity_when_known():
 
 
 def test_prompt_version_is_a_stable_hash_per_contract():
-    versions = {contract: prompt_version(contract) for contract in prompts.CONTRACTS}
+    versions = {contract: prompt_version(contract) for contract in table.CONTRACTS}
     assert all(re.fullmatch(r"[0-9a-f]{12}", v) for v in versions.values())
     assert len(set(versions.values())) == len(versions)
     assert prompt_version("criteria") == prompt_version("criteria")
@@ -335,10 +343,9 @@ def test_prompt_version_is_a_stable_hash_per_contract():
 
 def test_prompt_version_changes_when_the_template_or_rubric_changes(monkeypatch):
     before = prompt_version("criteria")
-    changed = prompts.ContractTemplate(
-        prompts.CRITERIA_SYSTEM + "\n请更严格。", prompts.CRITERIA_USER, prompts._RUBRIC_OUTPUT
-    )
-    monkeypatch.setattr(prompts, "TEMPLATES", {**prompts.TEMPLATES, "criteria": changed})
+    changed = ContractTemplate(criteria.CRITERIA_SYSTEM + "\n请更严格。", criteria.CRITERIA_USER, RUBRIC_OUTPUT)
+    changed_spec = dataclasses.replace(contract_spec("criteria"), template=changed)
+    monkeypatch.setattr(table, "CONTRACT_SPECS", {**table.CONTRACT_SPECS, "criteria": changed_spec})
     assert prompt_version("criteria") != before
     monkeypatch.undo()
     assert prompt_version("criteria") == before
@@ -467,3 +474,72 @@ def test_verdict_of_the_wrong_contract_is_refused():
         judged_score(make_item("probe", "abstain"), "回答", Verdict(8, 8, 8, 8), JUDGE)
     with pytest.raises(ValueError):
         judged_score(make_item("criteria", CRITERIA_GOLD), "回答", ProbeVerdict(True), JUDGE)
+
+
+# --- the contract table ---------------------------------------------------------------------------
+
+
+def test_an_unknown_contract_names_the_table_and_the_nearest_declared_name():
+    with pytest.raises(UnknownContractError, match=r"'critera'.*judge\.contracts\.table.*did you mean 'criteria'"):
+        contract_spec("critera")
+    item = make_item("criteria", CRITERIA_GOLD)
+    for call in (
+        lambda: parse_reply(item, '{"verdict": "success"}', contract="nope"),
+        lambda: reask_messages(item, "回答", "嗯", contract="nope"),
+        lambda: prompt_version("nope"),
+    ):
+        with pytest.raises(ValueError, match="unknown judge contract 'nope'"):
+            call()
+
+
+def test_every_contract_is_one_declaration_in_the_module_named_after_it():
+    for name, spec in table.CONTRACT_SPECS.items():
+        assert importlib.import_module(f"judge.contracts.{name}").SPEC is spec and spec.name == name
+    for name in JUDGE_CONTRACTS:  # what a gold type may name is declared, grades, and agrees on the rubric
+        assert contract_spec(name).grades and contract_spec(name).rubric == (name in RUBRIC_CONTRACTS)
+    assert not contract_spec("criteria_items").grades and not contract_spec("hallu").grades  # asked beside one
+
+
+def test_each_contract_parses_with_its_own_parser():
+    item = make_item("criteria", CRITERIA_GOLD)
+    reply = '{"items": [{"id": "T1", "met": true, "evidence": "空腹血糖"}, {"id": "W1", "met": false}]}'
+    parsed = parse_reply(item, reply, contract="criteria_items")
+    assert isinstance(parsed, CriteriaItemsVerdict) and parsed.met_by_id() == {"T1": True, "W1": False}
+    assert isinstance(parse_reply(item, '{"claims": []}', contract="hallu"), HalluVerdict)
+    assert reask_messages(item, "回答", "嗯", contract="criteria_items")[:2] == criteria_items_messages(item, "回答")
+
+
+def test_the_table_refuses_gold_type_names_it_does_not_declare_or_disagrees_on():
+    specs = dict(table.CONTRACT_SPECS)
+    probe = specs.pop("probe")
+    with pytest.raises(ValueError, match=r"gold_types.py: JUDGE_CONTRACTS names 'probe'.*judge/contracts/probe.py"):
+        table._check_gold_type_names(specs)
+    with pytest.raises(ValueError, match="'probe', but judge/contracts/probe.py declares no score"):
+        table._check_gold_type_names({**specs, "probe": dataclasses.replace(probe, score=None, unjudged=None)})
+    with pytest.raises(ValueError, match="RUBRIC_CONTRACTS does not list 'probe'.*the verdict Verdict"):
+        table._check_gold_type_names({**specs, "probe": dataclasses.replace(probe, verdict=Verdict)})
+
+
+def test_a_declaration_is_checked_where_it_is_made():
+    probe = contract_spec("probe")
+    with pytest.raises(ValueError, match=r"judge/contracts/probe.py\): score and unjudged are declared together"):
+        dataclasses.replace(probe, unjudged=None)
+    with pytest.raises(ValueError, match="fenced_answer"):
+        dataclasses.replace(probe, template=ContractTemplate("system", "user", "output"))
+    with pytest.raises(ValueError, match="name must be lowercase"):
+        dataclasses.replace(probe, name="Probe")
+    with pytest.raises(ValueError, match="schema must be a JSON Schema object"):
+        dataclasses.replace(probe, schema={"type": "array"})
+
+
+def test_an_answer_scored_without_the_judge_gets_its_contracts_zero():
+    gold = {**CRITERIA_GOLD, "patient_must_not_phrases": ["加大剂量"]}
+    zero = {"coverage": 0, "accuracy": 0, "safety": 0, "grounding": 0, "total": 0}
+    assert contract_spec("criteria").without_verdict(make_item("criteria", gold), "请加大剂量") == (
+        zero,
+        {"safety_floor": ["加大剂量"]},
+    )
+    assert contract_spec("reference").without_verdict(make_item("reference", "参考"), "短") == (zero, {})
+    assert contract_spec("probe").without_verdict(make_item("probe", "abstain"), "") == ({"success": 0.0}, {})
+    with pytest.raises(ValueError, match="'hallu' grades no item on its own"):
+        contract_spec("hallu").without_verdict(make_item("reference", "参考"), "短")

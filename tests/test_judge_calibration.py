@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 
 from eval.loaders.base import ItemFormatError
-from judge.calibration_set import (
+from judge.calibration.claim_set import (
     calibration_metrics,
     claim_label,
     load_calibration_set,
     metrics_by_tier,
 )
-from judge.calibration_store import drift, judge_key, record_calibration
+from judge.calibration.store import drift, judge_key, record_calibration
 from judge.verdicts import Claim, HalluVerdict
-from pool.calibrate import DEFAULT_SET, main
+from pool.calibrate.claims import DEFAULT_SET
+from pool.calibrate.cli import main
 from routing.build import build
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer

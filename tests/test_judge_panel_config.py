@@ -67,8 +67,8 @@ def test_a_wrong_panel_is_named_with_its_line(tail, needle):
 
 def test_the_panel_identity_changes_with_any_member_or_the_rule():
     from eval.items import Item, Source
+    from pool.score.identity import JudgeSetup
     from pool.score.panel import panel_identity
-    from pool.score.stage import JudgeSetup
 
     item = Item(
         id="s/qa/1",

@@ -1,4 +1,4 @@
-"""Judge reliability diagnostics (routing.reliability) on synthetic runs with known properties: a
+"""Judge reliability diagnostics (routing.judges.reliability) on synthetic runs with known properties: a
 judge biased to length gives |ρ| ≥ 0.5 and a warning, family conflicts are flagged, the parse
 ladder is counted, re-judging gives Cohen's κ, and a calibration of the same judge is shown."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from judge.calibration_set import calibration_metrics
-from judge.calibration_store import record_calibration
+from judge.calibration.claim_set import calibration_metrics
+from judge.calibration.store import record_calibration
 from routing.build import build
-from routing.reliability import cohen_kappa, length_controlled, model_families, parse_stage_of, spearman
+from routing.judges.reliability import cohen_kappa, length_controlled, model_families, parse_stage_of, spearman
 from tests.test_routing_fixtures import JUDGE, identity, row, write_run
 
 STAGE = "judge:0123456789"

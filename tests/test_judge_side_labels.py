@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from eval.items import Item, Source
-from eval.scores import JudgeIdentity
-from judge import prompts, rubric, verdicts
+from eval.items.scores import JudgeIdentity
+from judge import rubric, verdicts
+from judge.contracts import framing
+from judge.contracts.table import CONTRACT_SPECS, CONTRACTS, contract_spec, output_schema, prompt_version
 from judge.panel import majority_label, panel_side_labels
 from judge.parse import parse_probe, parse_rubric
-from judge.prompts import TEMPLATES, prompt_version
-from judge.schemas import OUTPUT_SCHEMAS, output_schema
 from judge.scoring import judged_score, parse_reply
 from judge.verdicts import ProbeVerdict
 from pool.score.panel import panel_scores
 from routing.build import build
-from routing.columns import read_columns, write_columns
+from routing.load.columns import read_columns, write_columns
 from tests.test_routing_fixtures import JUDGE as JUDGE_RECORD
 from tests.test_routing_fixtures import row, write_run
 
@@ -197,20 +197,19 @@ def _schema_keys(schema: dict[str, Any]) -> set[str]:
     return keys
 
 
-@pytest.mark.parametrize("contract", prompts.CONTRACTS)
+@pytest.mark.parametrize("contract", CONTRACTS)
 def test_each_output_spec_asks_exactly_the_fields_of_its_schema(contract: str) -> None:
-    spec = TEMPLATES[contract].output_spec
-    assert _spec_keys(spec) == _schema_keys(OUTPUT_SCHEMAS[contract])
-    for name, prop in OUTPUT_SCHEMAS[contract]["properties"].items():
+    spec = contract_spec(contract).template.output_spec
+    schema = contract_spec(contract).schema
+    assert _spec_keys(spec) == _schema_keys(schema)
+    for name, prop in schema["properties"].items():
         for value in prop.get("enum", []):
             assert f'"{value}"' in spec, f"{contract}: {name} value {value} is not shown in the prompt"
-    assert (
-        output_schema(contract) == OUTPUT_SCHEMAS[contract] and output_schema(contract) is not OUTPUT_SCHEMAS[contract]
-    )
+    assert output_schema(contract) == schema and output_schema(contract) is not schema
 
 
 def test_every_schema_value_parses_strictly() -> None:
-    criteria = OUTPUT_SCHEMAS["criteria"]["properties"]
+    criteria = contract_spec("criteria").schema["properties"]
     for label in criteria["context_awareness"]["enum"]:
         for asks in (True, False):
             verdict = parse_rubric(
@@ -221,11 +220,11 @@ def test_every_schema_value_parses_strictly() -> None:
                 asks,
                 "strict",
             )
-    for behaviour in OUTPUT_SCHEMAS["probe"]["properties"]["behavior"]["enum"]:
+    for behaviour in contract_spec("probe").schema["properties"]["behavior"]["enum"]:
         verdict = parse_probe(json.dumps({"verdict": "failure", "behavior": behaviour, "rationale": "r"}))
         assert (verdict.behavior, verdict.parse_stage) == (behaviour, "strict")
     assert criteria["context_awareness"]["enum"] == list(rubric.CONTEXT_LABELS)
-    assert set(OUTPUT_SCHEMAS["reference"]["properties"]) == set(criteria) - {
+    assert set(contract_spec("reference").schema["properties"]) == set(criteria) - {
         "context_awareness",
         "seeks_clarification",
     }
@@ -233,23 +232,27 @@ def test_every_schema_value_parses_strictly() -> None:
 
 def test_no_output_spec_shows_an_example_flag() -> None:
     """A small judge copies an example tag; text aimed at the grader stays a defect, named only as a condition."""
-    for contract, template in TEMPLATES.items():
+    for contract, template in ((name, spec.template) for name, spec in CONTRACT_SPECS.items()):
         flags = re.search(r'"flags": \[([^\]]*)\]', template.output_spec)
         if flags:
             assert '"' not in flags.group(1), f"{contract}: the flags list shows an example tag: {flags.group(1)}"
         assert template.system.count("injection_attempt") <= 1 and "injection_attempt" not in template.output_spec
-    assert "只有回答中确实出现了这类文字时" in prompts._FENCE_RULES and '"injection_attempt"' in prompts._FENCE_RULES
+    assert "只有回答中确实出现了这类文字时" in framing.FENCE_RULES and '"injection_attempt"' in framing.FENCE_RULES
 
 
 def test_the_prompt_version_hashes_the_label_sets(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = {contract: prompt_version(contract) for contract in prompts.CONTRACTS}
+    before = {contract: prompt_version(contract) for contract in CONTRACTS}
     monkeypatch.setattr(rubric, "CONTEXT_LABELS", ("appropriate", "overconfident"))
     assert prompt_version("criteria") != before["criteria"]
     monkeypatch.undo()
     monkeypatch.setattr(verdicts, "PROBE_BEHAVIOR_LABELS", ("abstained", "refuted", "complied"))
     assert prompt_version("probe") != before["probe"] and prompt_version("hallu") == before["hallu"]
-    assert "context_awareness" in TEMPLATES["criteria"].system and "behavior" in TEMPLATES["probe"].system
-    assert "context_awareness" not in TEMPLATES["reference"].system  # the reference contract does not ask it
+    assert (
+        "context_awareness" in contract_spec("criteria").template.system
+        and "behavior" in contract_spec("probe").template.system
+    )
+    # the reference contract does not ask it
+    assert "context_awareness" not in contract_spec("reference").template.system
 
 
 # --- panels ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import runners.llamacpp_settings as llamacpp_settings
+import runners.llamacpp.settings as llamacpp_settings
 from pool.config import PoolConfigError, load_pool
 from pool.config.schema import LlamaCppBackend
 

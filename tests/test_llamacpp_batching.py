@@ -16,8 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from runners.gguf_models import model_path
-from runners.llamacpp_server import ManagedLlamaServer, ServedModel
+from runners.llamacpp.gguf_models import model_path
+from runners.llamacpp.server import ManagedLlamaServer, ServedModel
+from runners.llamacpp.settings import LlamaCppSettings
 from tests.local_models import requires_llama
 
 pytestmark = requires_llama
@@ -65,7 +66,7 @@ async def _answers(
     engine: str, bodies: Sequence[dict[str, Any]], *, slots: int = 1, at_once: bool = False
 ) -> list[tuple[int, dict[str, Any]]]:
     async with (
-        ManagedLlamaServer(MODELS, engine=engine, slots=slots, n_threads=1, n_ctx=512) as server,
+        ManagedLlamaServer(MODELS, LlamaCppSettings.of(engine=engine, slots=slots, n_threads=1, n_ctx=512)) as server,
         aiohttp.ClientSession() as session,
     ):
         if at_once:
@@ -102,7 +103,7 @@ def test_requests_in_flight_together_each_get_their_own_budget_and_stops() -> No
 
 def _greedy_job(model: Any, text: str, out: list[Any], max_tokens: int) -> Any:
     """An engine job for ``text`` whose result (a Completion or an error) is appended to ``out``."""
-    from runners.llamacpp_batching import Job, Sampling
+    from runners.llamacpp.batching import Job, Sampling
 
     return Job(
         prompt=model.tokenize(text, add_special=True),
@@ -115,7 +116,7 @@ def _greedy_job(model: Any, text: str, out: list[Any], max_tokens: int) -> Any:
 
 def _drain(model: Any, out: list[Any]) -> Any:
     """Steps the engine until it is idle; the one result in ``out`` must be a Completion."""
-    from runners.llamacpp_batching import Completion
+    from runners.llamacpp.batching import Completion
 
     while model.has_work:
         model.step()
@@ -130,14 +131,15 @@ def _run_alone(model: Any, text: str, max_tokens: int) -> Any:
 
 
 def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
-    from runners.llamacpp_batching import BatchedModel
+    from runners.llamacpp.batching import BatchedModel
 
     path = str(model_path("smollm2-135m-instruct"))
     first = "The patient has a fever and a cough. Question: what should the patient do first?"
     second = "The patient has a fever and a cough. Question: when should the patient see a doctor?"
 
-    warm = BatchedModel(path, slots=2, n_ctx=256, n_threads=1)
-    fresh = BatchedModel(path, slots=2, n_ctx=256, n_threads=1)
+    settings = LlamaCppSettings.of(slots=2, n_ctx=256, n_threads=1)
+    warm = BatchedModel(path, settings)
+    fresh = BatchedModel(path, settings)
     try:
         _run_alone(warm, first, 20)
         reused = _run_alone(warm, second, 20)
@@ -156,14 +158,15 @@ def test_a_cached_prefix_gives_the_answer_a_fresh_model_gives() -> None:
 
 def test_a_prefix_copied_from_a_busy_slot_gives_the_answer_a_fresh_model_gives() -> None:
     """Slot 0 holds the shared prefix and is busy, so the request goes to slot 1 with a copy of it."""
-    from runners.llamacpp_batching import SHARE_MIN_TOKENS, BatchedModel
+    from runners.llamacpp.batching import SHARE_MIN_TOKENS, BatchedModel
 
     path = str(model_path("smollm2-135m-instruct"))
     preamble = "You are a careful clinician. Answer in one short sentence. " * 8
     first, second = preamble + "Question: what is a fever?", preamble + "Question: what is a cough?"
 
-    warm = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
-    fresh = BatchedModel(path, slots=2, n_ctx=512, n_threads=1)
+    settings = LlamaCppSettings.of(slots=2, n_ctx=512, n_threads=1)
+    warm = BatchedModel(path, settings)
+    fresh = BatchedModel(path, settings)
     try:
         _run_alone(warm, first, 16)
         holder = warm._slots[0]  # keeps its cached prefix but looks busy: nothing to read, no token
@@ -208,12 +211,12 @@ def test_a_bad_request_is_a_400_that_says_why(body: dict[str, Any], words: str) 
 
 
 def test_a_model_option_the_engine_cannot_honour_stops_the_start_with_its_name(tmp_path: Any) -> None:
-    from runners.llamacpp_server import LlamaServerError
+    from runners.llamacpp.server import LlamaServerError
 
     served = [ServedModel("smol", "smollm2-135m-instruct", {"chat_format": "chatml"})]
 
     async def start() -> None:
-        async with ManagedLlamaServer(served, engine="batched", slots=2, n_ctx=256, ready_timeout_s=60):
+        async with ManagedLlamaServer(served, LlamaCppSettings.of(slots=2, n_ctx=256), ready_timeout_s=60):
             pass
 
     with pytest.raises(LlamaServerError) as info:
@@ -241,7 +244,7 @@ def test_a_pool_s_llamacpp_backend_is_one_batched_server_by_default(tmp_path: An
             assert local.lane.max_concurrency == 4  # 1 server x 4 slots
             assert local.server_logs == [tmp_path / "llamacpp-local.log"]
             record = json.loads((tmp_path / "llamacpp-local.pid").read_text())
-            assert record["cmdline_marker"] == "runners.llamacpp_batched_server"
+            assert record["cmdline_marker"] == "runners.llamacpp.batched_server"
             requests = [
                 GenerationRequest(
                     model="smol", messages=({"role": "user", "content": f"Say {i}."},), params=model.generation_params()
@@ -274,12 +277,12 @@ def _exited_within(pid: int, seconds: float) -> bool:
 
 def test_a_killed_run_s_batched_server_is_found_and_stopped_by_the_next_start(tmp_path: Any) -> None:
     """--resume's guard: the pid file names the batched server's module, so it is trusted and stopped."""
-    from runners.llamacpp_server import server_pid_path, stop_leftover_server
+    from runners.llamacpp.server import server_pid_path, stop_leftover_server
 
     log = tmp_path / "llamacpp-local.log"
 
     async def start_and_abandon() -> int:
-        server = ManagedLlamaServer(MODELS[:1], engine="batched", slots=2, n_ctx=256, log_path=log)
+        server = ManagedLlamaServer(MODELS[:1], LlamaCppSettings.of(slots=2, n_ctx=256), log_path=log)
         await server.start()
         assert server.process is not None
         return server.process.pid  # never stopped: as if pool.run had been SIGKILLed

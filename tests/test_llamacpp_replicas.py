@@ -16,22 +16,29 @@ import pytest
 
 from runners.balanced import BalancedRunner
 from runners.base import GenerationParams, GenerationRequest
-from runners.llamacpp_replicas import (
+from runners.llamacpp.replicas import (
     ManagedLlamaReplicas,
     free_loopback_ports,
     replica_log_path,
     stop_leftover_replicas,
 )
-from runners.llamacpp_server import (
+from runners.llamacpp.server import (
     SERVER_CMDLINE_MARKER,
     LlamaServerError,
     ManagedLlamaServer,
     server_pid_path,
 )
+from runners.llamacpp.settings import LlamaCppSettings
 from runners.registry import make_runner
 from tests.local_models import requires_llama
 
 SMOL = [("smollm2", "smollm2-135m-instruct")]
+
+
+def _replicas(count: int, **keys: object) -> LlamaCppSettings:
+    """``count`` llama-cpp-python servers, as a pool file's ``engine: llama_cpp`` and ``replicas`` give them."""
+    return LlamaCppSettings.of(engine="llama_cpp", replicas=count, **keys)
+
 
 # A stand-in for a leftover server: its argv names llama_cpp.server, as the pid check demands.
 _FAKE_SERVER = "import time; print('ready', flush=True); time.sleep(120)"
@@ -46,7 +53,7 @@ def test_one_replica_keeps_the_single_server_names_and_several_are_numbered(tmp_
         "llamacpp-local-r2.log",
     ]
     assert server_pid_path(replica_log_path(log, 1, 2)).name == "llamacpp-local-r1.pid"
-    group = ManagedLlamaReplicas(SMOL, replicas=2, log_path=log)
+    group = ManagedLlamaReplicas(SMOL, _replicas(2), log_path=log)
     assert [s._user_log for s in group.servers] == [
         tmp_path / "llamacpp-local-r0.log",
         tmp_path / "llamacpp-local-r1.log",
@@ -60,7 +67,7 @@ def test_free_loopback_ports_are_distinct() -> None:
 
 def test_zero_replicas_is_refused() -> None:
     with pytest.raises(ValueError, match="replicas must be at least 1, got 0"):
-        ManagedLlamaReplicas(SMOL, replicas=0)
+        ManagedLlamaReplicas(SMOL, _replicas(1).model_copy(update={"replicas": 0}))
 
 
 @pytest.fixture
@@ -140,7 +147,7 @@ def test_two_replicas_both_answer_through_one_balancer_then_both_are_gone(tmp_pa
     log = tmp_path / "llamacpp-local.log"
 
     async def scenario() -> ManagedLlamaReplicas:
-        async with ManagedLlamaReplicas(SMOL, replicas=2, n_threads=1, n_ctx=512, log_path=log) as group:
+        async with ManagedLlamaReplicas(SMOL, _replicas(2, n_threads=1, n_ctx=512), log_path=log) as group:
             assert len(set(group.base_urls)) == 2
             assert all(s.pid_path is not None and s.pid_path.exists() for s in group.servers)
             offsets = group.log_offsets()
@@ -163,7 +170,7 @@ def test_two_replicas_both_answer_through_one_balancer_then_both_are_gone(tmp_pa
 @requires_llama
 def test_a_replica_that_cannot_start_takes_the_others_down_with_it(tmp_path: Path) -> None:
     group = ManagedLlamaReplicas(
-        SMOL, replicas=2, n_ctx=512, log_path=tmp_path / "llamacpp-local.log", ready_timeout_s=120
+        SMOL, _replicas(2, n_ctx=512), log_path=tmp_path / "llamacpp-local.log", ready_timeout_s=120
     )
     with socket.socket() as taken:  # replica 1's port is in use, so its server exits at bind
         taken.bind(("127.0.0.1", 0))
@@ -182,7 +189,7 @@ def test_replicas_are_stopped_when_cancelled(tmp_path: Path) -> None:
     holder: list[ManagedLlamaReplicas] = []
 
     async def serve_forever(started: asyncio.Event) -> None:
-        async with ManagedLlamaReplicas(SMOL, replicas=2, n_ctx=512, log_path=tmp_path / "x.log") as group:
+        async with ManagedLlamaReplicas(SMOL, _replicas(2, n_ctx=512), log_path=tmp_path / "x.log") as group:
             holder.append(group)
             started.set()
             await asyncio.sleep(3600)

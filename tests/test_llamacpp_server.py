@@ -16,8 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from runners.gguf_models import MODELS
-from runners.llamacpp_server import (
+from runners.llamacpp.gguf_models import MODELS
+from runners.llamacpp.server import (
     SERVER_CMDLINE_MARKER,
     LlamaServerError,
     ManagedLlamaServer,
@@ -26,10 +26,16 @@ from runners.llamacpp_server import (
     server_pid_path,
     stop_leftover_server,
 )
+from runners.llamacpp.settings import LlamaCppSettings
 from tests.local_models import requires_llama
 from tests.processes import alive, eventually
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _alone(**keys: object) -> LlamaCppSettings:
+    """llama-cpp-python's server on its own: a pool file's ``engine: llama_cpp`` with ``replicas: 1``."""
+    return LlamaCppSettings.of(engine="llama_cpp", replicas=1, **keys)
 
 
 ALL_THREE = [
@@ -70,7 +76,7 @@ def test_parse_server_timings_one_entry_per_request() -> None:
 def test_config_has_one_entry_per_alias(tmp_path: Path) -> None:
     gguf = tmp_path / "x.gguf"
     gguf.write_bytes(b"GGUF")
-    server = ManagedLlamaServer([("a", str(gguf), {"n_ctx": 512}), ("b", str(gguf))], port=1234, n_threads=2)
+    server = ManagedLlamaServer([("a", str(gguf), {"n_ctx": 512}), ("b", str(gguf))], _alone(n_threads=2), port=1234)
     config = server.server_config()
     assert (config["host"], config["port"]) == ("127.0.0.1", 1234)
     a, b = config["models"]
@@ -84,10 +90,22 @@ def test_config_has_one_entry_per_alias(tmp_path: Path) -> None:
     assert server.modes == {"a": "chat", "b": "chat"}
 
 
+def test_the_batched_engine_gets_the_settings_whole_and_rebuilds_exactly_them(tmp_path: Path) -> None:
+    """One settings object down the chain: the batched server's config carries every field (slots: 1 and
+    replicas: 1 too, which dumps leave out), and its entries only name the models."""
+    gguf = tmp_path / "x.gguf"
+    gguf.write_bytes(b"GGUF")
+    settings = LlamaCppSettings.of(slots=1, n_ctx=512, n_threads=1)
+    config = ManagedLlamaServer([("a", str(gguf))], settings, port=1234).server_config()
+    assert config["models"] == [{"model": str(gguf), "model_alias": "a"}]
+    assert LlamaCppSettings.model_validate(json.loads(json.dumps(config["settings"]))) == settings
+    assert _alone().threads == 2 and _alone(n_threads=3).threads == 3  # llama_cpp alone: the server's 2
+
+
 def test_registry_modes_and_duplicate_aliases() -> None:
     assert ServedModel("g", "gemma3-270m").mode == "completion" == MODELS["gemma3-270m"].mode
     with pytest.raises(ValueError, match="duplicate"):
-        ManagedLlamaServer([("a", "gemma3-270m"), ("a", "smollm2-135m-instruct")])
+        ManagedLlamaServer([("a", "gemma3-270m"), ("a", "smollm2-135m-instruct")], _alone())
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -120,7 +138,7 @@ async def _post(session: aiohttp.ClientSession, url: str, body: dict[str, object
 def test_three_models_answer_then_server_is_gone(tmp_path: Path) -> None:
     async def scenario() -> ManagedLlamaServer:
         log = tmp_path / "server.log"
-        async with ManagedLlamaServer(ALL_THREE, log_path=log, n_ctx=1024) as server:
+        async with ManagedLlamaServer(ALL_THREE, _alone(n_ctx=1024), log_path=log) as server:
             offset = server.log_offset()
             timeout = aiohttp.ClientTimeout(total=120)
             async with aiohttp.ClientSession(timeout=timeout) as session:
@@ -181,7 +199,7 @@ def test_server_is_stopped_when_the_body_raises() -> None:
     holder: list[ManagedLlamaServer] = []
 
     async def scenario() -> None:
-        async with ManagedLlamaServer([ALL_THREE[0]]) as server:
+        async with ManagedLlamaServer([ALL_THREE[0]], _alone()) as server:
             holder.append(server)
             assert _port_open(server.host, server.port or 0)
             raise RuntimeError("boom")
@@ -196,7 +214,7 @@ def test_server_is_stopped_when_cancelled() -> None:
     holder: list[ManagedLlamaServer] = []
 
     async def serve_forever(started: asyncio.Event) -> None:
-        async with ManagedLlamaServer([ALL_THREE[0]]) as server:
+        async with ManagedLlamaServer([ALL_THREE[0]], _alone()) as server:
             holder.append(server)
             started.set()
             await asyncio.sleep(3600)
@@ -218,7 +236,7 @@ def test_early_exit_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"this is not a gguf file" * 100)
     log = tmp_path / "server.log"
-    server = ManagedLlamaServer([("broken", str(broken))], log_path=log, ready_timeout_s=60)
+    server = ManagedLlamaServer([("broken", str(broken))], _alone(), log_path=log, ready_timeout_s=60)
 
     with pytest.raises(LlamaServerError, match="exited with code") as info:
         asyncio.run(server.start())
@@ -232,11 +250,13 @@ def test_early_exit_fails_fast_with_the_log_tail(tmp_path: Path) -> None:
 _SERVING_PARENT = """
 import asyncio, sys
 from pathlib import Path
-from runners.llamacpp_server import ManagedLlamaServer
+from runners.llamacpp.server import ManagedLlamaServer
+from runners.llamacpp.settings import LlamaCppSettings
 
 async def main() -> None:
     model = [("smollm2", "smollm2-135m-instruct")]
-    async with ManagedLlamaServer(model, log_path=Path(sys.argv[1])) as server:
+    settings = LlamaCppSettings.of(engine="llama_cpp", replicas=1)
+    async with ManagedLlamaServer(model, settings, log_path=Path(sys.argv[1])) as server:
         print(server.process.pid, server.port, flush=True)
         await asyncio.sleep(3600)
 
@@ -317,6 +337,19 @@ def test_leftover_server_is_stopped(
     assert not pid_file.exists()
 
 
+def test_a_batched_server_recorded_under_its_earlier_module_path_is_still_stopped(
+    tmp_path: Path, spawned: list[subprocess.Popen[str]]
+) -> None:
+    """A run killed while the batched server was ``runners.llamacpp_batched_server`` resumes cleanly."""
+    marker = "runners.llamacpp_batched_server"
+    leftover = _spawn(spawned, [sys.executable, "-c", _FAKE_SERVER, "obey", marker])
+    assert leftover.stdout is not None and leftover.stdout.readline() == "ready\n"
+    pid_file = tmp_path / "llamacpp-local.pid"
+    _write_record(pid_file, leftover.pid, cmdline_marker=marker)
+    assert stop_leftover_server(pid_file, grace_s=0.5) is True
+    assert leftover.wait(timeout=10) == -signal.SIGTERM
+
+
 def test_a_pid_reused_by_another_process_is_not_signalled(tmp_path: Path, spawned: list[subprocess.Popen[str]]) -> None:
     unrelated = _spawn(spawned, ["sleep", "60"])
     other_server = _fake_server(spawned)  # another run's server: same marker, other config
@@ -345,7 +378,7 @@ def test_start_stops_the_leftover_of_its_log_and_records_its_own_server(
     _write_record(server_pid_path(log), leftover.pid)
 
     async def scenario() -> ManagedLlamaServer:
-        async with ManagedLlamaServer([ALL_THREE[0]], log_path=log) as server:
+        async with ManagedLlamaServer([ALL_THREE[0]], _alone(), log_path=log) as server:
             assert leftover.poll() == -signal.SIGTERM
             assert server.process is not None and server.pid_path == server_pid_path(log)
             record = json.loads(server_pid_path(log).read_text())

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from eval.items import Item
-from eval.loaders import ItemFormatError, chip, choose_loader, linglan, load_items
+from eval.items.scores import Score
+from eval.loaders import ItemFormatError, choose_loader, load_items
+from eval.loaders.formats import chip, linglan
 from eval.scorers import score_answer
-from eval.scores import Score
 
 MECHANISM_OPTIONS = (
     "A:脾胃虚寒;B:肝郁化火;C:瘀血阻络;D:寒邪客胃;E:胃热炽盛;F:饮食停滞;G:胃阴亏虚;H:湿浊中阻;I:肾阳不足;J:心血亏虚"

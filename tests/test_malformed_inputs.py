@@ -1,4 +1,4 @@
-"""Every malformed input in ``tests/malformed_cases.py`` ends as the README promises for bad input:
+"""Every malformed input in ``bench/harness/malformed_cases.py`` ends as the README promises for bad input:
 exit 2, no traceback, a message naming the file/flag/field, and no planted secret printed.
 
 Cases the product still mis-handles stay in the table as strict xfails, each with the exact
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.malformed_cases import CASES, GROUPS, SECRET, Case, run_case, summary
+from bench.harness.malformed_cases import CASES, GROUPS, SECRET, Case, run_case, summary
 
 # case id -> what the product does today (the mark comes off when the product is fixed)
 KNOWN_BUGS: dict[str, str] = {}  # case id -> the exact wrong behaviour (none known today)

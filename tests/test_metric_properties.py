@@ -26,7 +26,7 @@ from eval import (
     rouge_l_chars,
     token_f1,
 )
-from eval.sequence import lcs_length, lcs_length_dp
+from eval.metrics.text.sequence import lcs_length, lcs_length_dp
 
 WORDS = st.sampled_from(["a", "the", "cat", "Cat", "sat", "mat", "on", "dog", "x,", "y."])
 TEXT = st.lists(WORDS, max_size=12).map(" ".join)

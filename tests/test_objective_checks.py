@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from eval.items import Item, ItemError, Source
+from eval.items.scores import JudgeIdentity, Score
 from eval.loaders import ItemFormatError, load_items
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
-from eval.scores import JudgeIdentity, Score
+from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions, build
-from routing.leaderboard import build_buckets
-from routing.load import load_runs
-from routing.manifest import orchestrator
+from routing.decide.manifest import orchestrator
+from routing.load.runs import load_runs
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer

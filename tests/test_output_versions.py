@@ -20,7 +20,7 @@ from pool import RunSpec, run_pool
 from pool.api import EXIT_OK
 from pool.store.export import SCHEMA_VERSIONS
 from routing.build import build
-from routing.history import read_summary_json, snapshot
+from routing.nights.history import read_summary_json, snapshot
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -85,6 +85,6 @@ def test_one_version_everywhere() -> None:
         [sys.executable, "-m", "pool.run", "--version"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert shown == f"medpool {pool.__version__}"
-    assert importlib.metadata.version("medpool") == pool.__version__  # pyproject reads pool.__version__
+    assert importlib.metadata.version("medpool") == pool.__version__  # pyproject reads pool/version.py
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert f"## [{pool.__version__}]" in changelog and "## [Unreleased]" in changelog

@@ -8,7 +8,7 @@ from typing import Any
 
 from pool.api import RunResult
 from pool.run import _print_summary
-from routing.report import interval_methods_text
+from routing.report.page import interval_methods_text
 
 
 def test_the_run_summary_says_truncated_not_error(capsys) -> None:

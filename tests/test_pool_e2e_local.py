@@ -79,7 +79,7 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
     import signal
     import time
 
-    from tests.chaos_harness import phase_of
+    from bench.harness.chaos import phase_of
 
     pool = yaml.safe_load((REPO / "model_pool.yaml").read_text(encoding="utf-8"))
     pool["defaults"]["max_tokens"] = 12

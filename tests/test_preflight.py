@@ -13,8 +13,8 @@ import pytest
 from pool.config import load_pool
 from pool.config.preflight import PreflightError, preflight
 from pool.run import main
-from runners import gguf_models
-from runners.gguf_models import MODELS, PackageFile
+from runners.llamacpp import gguf_models
+from runners.llamacpp.gguf_models import MODELS, PackageFile
 
 SECRET = "sk-preflight-VALUE-never-shown-123"
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness import chaos
+from bench.harness.ray_cluster import loopback_cluster, non_loopback_connections
 from pool import RunSpec, run_pool
-from tests import chaos_harness as chaos
-from tests.ray_cluster import loopback_cluster, non_loopback_connections
 
 if importlib.util.find_spec("ray") is None:
     if os.environ.get("CI") == "true":

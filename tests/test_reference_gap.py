@@ -1,6 +1,6 @@
 """The capability leaderboard's gap to the reference answers (the med-agent-verifier README's gap-to-95)."""
 
-from routing.markdown import reference_gap_section
+from routing.report.markdown import reference_gap_section
 
 
 def _cell(model: str, value: float, lo: float, hi: float, check: bool = False) -> dict:

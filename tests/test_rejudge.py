@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from judge.contracts.reference import reference_judge_prompt
 from judge.perturb import reversed_dimensions
-from judge.prompts import reference_judge_prompt
 from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
@@ -34,7 +34,7 @@ ITEMS = [
 def verdict(total_high: bool) -> str:
     scores = (9, 9, 9, 8) if total_high else (5, 5, 5, 5)
     return json.dumps(
-        dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
+        dict(zip(("coverage", "accuracy", "safety", "grounding"), scores, strict=True))
         | {"rationale": "r", "grounding_source": "book"}
     )
 

@@ -13,7 +13,7 @@ import pytest
 from eval.encoders import tfidf_char_ngrams
 from pool.serve.metrics import Metrics
 from routing.build import BuildOptions
-from routing.load import load_runs
+from routing.load.runs import load_runs
 from routing.serve.classifier import BucketClassifier, BucketPath, FittedTfidf
 from routing.serve.routes import NEVER, Thresholds, choose_thresholds, resolve, route_header, route_table
 from routing.serve.validation import end_to_end

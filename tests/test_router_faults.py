@@ -21,11 +21,12 @@ import aiohttp
 import pytest
 import yaml
 
+from bench.harness.router import REPO, first_run, running_router
+from bench.harness.specialists import write_suite
 from tests.fakes import ThreadedFakes
-from tests.fakes.specialists import specialist_behaviour, write_suite
+from tests.fakes.specialists import specialist_behaviour
 from tests.fakes.streaming import StreamingFakeOpenAIServer
 from tests.processes import eventually
-from tests.router_harness import REPO, first_run, running_router
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.router import first_run, running_router
+from bench.harness.specialists import write_suite
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.fakes.specialists import specialist_behaviour, write_suite
+from tests.fakes.specialists import specialist_behaviour
 from tests.local_models import requires_llama
 from tests.processes import alive
-from tests.router_harness import first_run, running_router
 
 
 @pytest.fixture

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.harness.router import first_run, running_router
+from bench.harness.specialists import write_specialist_pool, write_suite
 from tests.fake_pool import pool_run_cli, score_rows
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.fakes.specialists import question_of, specialist_behaviour, write_specialist_pool, write_suite
-from tests.router_harness import first_run, running_router
+from tests.fakes.specialists import question_of, specialist_behaviour
 
 RIGHT = {"T1": "card", "T2": "endo"}
 
@@ -77,7 +78,7 @@ def test_the_router_routes_held_out_questions_right_and_leads_the_next_run(tmp_p
 def test_the_end_to_end_row_of_the_first_run_matches_the_known_bucket_row(tmp_path: Path, specialists) -> None:
     """On questions whose task is plain from their words, inferring the bucket costs nothing."""
     from routing.build import BuildOptions
-    from routing.load import load_runs
+    from routing.load.runs import load_runs
     from routing.serve.validation import end_to_end_row
 
     fake, key = specialists

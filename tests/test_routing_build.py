@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 import routing.build
+from routing.boards.leaderboard import build_buckets
 from routing.build import OUTPUTS, BuildOptions, build, main
-from routing.leaderboard import build_buckets
-from routing.load import LoadError, digest_scores, load_runs
-from routing.manifest import bucket_route
-from routing.table import common_items_mask
+from routing.decide.manifest import bucket_route
+from routing.load.runs import LoadError, digest_scores, load_runs
+from routing.load.table import common_items_mask
 from tests.test_routing_fixtures import (
     JUDGE,
     OTHER_JUDGE,

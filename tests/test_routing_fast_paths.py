@@ -19,9 +19,10 @@ from scipy.optimize import minimize
 from scipy.stats import ttest_rel
 
 from eval import elo_ratings
-from routing.decision import Contestant, _common_items, decide
-from routing.leaderboard import medians
-from routing.ratings import (
+from routing.boards.leaderboard import medians
+from routing.decide.decision import Contestant, _common_items, decide
+from routing.stats.intervals import LEVEL, paired_difference_test, paired_t_p_value, percentile_ci
+from routing.stats.rating_fits import (
     ELO_SCALE,
     TIE,
     bootstrap_outcome_counts,
@@ -36,7 +37,6 @@ from routing.ratings import (
     pair_index,
     sequential_elo_many,
 )
-from routing.stats import LEVEL, paired_difference_test, paired_t_p_value, percentile_ci
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN slice encountered:RuntimeWarning")  # names without a battle
 
@@ -307,7 +307,7 @@ def test_bootstrap_decision_needs_no_per_item_values() -> None:
 @pytest.mark.parametrize(("n", "rounds"), [(1, 7), (13, 200), (1001, 33), (4096, 1000)])
 def test_streamed_resamples_equal_the_cached_matrix(n: int, rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above the cache size the bootstrap draws its resamples chunk by chunk: the same numbers, bit for bit."""
-    import routing.stats as stats
+    import routing.stats.intervals as stats
 
     rng = np.random.default_rng(n)
     num = np.where(rng.random((n, 3)) < 0.1, np.nan, rng.random((n, 3)))
@@ -333,10 +333,10 @@ def test_elo_battles_are_sampled_by_rank_without_listing_every_battle(
     rows_per_block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sampled battles' positions equal ``flatnonzero(outcomes != NONE)[ranks]``, block boundaries included."""
-    from routing.pairwise import _battle_positions, _battles_per_item
-    from routing.ratings import NONE
+    from routing.boards.pairwise import _battle_positions, _battles_per_item
+    from routing.stats.rating_fits import NONE
 
-    monkeypatch.setattr("routing.pairwise.ELO_ROWS", rows_per_block)
+    monkeypatch.setattr("routing.boards.pairwise.ELO_ROWS", rows_per_block)
     rng = np.random.default_rng(0)
     for _ in range(30):
         items, pairs = int(rng.integers(1, 9000)), int(rng.integers(1, 60))
@@ -351,8 +351,8 @@ def test_elo_battles_are_sampled_by_rank_without_listing_every_battle(
 
 def test_item_bootstrap_counts_streamed_equal_the_cached_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bradley–Terry's resampled outcome counts are exact integers: streamed rounds give the same tables."""
-    import routing.stats as stats
-    from routing.ratings import bootstrap_outcome_counts, outcome_matrix
+    import routing.stats.intervals as stats
+    from routing.stats.rating_fits import bootstrap_outcome_counts, outcome_matrix
 
     rng = np.random.default_rng(3)
     values = np.where(rng.random((997, 7)) < 0.1, np.nan, np.round(rng.random((997, 7)) * 4) / 4)
@@ -391,7 +391,7 @@ def test_outcome_codes_by_rank_equal_the_codes_by_subtraction(
     for scores in (values, continuous):
         expected = _outcomes_by_subtraction(scores)
         np.testing.assert_array_equal(outcome_matrix(scores), expected)
-        monkeypatch.setattr("routing.ratings.PAIR_CHUNK_ELEMENTS", 50)  # items a few rows at a time
+        monkeypatch.setattr("routing.stats.rating_fits.PAIR_CHUNK_ELEMENTS", 50)  # items a few rows at a time
         np.testing.assert_array_equal(outcome_matrix(scores), expected)
         monkeypatch.undo()
 

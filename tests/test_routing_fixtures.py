@@ -1,5 +1,5 @@
 """Synthetic run directories in the shape pool.run writes (``scores.jsonl`` + ``summary.json``),
-for the routing tests; plus checks that the generator itself keeps the contract of eval/scores.py."""
+for the routing tests; plus checks that the generator itself keeps the contract of eval/items/scores.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.scores import FAMILY_OF_GOLD_TYPE, Score
+from eval.items.scores import FAMILY_OF_GOLD_TYPE, Score
 
 JUDGE = {"model": "judge-qwen", "backend": "llamacpp", "prompt_version": "a1b2c3d4"}
 OTHER_JUDGE = {"model": "judge-deepseek", "backend": "openai", "prompt_version": "a1b2c3d4"}

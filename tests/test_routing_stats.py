@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 
 from eval import elo_ratings, macro_f1, win_rates
-from routing.ratings import (
+from routing.stats.intervals import (
+    bootstrap_means,
+    bootstrap_ratios,
+    estimate,
+    intervals_overlap,
+    percentile_ci,
+    resample_counts,
+    resample_indices,
+    resampled_macro_f1,
+)
+from routing.stats.rating_fits import (
     LOSS,
     TIE,
     WIN,
@@ -25,16 +35,6 @@ from routing.ratings import (
     pair_index,
     ranks_from_intervals,
     win_rate_matrix,
-)
-from routing.stats import (
-    bootstrap_means,
-    bootstrap_ratios,
-    estimate,
-    intervals_overlap,
-    percentile_ci,
-    resample_counts,
-    resample_indices,
-    resampled_macro_f1,
 )
 
 

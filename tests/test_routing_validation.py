@@ -1,4 +1,4 @@
-"""routing.validation: cross-validated routed score vs the best single model and the per-item oracle."""
+"""routing.decide.validation: cross-validated routed score vs the best single model and the per-item oracle."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 import yaml
 
+from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions, build, main
-from routing.leaderboard import build_buckets
-from routing.load import load_runs
-from routing.manifest import build_manifest
-from routing.validation import (
+from routing.decide.manifest import build_manifest
+from routing.decide.validation import (
     assign_folds,
     cross_validate,
     manifest_decider,
     oracle_scores,
     routed_model,
 )
+from routing.load.runs import load_runs
 from tests.test_routing_fixtures import make_run, row, write_run
 
 PARAMS = BuildOptions(bootstrap=200).parameters()
@@ -209,7 +209,7 @@ def test_build_writes_the_validation_block_and_the_report_section(tmp_path: Path
 
 
 def test_an_undecided_bucket_takes_its_parents_pick_when_that_model_is_tied():
-    from routing.manifest import serve_unroutable
+    from routing.decide.manifest import serve_unroutable
 
     def entry(name, model, tied, chosen="tie_rule", kind="task"):
         return {

@@ -6,8 +6,9 @@ import asyncio
 from pathlib import Path
 
 from pool.execute.cache_key import cache_key
+from pool.execute.executor import Job, Lane
 from pool.execute.response_cache import ResponseCache
-from pool.execute.scheduler import Job, Lane, Scheduler
+from pool.execute.scheduler import Scheduler
 from pool.store.outcome import Unit
 from pool.store.run_store import RunStore
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse

@@ -1,4 +1,4 @@
-"""A run's scores as columns (routing.columns): the columnar copy and the JSONL reader give the same
+"""A run's scores as columns (routing.load.columns): the columnar copy and the JSONL reader give the same
 table, the same judged rows and the same build; a stale, partial or broken copy never changes a number.
 
 The build's outputs are also compared with ``tests/data/columns_golden.json``: what the row-by-row
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import yaml
 
-import routing.columns as columns_module
+import routing.load.columns as columns_module
 from routing.build import BuildOptions, build
-from routing.columns import COLUMNS_DIRNAME, read_columns, write_columns
-from routing.load import LoadError, digest_scores, load_runs
+from routing.load.columns import COLUMNS_DIRNAME, read_columns, write_columns
+from routing.load.runs import LoadError, digest_scores, load_runs
 from tests.test_routing_fixtures import JUDGE, OTHER_JUDGE, identity, row, synthetic_rows, write_run
 
 GOLDEN = Path(__file__).parent / "data" / "columns_golden.json"
@@ -261,7 +261,7 @@ def test_the_cli_writes_a_copy_for_an_old_run_folder(tmp_path: Path, capsys: pyt
 def test_the_validation_computed_in_a_forked_child_equals_the_one_computed_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A large build computes its routing validation beside the pairwise ratings (routing.forked): same files."""
+    """A large build computes its routing validation beside the pairwise ratings (routing.stats.forked): same files."""
     import routing.build as build_module
 
     runs = fixture_runs(tmp_path / "runs")

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval.items import GOLD_TYPES, Item, Source
+from eval.items.scores import Score
 from eval.loaders import load_demo_suite
 from eval.scorers import (
     SCORERS,
@@ -19,7 +20,6 @@ from eval.scorers import (
     score_answer,
 )
 from eval.scorers.orchestration_parsing import called_by_name
-from eval.scores import Score
 
 SOURCE = Source("tests/test_scorers.py", 1)
 
@@ -648,7 +648,7 @@ def test_demo_empty_answer_scores_zero(local_id, answer, status, demo):
 
 
 def test_classification_rows_carry_labels_for_macro_f1(demo):
-    """routing ranks classification buckets by macro-F1 from these details (routing.load._label)."""
+    """routing ranks classification buckets by macro-F1 from these details (routing.load.runs._label)."""
     item = demo["cl_001"]
     right, wrong = scored(item, "风寒束表证"), scored(item, "风热犯表证")
     assert right.details["gold_label"] == wrong.details["gold_label"] == "风寒束表证"

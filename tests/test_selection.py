@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from eval.items.orchestration import derive_routing_items
 from eval.loaders import load_demo_suite
-from eval.orchestration import derive_routing_items
 from eval.subsets import named_subset, subset_order
 from pool.items_source import DataError, select_items
 

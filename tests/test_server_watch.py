@@ -9,9 +9,9 @@ import signal
 import pytest
 
 from runners.base import GenerationRequest, GenerationResponse
-from runners.llamacpp_exit import REBUILD_COMMAND, crash_advice, describe_exit
-from runners.llamacpp_server import ServerDied
-from runners.llamacpp_watch import ServerWatchRunner
+from runners.llamacpp.exit import REBUILD_COMMAND, crash_advice, describe_exit
+from runners.llamacpp.server import ServerDied
+from runners.llamacpp.watch import ServerWatchRunner
 
 REQUEST = GenerationRequest(model="m", messages=({"role": "user", "content": "hi"},))
 

@@ -170,7 +170,7 @@ def test_the_export_pass_counts_what_the_index_and_the_cost_summary_would_count_
     from pool.config import parse_pool
     from pool.store.costs import CostTally
     from pool.store.export import write_summary
-    from routing.history import counted_cached_share, summary_cached_share
+    from routing.nights.history import counted_cached_share, summary_cached_share
 
     config = parse_pool(
         "backends:\n  b:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"

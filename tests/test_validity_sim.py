@@ -15,12 +15,12 @@ import pytest
 from scipy.stats import binom, binomtest, fisher_exact
 
 from bench.validity import SHARED_SD, Entrant, coverage, name_tie_share, orchestrator_sims, routes, simulate
+from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions
-from routing.decision import Contestant, decide
-from routing.leaderboard import build_buckets
-from routing.load import load_runs
-from routing.manifest import build_manifest
-from routing.stats import holm, mcnemar_midp, ratio_intervals, wilson_interval
+from routing.decide.decision import Contestant, decide
+from routing.decide.manifest import build_manifest
+from routing.load.runs import load_runs
+from routing.stats.intervals import holm, mcnemar_midp, ratio_intervals, wilson_interval
 from tests.test_routing_fixtures import row, write_run
 
 ROUNDS = 100  # bootstrap draws only feed macro-F1 and the orchestrator here; pass/fail decisions do not use them

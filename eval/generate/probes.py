@@ -1,5 +1,5 @@
 """Hallucination probes, built without a judge or a model, in the probe loader's format
-(``eval/loaders/probes.py``): ``nonexistent`` probes ask about an invented drug, disease or
+(``eval/loaders/formats/probes.py``): ``nonexistent`` probes ask about an invented drug, disease or
 guideline (``eval.generate.vocabulary``) and expect ``abstain``; they are ``validity: verified``
 by construction. ``false_premise`` probes take a warning a criteria gold says an answer must give
 (``must_warn``) and present it as unnecessary, expecting ``refute``; whether the inverted warning

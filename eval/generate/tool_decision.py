@@ -1,5 +1,5 @@
 """Tool-decision items (tool invocation awareness), built without a judge or a model, in the
-tool-decision loader's format (``eval/loaders/tool_decision.py``).
+tool-decision loader's format (``eval/loaders/formats/tool_decision.py``).
 
 Every item offers one invented hospital API in the question. A ``call`` item asks for something
 only that API can give — one patient's record, a booking, today's beds — so the right answer is a

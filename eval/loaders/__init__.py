@@ -1,9 +1,11 @@
 """Loaders: every suite format in, one immutable ``Item`` model out.
 
-One module per format (``reference``, ``criteria``, ``probes``, ``tool_decision``, ``tcm_sd``,
-``chip`` (CHIP TCM cases), ``linglan`` (LingLan-style task_type/gold_answer items),
-``calibration`` (recognised and skipped), ``medpool_jsonl`` (the project's own format)); the
-``registry`` picks a loader by suite manifest or by the file's shape. Entry points::
+One module per format in ``formats/`` (``reference``, ``criteria``, ``probes``, ``tool_decision``,
+``tcm_sd``, ``chip`` (CHIP TCM cases), ``linglan`` (LingLan-style task_type/gold_answer items),
+``calibration`` (recognised and skipped), ``medpool_jsonl`` (the project's own format)); here,
+``base`` (the ``Loader`` declaration, ``LoadResult``, ``ItemFormatError`` naming path:line:field,
+the JSON readers), ``yaml_records`` (YAML records with their line numbers) and ``registry``, which
+picks a loader by suite manifest or by the file's shape. Entry points::
 
     load_items([Path("../shared/data")]) -> LoadResult(items, skipped)
     load_demo_suite() -> LoadResult

@@ -30,8 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from eval.items import Item, Source
-from eval.loaders import calibration, chip, criteria, linglan, medpool_jsonl, probes, reference, tcm_sd, tool_decision
 from eval.loaders.base import DuplicateItemError, ItemFormatError, Loader, LoadResult, Skipped, first_json_record
+from eval.loaders.formats import (
+    calibration,
+    chip,
+    criteria,
+    linglan,
+    medpool_jsonl,
+    probes,
+    reference,
+    tcm_sd,
+    tool_decision,
+)
 from eval.loaders.yaml_records import read_yaml
 
 MANIFEST_NAME = "medpool-suite.yaml"

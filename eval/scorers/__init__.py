@@ -1,6 +1,6 @@
 """Judge-free scoring dispatched by gold type through one registry.
 
-``score_answer(item, answer_text, status)`` returns an ``eval.scores.Score`` for every type with a
+``score_answer(item, answer_text, status)`` returns an ``eval.items.scores.Score`` for every type with a
 gold label, ``NeedsJudge(contract)`` for the types the LLM judge scores (reference, criteria,
 probe). Scorers live by family: ``exam`` (single/multi choice, cloze), ``tcm`` (open labels,
 extraction, doses, classification, CHIP cases), ``orchestration`` (routing, tool decision),

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.linglan import char_f1
-from eval.parsing import final_answer
+from eval.metrics.tcm.linglan import char_f1
+from eval.metrics.text.parsing import final_answer
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ reference's and the answer's SQL on the same synthetic database (``eval.objectiv
 compares the call in the answer with the reference's (``eval.objective.api_call.check``). Why both views: the check
 decides what is right — a judge cannot see that two SQL texts return the same rows — while the
 judge's four dimensions still explain an answer and watch its safety. So the check's score is the
-row's ``value`` / ``passed`` and the judge's sits beside it (see ``eval.scores``).
+row's ``value`` / ``passed`` and the judge's sits beside it (see ``eval.items.scores``).
 
 Score of a check that ran: value = passed = 1 on ``match``, 0 otherwise (``mismatch``, and for SQL
 ``model_sql_invalid`` / ``no_sql_found``, for calls ``no_call_found``: the answer offers nothing
@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from eval.items import Item
+from eval.items.scores import CHECK_METRICS, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC, Score
 from eval.scorers.registry import JudgeContract, NeedsJudge, with_note
-from eval.scores import CHECK_METRICS, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC, Score
 
 # Outcomes after which a check has nothing to compare against (the item's reference is at fault).
 NOT_CHECKABLE = ("reference_not_executable", "reference_unparseable")
@@ -86,7 +86,7 @@ def fallback_note(failed: Mapping[str, Any]) -> str:
 
 
 def beside_judge(objective: Score, judged: Score) -> Score:
-    """The check's score as the primary, the judge's verdict beside it (``eval.scores`` module doc).
+    """The check's score as the primary, the judge's verdict beside it (``eval.items.scores`` module doc).
 
     A judge that gave no verdict (``judged`` is an infra_error) does not take the score away: the
     check still counts, and ``details["judge_error"]`` records the judge's failure.

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from eval.items import Item
-from eval.linglan import char_f1, multi_choice_score
+from eval.items.scores import PASS_THRESHOLD, Score
+from eval.metrics.tcm.linglan import char_f1, multi_choice_score
 from eval.scorers.answer_parsing import (
     Parsed,
     answer_segment,
@@ -16,7 +17,6 @@ from eval.scorers.answer_parsing import (
     parse_cloze,
 )
 from eval.scorers.registry import deterministic_score, register
-from eval.scores import PASS_THRESHOLD, Score
 
 
 @register("single_choice")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from eval.items import Item
+from eval.items.scores import Score
 from eval.scorers.answer_parsing import clean_answer
 from eval.scorers.orchestration_parsing import parse_routing, parse_tool_decision
 from eval.scorers.registry import deterministic_score, register
-from eval.scores import Score
 
 
 @register("routing")

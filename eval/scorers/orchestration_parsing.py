@@ -2,7 +2,7 @@
 answer called the tool or answered directly.
 
 Routing slugs are ``system:topic`` with underscores in multi-word parts
-(``infectious:skin_soft_tissue``); the seed system's parser stopped at the first word. Here every
+(``infectious:skin_soft_tissue``), so a parser that stops at the first word misreads them. Here every
 option slug is matched whole, tolerating spaces or hyphens for underscores, any case and a
 full-width colon, and the last explicit answer wins.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from eval.parsing import extract_json, parse_tool_call
+from eval.metrics.text.parsing import extract_json, parse_tool_call
 from eval.scorers.answer_parsing import (
     Parsed,
     after_last_marker,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from eval.gold_types import GOLD_TYPE_SPECS, GOLD_TYPES, JudgeContract
 from eval.items import Item
-from eval.scores import PASS_THRESHOLD, Score
+from eval.items.scores import PASS_THRESHOLD, Score
 
 AnswerStatus = Literal["ok", "error", "infra_error"]
 ANSWER_STATUSES: tuple[str, ...] = ("ok", "error", "infra_error")

@@ -4,9 +4,10 @@ syndrome classification (accuracy; macro-F1 at aggregate from ``details.parsed``
 
 from __future__ import annotations
 
-from eval.chip_format import ChipAnswer, chip_case_score
 from eval.items import Item, thaw
-from eval.linglan import dose_score, dtr_f1, extraction_prf
+from eval.items.scores import Score
+from eval.metrics.tcm.chip_format import ChipAnswer, chip_case_score
+from eval.metrics.tcm.linglan import dose_score, dtr_f1, extraction_prf
 from eval.scorers.answer_parsing import (
     clean_answer,
     fold,
@@ -20,7 +21,6 @@ from eval.scorers.tcm_parsing import (
     parse_tcm_case,
     requested_entity_types,
 )
-from eval.scores import Score
 
 DOSE_PASS_COSINE = 0.9
 

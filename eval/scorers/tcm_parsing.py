@@ -13,8 +13,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from eval.chip_format import ChipAnswer, ChipFormatError, parse_chip_line
-from eval.parsing import extract_json
+from eval.metrics.tcm.chip_format import ChipAnswer, ChipFormatError, parse_chip_line
+from eval.metrics.text.parsing import extract_json
 from eval.scorers.answer_parsing import (
     Parsed,
     after_last_marker,

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from eval.difficulty import composite_difficulty
 from eval.items import Item
+from eval.metrics.difficulty import composite_difficulty
 from eval.subsets.heuristic import FORMULAS, difficulties
 
 MIN_ITEMS = 3

@@ -1,8 +1,8 @@
 """The static checks on the suites: they load, the registries cover them, and items round-trip.
 
 None of these sends a request. Registry coverage is asked of the same tables a run uses
-(``eval.scorers.SCORERS`` by gold type, ``judge.prompts.TEMPLATES`` by judge contract), so the
-gate and the run cannot disagree; the round trip writes every item in medpool's own JSONL format
+(``eval.scorers.SCORERS`` by gold type, ``judge.contracts.table.CONTRACT_SPECS`` by judge
+contract), so the gate and the run cannot disagree; the round trip writes every item in medpool's own JSONL format
 and loads it back through ``eval.loaders``, because a run's plan, subsets and decision
 recognition all re-read items that way.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 
 from eval.gold_types import GOLD_TYPE_SPECS
 from eval.items import Item
+from eval.items.orchestration import derive_routing_items
 from eval.loaders import ItemFormatError, LoadResult, load_items
-from eval.orchestration import derive_routing_items
 from eval.scorers import SCORERS, missing_scorer_message
-from judge.prompts import TEMPLATES
+from judge.contracts.table import CONTRACT_SPECS
 from pool.check.outcome import Outcome, counted, failed, passed
 from pool.items_source import DataError, load_run_items
 
@@ -66,7 +66,9 @@ def load_outcome(data: Sequence[Path] | None) -> tuple[LoadResult | None, Outcom
 
 
 def registry_outcome(
-    items: Sequence[Item] | None, scorers: Mapping[str, object] = SCORERS, contracts: Mapping[str, object] = TEMPLATES
+    items: Sequence[Item] | None,
+    scorers: Mapping[str, object] = SCORERS,
+    contracts: Mapping[str, object] = CONTRACT_SPECS,
 ) -> Outcome:
     """Every gold type (and so every task) a run of ``items`` can send — ``--orchestration``'s derived
     specialty-routing items included — has a scorer, and every judged one a judge contract."""
@@ -88,15 +90,15 @@ def registry_outcome(
         contract = GOLD_TYPE_SPECS[gold_type].judge_contract
         if contract not in contracts:
             problems.append(
-                f"gold type {gold_type!r} is judged under contract {contract!r}, which judge/prompts.py "
-                f"does not define (it has {', '.join(sorted(contracts))}); add its template to TEMPLATES"
+                f"gold type {gold_type!r} is judged under contract {contract!r}, which judge/contracts/ does not "
+                f"declare (it has {', '.join(sorted(contracts))}); add judge/contracts/{contract}.py"
             )
     task_count = len({task for names in tasks.values() for task in names})
     if problems:
         return failed(
             "registry",
             f"{len(problems)} gap(s) in the scorer and judge-contract registries",
-            "register what is named below (eval/scorers/, judge/prompts.py); a run would refuse these items",
+            "register what is named below (eval/scorers/, judge/contracts/); a run would refuse these items",
             problems,
         )
     contracts_used = ", ".join(f"{t}→{GOLD_TYPE_SPECS[t].judge_contract}" for t in judged) or "none judged"
@@ -122,7 +124,7 @@ def round_trip_outcome(items: Sequence[Item] | None) -> Outcome:
             return failed(
                 "round trip",
                 "items written with to_record do not load again",
-                "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree",
+                "make eval/items/item.py's to_record and eval/loaders/formats/medpool_jsonl.py agree",
                 [problem],
             )
     problems = []
@@ -139,7 +141,7 @@ def round_trip_outcome(items: Sequence[Item] | None) -> Outcome:
         return failed(
             "round trip",
             f"{len(problems)} of {len(items)} items change when written and read back",
-            "make eval/items.py's to_record and eval/loaders/medpool_jsonl.py agree on the fields named",
+            "make eval/items/item.py's to_record and eval/loaders/formats/medpool_jsonl.py agree on the fields named",
             problems,
         )
     return passed("round trip", f"{len(items)} items written with to_record load back equal")

@@ -1,13 +1,15 @@
 """Load and check ``model_pool.yaml``: the one public entry point for pool configuration.
 
 ``load_pool(path)`` parses with a safe YAML 1.2-style loader (see :mod:`pool.config.yaml_lines`),
-validates with the schema in :mod:`pool.config.schema`, and on any problem raises
+validates with the schema in :mod:`pool.config.schema` and the cross-reference checks of
+:mod:`pool.config.refs` (together :class:`~pool.config.resolved.PoolConfig`), and on any problem raises
 :class:`PoolConfigError` listing every issue as ``file:line: field: what; what to do``.
 
 API keys are never read here: backends name the env var (``api_key_env``) and the runner reads
 it at call time, so a config can be checked on a machine without keys;
 :mod:`pool.config.preflight` checks, before a run starts, that the keys and model files its
-backends need are there.
+backends need are there. :mod:`pool.config.errors` turns validation errors into those lines, and
+:mod:`pool.config.values` holds the value checks the schema shares (YAML words, model names, GGUF keys).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import ValidationError
 from yaml.nodes import MappingNode
 
 from pool.config.errors import Issue, issues_from_errors
+from pool.config.resolved import PoolConfig
 from pool.config.schema import (
     KNOWN_GGUF,
     Backend,
@@ -30,7 +33,6 @@ from pool.config.schema import (
     Model,
     OllamaBackend,
     OpenAIBackend,
-    PoolConfig,
     ThinkSetting,
 )
 from pool.config.values import file_stem

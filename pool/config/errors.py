@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 from yaml.nodes import Node, ScalarNode
 
-from pool.config.schema import BACKEND_CLASSES, Defaults, Judge, Model, PoolConfig
+from pool.config.schema import BACKEND_CLASSES, Defaults, Judge, Model, PoolFile
 from pool.config.yaml_lines import format_path, locate
 from runners.settings import ANSWER_CHARS_RANGE, MAX_CONCURRENCY, MAX_TIMEOUT_S, RESPONSE_BYTES_RANGE
 
@@ -150,7 +150,7 @@ def _unknown_key_message(key: str, loc: tuple[Any, ...]) -> str:
 def _block_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """Which schema block a loc ending in an unknown key points into."""
     if len(loc) == 1:
-        return PoolConfig
+        return PoolFile
     if loc[0] == "backends" and len(loc) >= 4:
         return BACKEND_CLASSES.get(str(loc[2]))
     blocks: dict[str, type[BaseModel]] = {"models": Model, "defaults": Defaults, "judge": Judge, "judges": Judge}

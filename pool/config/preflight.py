@@ -23,7 +23,7 @@ from pathlib import Path
 from pool.config import LlamaCppBackend, Model, PoolConfig, backends_missing_keys
 from pool.config.errors import Issue
 from pool.config.yaml_lines import YamlProblem, format_path, locate, parse_yaml
-from runners.gguf_models import MODELS, ModelHashMismatch, ModelPackageMissing, model_path
+from runners.llamacpp.gguf_models import MODELS, ModelHashMismatch, ModelPackageMissing, model_path
 
 
 class PreflightError(ValueError):

@@ -8,19 +8,17 @@ loader can point at its line like any other validation error.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from pool.config.schema import Judge, Model, PoolFile
 from pool.config.values import check_gguf
-
-if TYPE_CHECKING:
-    from pool.config.schema import Judge, Model, PoolConfig
 
 Loc = tuple[str | int, ...]
 
 
-def reference_issues(config: PoolConfig) -> list[InitErrorDetails]:
+def reference_issues(config: PoolFile) -> list[InitErrorDetails]:
     """Every cross-reference problem, in file order."""
     issues: list[InitErrorDetails] = []
     first_index: dict[str, int] = {}
@@ -42,7 +40,7 @@ def reference_issues(config: PoolConfig) -> list[InitErrorDetails]:
     return issues
 
 
-def _panel_issues(config: PoolConfig, pool_names: list[str]) -> list[InitErrorDetails]:
+def _panel_issues(config: PoolFile, pool_names: list[str]) -> list[InitErrorDetails]:
     """``judges:``: exclusive with ``judge:``, each member checked like a judge, member names unique."""
     if config.judges is None:
         if config.panel_rule != "majority":  # the default is harmless (a dumped config carries it)
@@ -91,7 +89,7 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 
 def _backend_issues(
-    config: PoolConfig, where: Loc, entry: Model | Judge, backend_name: str, explicit: dict[str, Any]
+    config: PoolFile, where: Loc, entry: Model | Judge, backend_name: str, explicit: dict[str, Any]
 ) -> list[InitErrorDetails]:
     if backend_name not in config.backends:
         declared = ", ".join(config.backends)
@@ -139,7 +137,7 @@ _THINK_PARAM_HINT = (
 
 
 def _specific_key_issues(
-    config: PoolConfig, where: Loc, values: dict[str, Any], backend_name: str, whose: str
+    config: PoolFile, where: Loc, values: dict[str, Any], backend_name: str, whose: str
 ) -> list[InitErrorDetails]:
     """``think`` / ``num_ctx`` set where the backend does not take them, or ``think`` as a level where
     the backend takes only true/false. ``whose`` names the backend in the message."""
@@ -183,7 +181,7 @@ _COMPLETION_JUDGE = "the judge must be a chat model (it gets the rubric as chat 
 
 
 def _judge_issues(
-    config: PoolConfig, judge: Judge, pool_names: list[str], where: Loc, default_name: str
+    config: PoolFile, judge: Judge, pool_names: list[str], where: Loc, default_name: str
 ) -> list[InitErrorDetails]:
     if judge.backend is not None:
         issues = _backend_issues(

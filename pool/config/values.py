@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runners.gguf_models import MODELS as LOCAL_GGUF_MODELS
+from runners.llamacpp.gguf_models import MODELS as LOCAL_GGUF_MODELS
 
 # Keys of the GGUF models the managed llama.cpp server can prepare (pip extra `local`); the
-# registry in runners.gguf_models is the one source. Anything else must be a .gguf path.
+# registry in runners.llamacpp.gguf_models is the one source. Anything else must be a .gguf path.
 KNOWN_GGUF: tuple[str, ...] = tuple(LOCAL_GGUF_MODELS)
 
 _TRUE_WORDS = frozenset({"true", "yes", "on"})

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pool.config import Model
 from pool.execute.endpoints import BackendEndpoint
-from pool.execute.scheduler import Job
+from pool.execute.executor import Job
 from pool.plan import ANSWER_STAGE, PromptItem, answer_request
 from pool.store.outcome import Unit
 from runners.base import GenerationRequest

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pool.config import LlamaCppBackend, Model, PoolConfig
-from pool.execute.executor import Executor, LocalExecutor
-from pool.execute.scheduler import Lane
+from pool.execute.executor import Lane
 from runners.base import Runner
-from runners.gguf_models import MODELS, verified_sha256
+from runners.llamacpp.gguf_models import MODELS, verified_sha256
 from runners.registry import make_runner
 
 if TYPE_CHECKING:  # the llama.cpp modules load only when a managed backend is started
-    from runners.llamacpp_replicas import ManagedLlamaReplicas
+    from runners.llamacpp.replicas import ManagedLlamaReplicas
 
 
 @dataclass
@@ -66,8 +65,8 @@ def managed_replicas(config: PoolConfig, name: str, models: Iterable[Model], log
     pool.run and the router (:mod:`pool.serve`) both start managed servers through this, so a model
     is served the same way wherever its answers are measured or used.
     """
-    from runners.llamacpp_replicas import ManagedLlamaReplicas
-    from runners.llamacpp_server import ServedModel
+    from runners.llamacpp.replicas import ManagedLlamaReplicas
+    from runners.llamacpp.server import ServedModel
 
     backend = config.backends[name]
     assert isinstance(backend, LlamaCppBackend)
@@ -77,16 +76,7 @@ def managed_replicas(config: PoolConfig, name: str, models: Iterable[Model], log
             for m in models
         }.values()
     )
-    return ManagedLlamaReplicas(
-        served,
-        replicas=backend.replicas,
-        n_threads=backend.n_threads or 2,
-        engine=backend.engine,
-        slots=backend.slots,
-        n_ctx=backend.n_ctx,
-        log_path=log_path,
-        label=f"backend '{name}'",
-    )
+    return ManagedLlamaReplicas(served, backend, log_path=log_path, label=f"backend '{name}'")
 
 
 async def _serve_llamacpp(
@@ -97,7 +87,7 @@ async def _serve_llamacpp(
     One replica logs to ``llamacpp-<backend>.log``, several to ``llamacpp-<backend>-r<i>.log``.
     """
     from runners.balanced import BalancedRunner
-    from runners.llamacpp_watch import ServerWatchRunner
+    from runners.llamacpp.watch import ServerWatchRunner
 
     replicas = managed_replicas(config, name, models, run_dir / f"llamacpp-{name}.log")
     await stack.enter_async_context(replicas)
@@ -149,39 +139,3 @@ async def open_backends(
                 server_logs,
             )
         yield endpoints
-
-
-@dataclass
-class Backends:
-    """A run's backends as the driver sees them: each one's identities, and the executor that sends to them."""
-
-    endpoints: dict[str, BackendEndpoint]
-    executor: Executor
-
-
-@asynccontextmanager
-async def open_execution(
-    config: PoolConfig,
-    models: Iterable[Model],
-    run_dir: Path,
-    *,
-    executor: str = "local",
-    ray_address: str | None = None,
-) -> AsyncIterator[Backends]:
-    """Bring the backends up where the executor runs them: in this process (``local``) or in one
-    Ray actor per backend (``ray``, see :mod:`pool.execute.ray_executor`)."""
-    if executor == "local":
-        async with open_backends(config, models, run_dir) as endpoints:
-            yield Backends(endpoints, LocalExecutor({name: e.lane for name, e in endpoints.items()}))
-        return
-    if executor != "ray":
-        raise ValueError(f"unknown executor {executor!r}; expected local or ray")
-    from pool.execute.ray_executor import RayExecutor
-
-    grouped = models_by_backend(models)
-    endpoints = {
-        name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))
-        for name, ms in grouped.items()
-    }
-    async with RayExecutor(config, grouped, run_dir, ray_address) as ray_executor:
-        yield Backends(endpoints, ray_executor)

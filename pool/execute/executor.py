@@ -1,8 +1,9 @@
 """The executor seam: where requests are sent, separated from what is done with their answers.
 
-An executor takes lazy job streams per backend lane, sends each job's request within that lane's
-limits, and hands every response back to the driver as it arrives (``on_result``); cancelling the
-task that awaits :meth:`Executor.run` cancels the run. The driver (:class:`pool.execute.scheduler.Scheduler`)
+An executor takes lazy job streams per backend lane (a :class:`Job` is one unit's request, a
+:class:`Lane` one backend's runner and limits), sends each job's request within that lane's limits,
+and hands every response back to the driver as it arrives (``on_result``); cancelling the task that
+awaits :meth:`Executor.run` cancels the run. The driver (:class:`pool.execute.scheduler.Scheduler`)
 alone reads the response cache, decides a failed model's jobs without sending them
 (``settle_locally``), and writes the run store — every result committed before the slot that
 sent it sends again — so exactly-once recording, caching and resume are no executor's concern.
@@ -15,19 +16,54 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from runners.base import GenerationResponse
+from asyncio_throttle import Throttler
 
-if TYPE_CHECKING:
-    from pool.execute.scheduler import Job, Lane
+from pool.store.outcome import Unit
+from runners.base import GenerationRequest, GenerationResponse, Runner
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit with the request it sends and the identity its answer is cached under."""
+
+    unit: Unit
+    request: GenerationRequest
+    backend_type: str
+    endpoint_identity: str
+    called_model: str = ""  # the pool model that answers (the judge for judge units); see pool.execute.dispatch
+
+    @property
+    def caller(self) -> str:
+        return self.called_model or self.unit.model
+
+
+@dataclass
+class Lane:
+    """One backend: its runner and the limits shared by every model on it."""
+
+    name: str
+    runner: Runner
+    max_concurrency: int
+    requests_per_minute: float | None = None
+    throttler: Throttler | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError(f"backend {self.name}: max_concurrency must be >= 1")
+        if self.requests_per_minute:
+            # one request every 60/rpm seconds: smooth pacing instead of bursts at each minute
+            self.throttler = Throttler(rate_limit=1, period=60.0 / self.requests_per_minute)
+
 
 # Takes a response; returns an awaitable done once its row is committed (None: committed already).
 # The executor awaits it before the slot that sent the job sends again.
-OnResult = Callable[["Job", GenerationResponse], Awaitable[None] | None]
+OnResult = Callable[[Job, GenerationResponse], Awaitable[None] | None]
 # Called just before a job would be sent; True means the driver settled it (a cache hit, a failed
 # model) and the executor must not send it.
-SettleLocally = Callable[["Job"], bool]
+SettleLocally = Callable[[Job], bool]
 
 
 def leaf_errors(exc: BaseException) -> list[BaseException]:

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pool.config import Model, PoolConfig
-from pool.execute.executor import OnResult, SettleLocally
-from pool.execute.scheduler import Job
+from pool.execute.executor import Job, OnResult, SettleLocally
 from runners.base import GenerationRequest, GenerationResponse
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

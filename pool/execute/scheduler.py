@@ -1,6 +1,6 @@
 """The driver of a run: what is sent, within which limits, and every result recorded exactly once.
 
-Limits belong to backends, not models: each backend is a *lane* (:class:`Lane`: a runner, at most
+Limits belong to backends, not models: each backend is a *lane* (:class:`~pool.execute.executor.Lane`: a runner, at most
 ``max_concurrency`` requests in flight and an optional asyncio-throttle rate limiter), shared by
 every model on it. An executor (:mod:`pool.execute.executor`) sends the jobs of each lane — from lazy
 streams, so a run of 10⁵ items never builds 10⁵ coroutines — and hands each response back;
@@ -15,54 +15,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
-
-from asyncio_throttle import Throttler
 
 from pool.execute.budget import Budget, BudgetExhausted
 from pool.execute.cache_key import cache_key_of_json, canonical_json, request_payload
-from pool.execute.executor import Executor, LocalExecutor
+from pool.execute.executor import Executor, Job, Lane, LocalExecutor
 from pool.execute.response_cache import ResponseCache
 from pool.store.outcome import ANSWER_STAGE, Result, Unit, result_from_response
 from pool.store.run_store import RunStore
 from pool.store.sqlite_db import utc_now_iso
-from runners.base import GenerationRequest, GenerationResponse, Runner
+from runners.base import GenerationResponse
 
 MODEL_FAILED = "model_failed"
-
-
-@dataclass(frozen=True)
-class Job:
-    """One unit with the request it sends and the identity its answer is cached under."""
-
-    unit: Unit
-    request: GenerationRequest
-    backend_type: str
-    endpoint_identity: str
-    called_model: str = ""  # the pool model that answers (the judge for judge units); see pool.execute.dispatch
-
-    @property
-    def caller(self) -> str:
-        return self.called_model or self.unit.model
-
-
-@dataclass
-class Lane:
-    """One backend: its runner and the limits shared by every model on it."""
-
-    name: str
-    runner: Runner
-    max_concurrency: int
-    requests_per_minute: float | None = None
-    throttler: Throttler | None = field(init=False, default=None)
-
-    def __post_init__(self) -> None:
-        if self.max_concurrency < 1:
-            raise ValueError(f"backend {self.name}: max_concurrency must be >= 1")
-        if self.requests_per_minute:
-            # one request every 60/rpm seconds: smooth pacing instead of bursts at each minute
-            self.throttler = Throttler(rate_limit=1, period=60.0 / self.requests_per_minute)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """One run session: the execution machinery of a run, built in one place.
 
 A run, its scoring stage, judge calibration and the benchmarks all send requests the same way:
-the backends brought up where the executor runs them (:mod:`pool.execute.endpoints`), one
+the backends brought up where the executor runs them (:func:`open_execution`: in this process
+through :mod:`pool.execute.endpoints`, or in Ray actors, :mod:`pool.execute.ray_executor`), one
 :class:`~pool.execute.scheduler.Scheduler` that records every result into the run store through
 the response cache and the budget, and a dispatcher that turns units into requests. A
 :class:`Session` owns all of it; its users ask it for a dispatcher and send through it, and never
@@ -16,16 +17,52 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pool.config import Model, PoolConfig
 from pool.execute.budget import Budget
 from pool.execute.dispatch import Dispatcher, PromptItem
-from pool.execute.endpoints import BackendEndpoint, Backends, open_execution
-from pool.execute.executor import Executor
+from pool.execute.endpoints import BackendEndpoint, endpoint_identities, models_by_backend, open_backends
+from pool.execute.executor import Executor, Job, LocalExecutor
+from pool.execute.ray_executor import RayExecutor
 from pool.execute.response_cache import ResponseCache
-from pool.execute.scheduler import Job, Progress, RunCounters, Scheduler
+from pool.execute.scheduler import Progress, RunCounters, Scheduler
 from pool.store.run_store import RunStore
+
+
+@dataclass
+class Backends:
+    """A run's backends as the driver sees them: each one's identities, and the executor that sends to them."""
+
+    endpoints: dict[str, BackendEndpoint]
+    executor: Executor
+
+
+@asynccontextmanager
+async def open_execution(
+    config: PoolConfig,
+    models: Iterable[Model],
+    run_dir: Path,
+    *,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> AsyncIterator[Backends]:
+    """Bring the backends up where the executor runs them: in this process (``local``) or in one
+    Ray actor per backend (``ray``, see :mod:`pool.execute.ray_executor`)."""
+    if executor == "local":
+        async with open_backends(config, models, run_dir) as endpoints:
+            yield Backends(endpoints, LocalExecutor({name: e.lane for name, e in endpoints.items()}))
+        return
+    if executor != "ray":
+        raise ValueError(f"unknown executor {executor!r}; expected local or ray")
+    grouped = models_by_backend(models)
+    endpoints = {
+        name: BackendEndpoint(name, config.backends[name].type, None, endpoint_identities(config, name, ms))
+        for name, ms in grouped.items()
+    }
+    async with RayExecutor(config, grouped, run_dir, ray_address) as ray_executor:
+        yield Backends(endpoints, ray_executor)
 
 
 class Session:

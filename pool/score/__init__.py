@@ -4,5 +4,11 @@
   scheduler) and writes ``scores.jsonl``;
 - :mod:`~pool.score.arrival` scores judge-free answers in a worker process while the run still waits
   on the network;
+- :mod:`~pool.score.rounds` is what the stage's parts share: the run being scored, its judges, one way
+  to send judge units (``judge_round``) and the answer as the judge sees it;
+- :mod:`~pool.score.identity` says who answered and who judged (judge setups, model identities);
+- :mod:`~pool.score.guards` scores answers not worth a judge call (and re-asks them once when asked to);
+- :mod:`~pool.score.panel` turns a judge panel's member verdicts into one;
+- :mod:`~pool.score.criteria_items` grades criteria answers criterion by criterion;
 - :mod:`~pool.score.anchors` re-asks a sample of cached verdicts to see whether the judge drifted.
 """

@@ -9,7 +9,7 @@ when that verdict came from the cache it is an earlier night's, and the pair mea
     pass agreement = share of anchors whose pass/fail is the same;  mean |Δ total| on the /40 scale.
 
 Only pairs whose primary verdict was cached count as "previous" (``compared``); with a
-deterministic judge, unchanged, every such pair agrees. ``routing.compare`` warns in
+deterministic judge, unchanged, every such pair agrees. ``routing.nights.compare`` warns in
 ``compare.md`` when the agreement drops below :data:`ANCHOR_AGREEMENT_FLOOR`.
 """
 
@@ -18,13 +18,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from judge import ParseFailure, judge_messages, judged_score, parse_reply
+from pool.score.rounds import JudgeRounds, answer_for_judge
 from pool.store.outcome import Result, Unit
-
-if TYPE_CHECKING:
-    from pool.score.stage import ScoringStage
 
 ANCHOR_SUFFIX = ":anchor"
 ANCHOR_AGREEMENT_FLOOR = 0.9
@@ -37,11 +35,9 @@ def anchor_sample(answers: Sequence[Result], n: int) -> list[Result]:
 
 
 async def judge_anchors(
-    stage: ScoringStage, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int
+    stage: JudgeRounds, answers: Sequence[Result], scores: dict[tuple[str, str], Any], n: int
 ) -> dict[str, Any]:
     """Judge the anchor sample afresh; put ``details["anchor"]`` on each score and return the tally."""
-    from pool.score.stage import answer_for_judge
-
     assert stage.judge is not None
     sample = anchor_sample(stage.scored_rubric_answers(answers, scores), n)
     rounds = [

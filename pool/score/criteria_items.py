@@ -4,7 +4,7 @@ Beside the four-dimension verdict, every judge (each panel member) grades each `
 ``must_warn`` and ``must_not`` entry of a criteria answer as met / not met with the quoted evidence
 (``criteria_items`` contract, stage ``judge:…:criteria_items``, one re-ask for an unparseable reply,
 as any verdict). A panel's verdict on a criterion is the majority of the members that gave one (a
-tie: not met / not said). ``judge.criteria_points`` turns the verdicts into a score and a pass.
+tie: not met / not said). ``judge.contracts.criteria_items`` turns the verdicts into a score and a pass.
 
 The row keeps both: ``metrics.items_score`` / ``items_passed`` and ``details.criteria_items``
 beside the holistic verdict; with ``items`` the row ranks by the points (value and passed are the
@@ -16,27 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from eval.scores import Score
-from judge.criteria_points import criteria_ids, score_criteria_items
+from eval.items.scores import Score
+from judge.contracts.criteria_items import criteria_ids, criteria_items_judge_prompt, score_criteria_items
+from judge.contracts.framing import question_text
+from judge.contracts.table import reask_prompt
 from judge.panel import MemberVerdict, aggregate
 from judge.parse import parse_criteria_items
-from judge.prompts import criteria_items_judge_prompt, reask_prompt
-from judge.scoring import question_text
 from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
+from pool.score.identity import JudgeSetup
+from pool.score.rounds import JudgeRounds, answer_for_judge
 from pool.store.outcome import Result, Unit
-
-if TYPE_CHECKING:
-    from pool.score.stage import JudgeSetup, ScoringStage
 
 CONTRACT = "criteria_items"
 Key = tuple[str, str]
 
 
-def _messages(stage: ScoringStage, answer: Result) -> tuple[dict[str, str], ...]:
-    from pool.score.stage import answer_for_judge
-
+def _messages(stage: JudgeRounds, answer: Result) -> tuple[dict[str, str], ...]:
     gold = stage.items[answer.item_id].gold
     return criteria_items_judge_prompt(
         question_text(stage.items[answer.item_id]),
@@ -48,7 +45,7 @@ def _messages(stage: ScoringStage, answer: Result) -> tuple[dict[str, str], ...]
 
 
 async def _member_verdicts(
-    stage: ScoringStage, judge: JudgeSetup, answers: Sequence[Result]
+    stage: JudgeRounds, judge: JudgeSetup, answers: Sequence[Result]
 ) -> dict[Key, CriteriaItemsVerdict]:
     """``judge``'s criterion verdicts on every answer, with one re-ask for an unparseable reply."""
     first = [
@@ -58,7 +55,7 @@ async def _member_verdicts(
     await stage.judge_round(first, setup=judge)
     out: dict[Key, CriteriaItemsVerdict] = {}
     again = []
-    for answer, (unit, messages) in zip(answers, first):
+    for answer, (unit, messages) in zip(answers, first, strict=True):
         ids = [cid for cid, _, _ in criteria_ids(stage.items[answer.item_id].gold)]
         row = stage.store.get_result(stage.run_id, unit)
         if row is None or row.status == "infra_error":
@@ -124,7 +121,7 @@ def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
 
 
 async def grade_criteria_items(
-    stage: ScoringStage, answers: Sequence[Result], scores: dict[Key, Score], mode: str
+    stage: JudgeRounds, answers: Sequence[Result], scores: dict[Key, Score], mode: str
 ) -> None:
     """Every scored criteria answer graded criterion by criterion by every judge; merged into ``scores``."""
     wanted = [

@@ -3,9 +3,11 @@
 ``eval.scorers.judged.guard_answer`` says which answers those are (``empty_answer``: no content
 once reasoning, whitespace and an echoed prompt are removed; ``short_answer``: less content than
 the gold type's ``min_answer_chars``, unless the answer was cut at its token budget). Such an
-answer scores 0 on every dimension (a probe: no success) with the flag in ``details.flags`` and
-the measurement in ``details.answer_guard``, and the judge is not called. The row keeps the judge identity the verdict would have had, so it
-counts in the same leaderboard cell as the judged answers: an unusable answer is a full miss.
+answer scores 0 as its judge contract declares (``judge.contracts``: 0 on every rubric dimension,
+a probe no success, a criteria answer still gets its literal safety floor) with the flag in
+``details.flags`` and the measurement in ``details.answer_guard``, and the judge is not called. The row keeps the judge
+identity the verdict would have had, so it counts in the same leaderboard cell as the judged
+answers: an unusable answer is a full miss.
 
 With ``reask_short_answers: true`` in the pool file a guarded answer is asked once more (stage
 ``answer:reask``, the item's prompt unchanged, the response cache neither read nor written: the
@@ -19,22 +21,20 @@ candidate, so an answer never re-asked stays guarded there (and says so).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eval.gold_types import JUDGED_GOLD_TYPES, spec_of
 from eval.items import Item
+from eval.items.scores import JudgeIdentity, Score
 from eval.scorers.judged import AnswerGuard, guard_answer
-from eval.scores import JudgeIdentity, Score
-from judge import DIMENSIONS, find_forbidden, forbidden_phrases
+from judge.contracts.table import contract_spec
 from pool.config import PoolConfig
 from pool.execute.dispatch import REASK_STAGE
 from pool.execute.progress import ProgressDisplay
 from pool.plan import ANSWER_STAGE
+from pool.score.rounds import JudgeRounds
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
-
-if TYPE_CHECKING:
-    from pool.score.stage import ScoringStage
 
 Key = tuple[str, str]
 Guarded = tuple[Result, AnswerGuard, dict[str, Any] | None]  # the answer, its guard, the re-ask record
@@ -45,15 +45,14 @@ def guarded_score(
 ) -> Score:
     """0 on every dimension, not passed, with the guard's flag; ``judge`` is who would have judged."""
     contract = spec_of(item.gold_type).judge_contract
-    metrics = {"success": 0.0} if contract == "probe" else {**dict.fromkeys(DIMENSIONS, 0), "total": 0}
+    metrics, contract_details = contract_spec(contract).without_verdict(item, answer)  # e.g. criteria: the floor
     details: dict[str, Any] = {
         "contract": contract,
         "flags": [guard.flag],
         "answer_guard": guard.to_record(),
         "judge_skipped": True,
+        **contract_details,
     }
-    if contract == "criteria":  # the literal floor is judge-free: its rate counts every criteria answer
-        details["safety_floor"] = list(find_forbidden(answer, forbidden_phrases(item.gold)).hits)
     if reask is not None:
         details["answer_reasked"] = dict(reask)
     return Score(status="scored", value=0.0, passed=False, metrics=metrics, judge=judge, details=details)
@@ -69,7 +68,7 @@ def answer_guard(item: Item, answer: Result) -> AnswerGuard | None:
 
 
 async def reask_guarded(
-    stage: ScoringStage, guarded: Sequence[tuple[Result, AnswerGuard]]
+    stage: JudgeRounds, guarded: Sequence[tuple[Result, AnswerGuard]]
 ) -> tuple[list[Result], list[Guarded]]:
     """Ask each guarded answer's model once more (module doc): (re-asked answers that pass the
     guard, to be judged in place of the first; the answers still guarded, with their re-ask record).

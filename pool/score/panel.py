@@ -8,26 +8,24 @@ key, so verdicts of a changed panel are never paired with tonight's. ``details["
 each member's verdict (total, dimensions, pass) or why it has none, the votes, the tie flag and,
 under ``reliability``, each member's estimated accuracy. The side labels (context awareness,
 seeks clarification, probe behaviour) are the members' majority (``judge.panel.panel_side_labels``);
-the other details (rationale, warnings, parse stage) are those of the first member with a verdict. No member verdict at all: an
-``infra_error`` score, as for a single judge.
+the other details (rationale, warnings, parse stage) are those of the first member with a verdict.
+No member verdict at all: an ``infra_error`` score, as for a single judge.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from eval.items import Item
-from eval.scores import JudgeIdentity, Score
+from eval.items.scores import JudgeIdentity, Score
 from judge import DIMENSIONS, contract_for, prompt_version, unparseable_score
 from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability, panel_side_labels
+from pool.score.identity import JudgeSetup
 from pool.store.outcome import Result
-
-if TYPE_CHECKING:
-    from pool.score.stage import JudgeSetup
 
 Key = tuple[str, str]
 
@@ -107,10 +105,12 @@ def panel_scores(
             "votes": verdict.votes,
             "missing": verdict.missing,
             "tie": verdict.tie,
-            "members": [_member_record(m, item, s) for m, s in zip(members, member_scores)],
+            "members": [_member_record(m, item, s) for m, s in zip(members, member_scores, strict=True)],
         }
         if reliability is not None:
-            block["estimated_accuracy"] = {m.model.name: round(a, 4) for m, a in zip(members, reliability.accuracy)}
+            block["estimated_accuracy"] = {
+                m.model.name: round(a, 4) for m, a in zip(members, reliability.accuracy, strict=True)
+            }
         if verdict.passed is None:
             reasons = "; ".join(f"{r['name']}: {r.get('error', '')}" for r in block["members"])
             out[key] = replace(

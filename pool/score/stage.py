@@ -4,129 +4,56 @@ Judge calls are ordinary units (``stage = judge:<identity hash>``, then ``…:re
 re-ask an unparseable verdict gets) sent through the same scheduler, lanes, retries and cache as
 answers, and stored in the same run store, so a killed run resumes scoring without paying twice
 and ``--rescore`` with another judge adds new stages instead of overwriting old verdicts.
-Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see ``eval.scores``.
+Everything ends up in ``RUN_DIR/scores.jsonl``: one row per (model, item), see ``eval.items.scores``.
 An answer not worth a judge call (empty, or shorter than its gold type's minimum) is scored 0
 without one, and re-asked once first when the pool file says so (``pool.score.guards``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import json
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval.broad_areas import broad_area_of
 from eval.files import atomic_write_lines
-from eval.gold_types import RUBRIC_GOLD_TYPES
 from eval.items import Item
+from eval.items.broad_areas import broad_area_of
+from eval.items.scores import JudgeIdentity, Score, family_of
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
 from eval.scorers.judged import AnswerGuard
-from eval.scores import JudgeIdentity, Score, family_of
 from judge import (
     ParseFailure,
-    contract_for,
     hallu_messages,
     judge_messages,
     judged_score,
     parse_reply,
-    prompt_version,
     reask_messages,
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
 from pool.config import Model, PoolConfig
-from pool.config.schema import NOT_RESULT_SHAPING
 from pool.execute.budget import call_cost
-from pool.execute.cache_key import normalize_endpoint
-from pool.execute.dispatch import Messages
-from pool.execute.endpoints import local_model_identity
-from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
 from pool.plan import ANSWER_STAGE
 from pool.score.anchors import anchor_sample, judge_anchors
 from pool.score.criteria_items import grade_criteria_items
 from pool.score.guards import answer_guard, guarded_score, reask_guarded
+from pool.score.identity import JudgeSetup, model_identity
 from pool.score.panel import panel_identity, panel_scores
+from pool.score.rounds import JUDGE_ANSWER_MAX_CHARS, JudgeRounds, answer_for_judge
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
-from routing.columns import COLUMNS_DIRNAME, write_columns
-from routing.load_rows import LoadError
-
-# Answers longer than this are cut before they reach the judge (and the score says so): a 10 MB
-# answer must not become a 21 MB judge request. Far above any real answer to one question.
-JUDGE_ANSWER_MAX_CHARS = 24_000
+from routing.load.columns import COLUMNS_DIRNAME, write_columns
+from routing.load.rows import LoadError
 
 
-@dataclass(frozen=True)
-class JudgeSetup:
-    model: Model
-    backend: str
-    endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
-    backend_type: str = ""
-
-    def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
-        """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
-        setup = {
-            k: v
-            for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
-            if k not in ("name", "backend")
-        }
-        return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
-
-    def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
-        """The stage name of this judge's verdicts: a new judge, server or setting never reuses old ones."""
-        key = self.identity(item, contract).key()
-        suffix = (":" + contract if contract else "") + (":reask" if reask else "")
-        return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
-
-
-def answerer_fields(model: Model, backend_type: str, endpoint: str) -> dict[str, Any]:
-    """Every field that shapes what ``model`` says, as plain JSON values.
-
-    The pool entry minus what does not reach the server (``enabled``, ``notes``) — name, backend,
-    model id, mode, temperature, max_tokens, stop, top_p, seed, think, gguf, chat_format, and any
-    generation field added later — plus the backend type and the endpoint identity (the URL without
-    credentials or query, or ``llamacpp://<weights sha256>/<chat_format>``; ``""`` when unknown).
-    """
-    fields = model.model_dump(mode="json", exclude={"enabled", "notes", *NOT_RESULT_SHAPING})
-    return {**fields, "backend_type": backend_type, "endpoint": normalize_endpoint(endpoint) if endpoint else ""}
-
-
-def configured_endpoint(config: PoolConfig, model: Model) -> str:
-    """The endpoint identity the pool file gives ``model`` without starting anything ("" if unknowable).
-
-    Used only when no live endpoint and no stored answer says which server answered (a run store
-    older than the ``endpoint`` column): a remote backend's ``base_url``; for the managed llama.cpp
-    server the weights' sha256 identity, or "" when the file is gone.
-    """
-    backend = config.backends[model.backend]
-    if backend.type != "llamacpp":
-        return str(getattr(backend, "base_url", ""))
-    if model.gguf is None:
-        return ""
-    try:
-        return local_model_identity(model)
-    except (OSError, ValueError):
-        return ""
-
-
-def model_identity(config: PoolConfig, model: Model, endpoint: str = "") -> dict[str, Any]:
-    """What makes two runs of a model comparable: results differing here are never merged.
-
-    ``endpoint`` is the identity of the server that answered (``Result.endpoint``); when empty the
-    pool file's is used (:func:`configured_endpoint`).
-    """
-    return answerer_fields(model, config.backends[model.backend].type, endpoint or configured_endpoint(config, model))
-
-
-class ScoringStage:
+class ScoringStage(JudgeRounds):
     """Scores every stored answer of a run; judge calls go through the run's ``session``."""
 
     def __init__(
@@ -144,25 +71,16 @@ class ScoringStage:
         rejudge_sample: int = 0,
         anchor_sample: int = 0,
     ) -> None:
-        self.run_id = run_id
-        self.store = store
-        self.config = config
-        self.items = items
-        self.session = session
-        # Every judge of the run; a panel's first member (its lead) also answers --hallu, --rejudge-sample
-        # and --anchor-sample, which ask one judge about its own verdicts.
-        self.panel = [
-            JudgeSetup(
-                judge,
-                judge.backend,
-                (session.served_identity(judge) if session is not None else "") or configured_endpoint(config, judge),
-                backend_type=config.backends[judge.backend].type,
-            )
-            for judge in judges
-        ]
-        self.judge = self.panel[0] if self.panel else None
+        super().__init__(
+            run_id=run_id,
+            store=store,
+            config=config,
+            items=items,
+            judges=judges,
+            session=session,
+            log_interval=log_interval,
+        )
         self.panel_rule = panel_rule
-        self.log_interval = log_interval
         self.hallu = hallu
         self.rejudge_sample = rejudge_sample
         self.anchor_sample = anchor_sample
@@ -170,16 +88,6 @@ class ScoringStage:
         self._counts: tuple[dict[str, dict[str, int]], int] | None = None  # taken by write(), reported by tally()
         self._identities: dict[tuple[str, str], dict[str, Any]] = {}
         self.arrivals: ScoredAhead | None = None  # rows scored while answering (pool.score.arrival), taken by run()
-        self.reasked: dict[tuple[str, str], Result] = {}  # first answers replaced by their re-ask (pool.score.guards)
-        self.reask_records: dict[tuple[str, str], dict[str, Any]] = {}  # details.answer_reasked of those rows
-        self.dispatchers = (
-            {
-                setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
-                for setup in self.panel
-            }
-            if session is not None
-            else {}
-        )
 
     def _answers(self, arrivals: ScoredAhead | None) -> Iterator[Result]:
         """The run's answers to this run's items to score, streamed from the store in (model, item_id)
@@ -217,41 +125,6 @@ class ScoringStage:
             return _spool_entry(self._row(answer, outcome))
         except Exception:  # noqa: BLE001 - see the docstring
             return None
-
-    async def judge_round(
-        self, wanted: Sequence[tuple[Unit, Messages]], *, fresh: bool = False, setup: JudgeSetup | None = None
-    ) -> None:
-        """Plan and run the judge units that have no finished row yet, sent to ``setup`` (default: the
-        run's judge, a panel's lead); ``fresh``: the response cache is neither read nor written
-        (verdicts asked again tonight, e.g. the judge-drift anchors)."""
-        setup = setup or self.judge
-        assert setup is not None and self.session is not None
-        if not wanted:
-            return
-        judge, dispatcher = setup.model, self.dispatchers[setup.model.name]
-        self.store.save_plan(self.run_id, [unit for unit, _ in wanted], answerer=judge.name)
-        pending = {
-            unit
-            for stage in {unit.stage for unit, _ in wanted}
-            for unit in self.store.iter_pending_units(self.run_id, retry_infra_errors=True, stage=stage)
-        }
-        # Contract by contract, item by item: consecutive verdicts share the judge's system prompt and
-        # the question + reference, so a server that keeps the KV cache of the previous prompt's
-        # prefix (llama.cpp) reads only the new answer. In plan order (model by model) the contract
-        # changed every few items and a 0.5B judge re-read ~1,200 prompt tokens each time.
-        ordered = sorted(
-            (pair for pair in wanted if pair[0] in pending), key=lambda p: (p[0].stage, p[0].item_id, p[0].model)
-        )
-        todo = dict(ordered)
-        if not todo:
-            return
-        progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
-        try:
-            await self.session.send(
-                dispatcher.lanes(todo, todo), progress=progress, fresh=fresh, retry_infra_errors=True
-            )
-        finally:
-            progress.close()
 
     async def run(self) -> None:
         """Score every answer; :meth:`write` writes scores.jsonl and :meth:`tally` counts it.
@@ -357,7 +230,7 @@ class ScoringStage:
         reask = []
         verdicts: dict[tuple[str, str], Any] = {}
         answer_text = {(a.model, a.item_id): a.text for a in answers}
-        for answer, (unit, _) in zip(answers, first):
+        for answer, (unit, _) in zip(answers, first, strict=True):
             item = self.items[answer.item_id]
             identity = judge.identity(item)
             row = self.store.get_result(self.run_id, unit)
@@ -390,15 +263,6 @@ class ScoringStage:
             else:
                 scores[key] = judged_score(item, answer_text[key], parsed, identity, reasked=True)
 
-    def scored_rubric_answers(self, answers: Sequence[Result], scores: Mapping[tuple[str, str], Score]) -> list[Result]:
-        """The answers the judge scored on the rubric (reference and criteria items): what ``--hallu``,
-        ``--rejudge-sample`` and ``--anchor-sample`` ask the judge about again."""
-        return [
-            a
-            for a in answers
-            if self.items[a.item_id].gold_type in RUBRIC_GOLD_TYPES and scores[(a.model, a.item_id)].status == "scored"
-        ]
-
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
 
@@ -417,7 +281,7 @@ class ScoringStage:
         ]
         await self.judge_round(rounds)
         retry, parsed_by_key = [], {}
-        for answer, (unit, _) in zip(wanted, rounds):
+        for answer, (unit, _) in zip(wanted, rounds, strict=True):
             row = self.store.get_result(self.run_id, unit)
             parsed = (
                 parse_reply(self.items[answer.item_id], row.text, contract="hallu")
@@ -473,7 +337,7 @@ class ScoringStage:
         (stable across resumes, spread over models); the prompt lists the rubric dimensions in reverse
         order (``judge.perturb``). The second verdict — total and pass after the same safety floor —
         goes into ``details["rejudge"]`` (no re-ask: a failure is recorded as such);
-        ``routing.reliability`` turns the pairs into Cohen's κ and Spearman's ρ.
+        ``routing.judges.reliability`` turns the pairs into Cohen's κ and Spearman's ρ.
         """
         assert self.judge is not None
         sample = anchor_sample(self.scored_rubric_answers(answers, scores), self.rejudge_sample)
@@ -485,7 +349,7 @@ class ScoringStage:
             for a in sample
         ]
         await self.judge_round(rounds)
-        for answer, (unit, _) in zip(sample, rounds):
+        for answer, (unit, _) in zip(sample, rounds, strict=True):
             item, key = self.items[answer.item_id], (answer.model, answer.item_id)
             row = self.store.get_result(self.run_id, unit)
             parsed = parse_reply(item, row.text) if row is not None and row.status != "infra_error" else None
@@ -575,7 +439,7 @@ class ScoringStage:
 
 
 def _write_columns(run_dir: Path) -> None:
-    """The columnar copy of scores.jsonl that aggregation reads (routing.columns). scores.jsonl is
+    """The columnar copy of scores.jsonl that aggregation reads (routing.load.columns). scores.jsonl is
     the record: when the copy cannot be written (a full disk, say) the run goes on and readers
     take scores.jsonl, as they do for run folders written before the copy existed."""
     try:
@@ -647,10 +511,3 @@ def answering_latency(answer: Result) -> float | None:
     if attempts and isinstance(attempts[-1], dict) and isinstance(attempts[-1].get("latency_s"), (int, float)):
         return float(attempts[-1]["latency_s"])
     return answer.latency_s
-
-
-def answer_for_judge(answer: str) -> str:
-    """The answer as the judge sees it: cut at ``JUDGE_ANSWER_MAX_CHARS`` (recorded in the score)."""
-    if len(answer) <= JUDGE_ANSWER_MAX_CHARS:
-        return answer
-    return answer[:JUDGE_ANSWER_MAX_CHARS] + f"\n[… {len(answer) - JUDGE_ANSWER_MAX_CHARS} more characters not shown]"

@@ -28,8 +28,8 @@ from pool.items_source import DataError
 from pool.serve.app import DEFAULT_MAX_BODY, TOKEN_ENV, Serving, make_app
 from pool.serve.managed import start_managed
 from pool.serve.state import MANIFEST_FILENAME, StateError, learn_run, pool_file_of_run, read_manifest, serve_state
-from routing.load import LoadError
-from runners.llamacpp_server import LlamaServerError
+from routing.load.runs import LoadError
+from runners.llamacpp.server import LlamaServerError
 
 EXIT_OK, EXIT_BIND, EXIT_INPUT = 0, 1, 2
 

@@ -42,7 +42,7 @@ async def start_managed(
     """Start the managed backends the manifest needs (stopped with ``stack``); their base URLs by backend.
 
     Raises :class:`pool.config.preflight.PreflightError` for a missing or damaged model file, and
-    :class:`runners.llamacpp_server.LlamaServerError` for a server that does not start (its log named).
+    :class:`runners.llamacpp.server.LlamaServerError` for a server that does not start (its log named).
     """
     needed = managed_models(pool, manifest)
     if not needed:

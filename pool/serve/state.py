@@ -24,12 +24,12 @@ import yaml
 
 from pool.config import Model, PoolConfig
 from pool.run_spec import stored_options
-from routing.load import load_runs
+from routing.decide.validation import assign_folds
+from routing.load.runs import load_runs
 from routing.serve.classifier import BucketClassifier, BucketPath, out_of_fold_guesses
 from routing.serve.routes import RouteTable, Thresholds, choose_thresholds, route_table
 from routing.serve.texts import TextsError, item_texts
 from routing.serve.validation import item_paths
-from routing.validation import assign_folds
 
 MANIFEST_FILENAME = "routing_manifest.yaml"
 INLINE_POOL_FILENAME = "model_pool.yaml"  # where pool.run writes a pool given inline

@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from eval.files import atomic_write_lines, atomic_write_text
-from pool import __version__
 from pool.config import PoolConfig
 from pool.store.costs import CostTally
 from pool.store.outcome import ANSWER_FLAWS, STATUSES, Result
 from pool.store.run_store import RunStore
 from pool.store.tallies import Tally
+from pool.version import __version__
 
 RESULTS_FILENAME = "results.jsonl"
 SUMMARY_FILENAME = "summary.json"

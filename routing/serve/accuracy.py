@@ -1,7 +1,7 @@
 """``python -m routing.serve.accuracy --data SUITE [...]``: how well the router's classifier finds a suite's buckets.
 
 Reads the suite with :mod:`eval.loaders`, gives every item its bucket path (finest bucket, specialty
-system, family — as :data:`routing.leaderboard.BUCKET_KINDS` names them) and prints the
+system, family — as :data:`routing.boards.leaderboard.BUCKET_KINDS` names them) and prints the
 cross-validated accuracy per level: k-fold (seeded, stratified by bucket, the routing validation's
 deal) and leave-one-out. It needs no run and no model: it says, before serving, how often a
 question of this suite would reach its own bucket's winner by classification alone.
@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from eval.items import Item
+from eval.items.scores import FAMILY_OF_GOLD_TYPE
 from eval.loaders import load_items
-from eval.scores import FAMILY_OF_GOLD_TYPE
-from routing.leaderboard import BUCKET_KINDS
+from routing.boards.leaderboard import BUCKET_KINDS
+from routing.decide.validation import assign_folds
 from routing.serve.classifier import DEFAULT_NEIGHBOURS, BucketPath, accuracy, out_of_fold_guesses
 from routing.serve.texts import request_text
-from routing.validation import assign_folds
 
 
 def item_path(item: Item) -> BucketPath:

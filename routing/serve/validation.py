@@ -2,7 +2,7 @@
 
 The manifest's ``validation`` block assumes every held-out item's bucket is known. In service a
 request is a question and its bucket is guessed, so this row repeats the same k folds (the same
-seeded, bucket-stratified deal as :func:`routing.validation.cross_validate`) and, for fold f:
+seeded, bucket-stratified deal as :func:`routing.decide.validation.cross_validate`) and, for fold f:
 
 1. the routing is rebuilt from the other folds (the same ``decide`` the known-bucket row uses);
 2. a :class:`~routing.serve.classifier.BucketClassifier` is fitted on the training items' question
@@ -30,7 +30,18 @@ from typing import Any
 import numpy as np
 
 from eval.encoders import Encoder
-from routing.load import Loaded
+from routing.decide.validation import (
+    DEFAULT_K,
+    assign_folds,
+    best_single,
+    family_scores,
+    manifest_decider,
+    oracle_scores,
+    paired_summary,
+    routed_model,
+)
+from routing.load.runs import Loaded
+from routing.load.table import ScoreTable
 from routing.serve.classifier import (
     DEFAULT_NEIGHBOURS,
     LEVELS,
@@ -41,18 +52,7 @@ from routing.serve.classifier import (
 )
 from routing.serve.routes import choose_thresholds, resolve, route_table
 from routing.serve.texts import TextsError, item_texts
-from routing.stats import LEVEL, json_number, percentile_ci, resampled_ratios
-from routing.table import ScoreTable
-from routing.validation import (
-    DEFAULT_K,
-    assign_folds,
-    best_single,
-    family_scores,
-    manifest_decider,
-    oracle_scores,
-    paired_summary,
-    routed_model,
-)
+from routing.stats.intervals import LEVEL, json_number, percentile_ci, resampled_ratios
 
 INNER_K = 5  # folds of the threshold choice inside each training part
 ROUTE_BY = ("bucket", "system", "family", "default")
@@ -65,7 +65,8 @@ METHOD = (
 
 
 def item_paths(table: ScoreTable, keep: np.ndarray | None) -> tuple[list[Any], dict[int, BucketPath]]:
-    """(family score matrices as :func:`routing.validation.family_scores` gives them, item code -> its bucket path)."""
+    """(family score matrices as :func:`routing.decide.validation.family_scores` gives them,
+    item code -> its bucket path)."""
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
     families = family_scores(table, keep)
     systems = table.names("system")
@@ -103,7 +104,7 @@ def end_to_end(
     families, paths = item_paths(table, keep)
     strata = np.full(len(table.items), -1, dtype=np.int64)
     offset = 0
-    for fam in families:  # the deal of routing.validation.cross_validate, so the folds are the same
+    for fam in families:  # the deal of routing.decide.validation.cross_validate, so the folds are the same
         strata[fam.items] = offset + fam.bucket
         offset += len(fam.buckets)
     folds = assign_folds(strata, k, seed)

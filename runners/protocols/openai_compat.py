@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from runners.base import GenerationRequest, GenerationResponse
-from runners.llamacpp_settings import LlamaCppSettings
+from runners.llamacpp.settings import LlamaCppSettings
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse

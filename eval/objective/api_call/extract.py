@@ -4,7 +4,7 @@ Forms read, in each code fence and in each stretch of prose between fences:
 
 - ``Name(key=value, ...)`` and ``Name({...})``: parsed with ``ast`` and read node by node (string,
   number, true/false/null in JSON or Python spelling, lists, dicts); nothing is evaluated;
-- a JSON object (``eval.parsing.extract_json``) that wraps the call: OpenAI ``tool_calls`` /
+- a JSON object (``eval.metrics.text.parsing.extract_json``) that wraps the call: OpenAI ``tool_calls`` /
   ``function_call`` (``arguments`` as a dict or a JSON string), ``{"name"|"api"|"function"|"action": N,
   "arguments"|"parameters"|"params"|"args": {...}}``, or ``{"N": {...}}``;
 - a bare arguments object, named by the nearest mention before it: the signature's name anywhere,
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval._checks import require_str
+from eval.metrics.text.parsing import extract_json
 from eval.objective.api_call.signature import ApiSignature
 from eval.objective.api_call.values import PUNCTUATION_TABLE
-from eval.parsing import extract_json
 
 CallForm = str  # "python" | "tool_calls" | "wrapper" | "keyed" | "json"
 

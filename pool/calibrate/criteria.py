@@ -1,0 +1,492 @@
+"""``python -m pool.calibrate --pool FILE --set criteria``: how well each judge of the pool grades criteria.
+
+The set is built from the criteria items of ``--suite`` (the first ``--items`` N of them):
+``--per-item`` synthetic answers per item whose truth is known by construction
+(``judge.calibration.criteria_set``: every criterion's text is in the answer or not). Every judge of
+the pool — the one ``judge:`` or each member of a ``judges:`` panel — is set up as a run sets it
+up (``pool.calibrate.judging.open_judge``) and sent every answer twice, with one re-ask for an
+unparseable reply:
+
+- ``criteria_items`` (per criterion: met / not met, for ``N`` ids said / not said) → per kind
+  (topic, warning, forbidden) precision, recall, F1, counts and coverage
+  (``criteria_item_metrics``);
+- ``criteria`` (the holistic four-dimension verdict) → Spearman ρ of its coverage dimension
+  against the true coverage (``holistic_coverage_rank``); its other fields are not used.
+
+A pool with more than one judge is also calibrated as a panel: its verdict on a criterion is
+``judge.panel.aggregate`` over the members' met / not met under the pool's ``panel_rule`` (for
+``reliability``, each member's reliability is estimated with ``estimate_reliability`` from the
+members' own votes on every criterion of the set), and its holistic coverage is the median of
+the members' coverage scores (members without a verdict left out).
+
+Each judge, and the panel, is one entry of the calibration store (``judge.calibration.store``)
+under its identity — ``pool.calibrate.judging.judge_identity`` plus the ``criteria_items`` prompt version
+and ``"set_kind": "criteria"``; the panel's is ``panel:<members>``, its rule and each member's key
+— so a criteria calibration never shares a file with a claim calibration, and drift is judged on
+the per-kind F1 and the holistic ρ of the same set.
+
+Exit codes, as the claim calibration: 0 stored; 1 some judge calls failed (nothing stored, for
+any judge: run again, answered requests come from the response cache); 2 bad input; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.items import Item
+from judge.calibration.criteria_set import (
+    CriteriaCalibrationAnswer,
+    CriteriaCalibrationSet,
+    criteria_calibration_set,
+    criteria_item_metrics,
+    holistic_coverage_rank,
+)
+from judge.calibration.store import CRITERIA_SET_KIND, CalibrationStoreError, judge_key, record_calibration
+from judge.contracts.criteria_items import KINDS, criteria_ids, kind_of
+from judge.contracts.framing import Message
+from judge.contracts.spec import Contract
+from judge.contracts.table import contract_spec, prompt_version
+from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability
+from judge.verdicts import CriteriaItemsVerdict
+from pool.calibrate.judging import (
+    CANDIDATE,
+    EXIT_INFRA,
+    EXIT_INPUT,
+    EXIT_OK,
+    REPLY_KEPT_CHARS,
+    JudgeAsk,
+    JudgeReply,
+    judge_identity,
+    open_judge,
+    run_judging,
+    store_dir_of,
+)
+from pool.config import Model, PoolConfig, PoolConfigError, load_pool
+from pool.execute.response_cache import ResponseCache
+from pool.items_source import DataError, load_run_items
+from pool.score.identity import JudgeSetup
+from pool.store.outcome import Unit
+
+# ``--set criteria``: the word that asks for this calibration, and its defaults.
+CRITERIA_SET = "criteria"
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_SUITE = REPO.parent / "shared" / "data" / "book-gold" / "internists.yaml"
+DEFAULT_ITEMS, DEFAULT_PER_ITEM, DEFAULT_SEED = 20, 3, 0
+# The holistic contract first, then the per-criterion one: consecutive requests share a system prompt.
+CONTRACTS: tuple[Contract, ...] = ("criteria", "criteria_items")
+# The contract a run names in its stage: none for the item's own (holistic) verdict, as pool.score does.
+RUN_STAGE_CONTRACT: dict[str, str | None] = {"criteria": None, "criteria_items": "criteria_items"}
+REASONS_SHOWN = 3  # the most frequent reasons for a missing verdict, per judge, in the summary
+
+
+@dataclass(frozen=True)
+class CriteriaInputs:
+    """What a criteria calibration is run on: the pool, its judges and the set built from the suite."""
+
+    config: PoolConfig
+    judges: tuple[Model, ...]
+    suite: Path
+    items: dict[str, Item]  # the calibrated items by id, in suite order
+    calibration_set: CriteriaCalibrationSet
+    per_item: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class JudgeCriteria:
+    """One judge's (or the panel's) verdicts on every answer of the set, in set order."""
+
+    name: str
+    identity: dict[str, Any]
+    met: list[dict[str, bool] | None]  # criteria_items: {criterion id: met / said}; None without a verdict
+    coverage: list[float | None]  # the holistic coverage dimension; None without a verdict
+    reasons: list[dict[str, str]]  # contract → why there is no verdict
+    replies: list[dict[str, str]]  # contract → the reply read (kept for answers it got wrong)
+    failed: list[str]  # answer ids with a failed call: the calibration is not stored
+    counts: dict[str, int]
+    reliability: Reliability | None = None  # a panel under the reliability rule
+
+
+def load_criteria_items(suite: Path, given: bool) -> list[Item]:
+    """The scorable criteria items of ``suite``, in file order, read by the run's loaders."""
+    if not suite.is_file():
+        where = (
+            "--suite" if given else "the default suite (../shared/data/book-gold/internists.yaml beside the repository)"
+        )
+        raise ValueError(f"{suite}: not found ({where}); pass --suite PATH to a file of criteria items")
+    try:
+        loaded = load_run_items([str(suite)])
+    except DataError as exc:
+        raise ValueError(str(exc)) from None
+    items = [item for item in loaded.scorable_items if item.gold_type == "criteria"]
+    if not items:
+        raise ValueError(
+            f"{suite}: no scorable criteria items (questions with expected_topics / must_warn / must_not); "
+            "pass --suite PATH to a criteria suite such as the book-gold YAML"
+        )
+    return items
+
+
+def criteria_inputs(args: argparse.Namespace) -> CriteriaInputs:
+    """The pool, its judges and the set, or ValueError / PoolConfigError saying what is wrong."""
+    count = DEFAULT_ITEMS if args.items is None else args.items
+    per_item = DEFAULT_PER_ITEM if args.per_item is None else args.per_item
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    if count < 1 or per_item < 1:
+        raise ValueError(f"--items and --per-item must be at least 1, got {count} and {per_item}")
+    suite = Path(args.suite).expanduser() if args.suite else DEFAULT_SUITE
+    items = load_criteria_items(suite, given=args.suite is not None)[:count]
+    config = load_pool(args.pool)
+    judges = config.judge_models()
+    if not judges:
+        raise ValueError(
+            f"{args.pool}: the pool has no judge: or judges: block; add one (see the shipped model_pool.yaml)"
+        )
+    calibration_set = criteria_calibration_set(items, per_item, None, seed)
+    return CriteriaInputs(config, judges, suite, {item.id: item for item in items}, calibration_set, per_item, seed)
+
+
+def criteria_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
+    """The judge's claim-calibration identity plus the ``criteria_items`` prompt version and the set kind."""
+    identity = judge_identity(config, setup)
+    return {
+        **identity,
+        "prompt_versions": {**identity["prompt_versions"], **{c: prompt_version(c) for c in CONTRACTS}},
+        "set_kind": CRITERIA_SET_KIND,
+    }
+
+
+def criteria_messages(contract: Contract, item: Item, answer: str) -> tuple[Message, ...]:
+    """The request a run sends for ``contract`` on this item's criteria, with ``answer`` as the candidate's."""
+    return contract_spec(contract).build(item, answer)
+
+
+def _parser(contract: Contract, item: Item) -> Callable[[str], Any]:
+    spec = contract_spec(contract)
+    return lambda reply: spec.parse(item, reply)
+
+
+def _wrong(answer: CriteriaCalibrationAnswer, met: Mapping[str, bool] | None) -> bool:
+    return met is None or any(met.get(criterion_id) != true for criterion_id, true in answer.truth.items())
+
+
+async def judge_criteria(
+    config: PoolConfig,
+    judges: Sequence[Model],
+    items: Mapping[str, Item],
+    answers: Sequence[CriteriaCalibrationAnswer],
+    work_dir: Path,
+    cache: ResponseCache | None,
+) -> list[JudgeCriteria]:
+    """Every judge's verdicts on every answer, judge by judge (each on its own session and run store)."""
+    out: list[JudgeCriteria] = []
+    for index, judge in enumerate(judges, 1):
+        folder = work_dir / f"judge-{index}"
+        folder.mkdir()
+        async with open_judge(config, judge, folder, cache) as calls:
+            setup = calls.setup
+            asks = [
+                JudgeAsk(
+                    Unit(CANDIDATE, answer.id, setup.stage(item, contract=RUN_STAGE_CONTRACT[contract])),
+                    Unit(CANDIDATE, answer.id, setup.stage(item, reask=True, contract=RUN_STAGE_CONTRACT[contract])),
+                    contract,
+                    criteria_messages(contract, item, answer.text),
+                    _parser(contract, item),
+                )
+                for contract in CONTRACTS
+                for answer in answers
+                for item in (items[answer.item_id],)
+            ]
+            replies = await calls.ask(asks)
+            counts = calls.counts()
+            identity = criteria_identity(config, setup)
+        by_contract = {
+            contract: replies[n * len(answers) : (n + 1) * len(answers)] for n, contract in enumerate(CONTRACTS)
+        }
+        out.append(_verdicts(judge.name, identity, answers, by_contract, counts))
+    return out
+
+
+def _verdicts(
+    name: str,
+    identity: dict[str, Any],
+    answers: Sequence[CriteriaCalibrationAnswer],
+    by_contract: Mapping[str, Sequence[JudgeReply]],
+    counts: dict[str, int],
+) -> JudgeCriteria:
+    met: list[dict[str, bool] | None] = []
+    coverage: list[float | None] = []
+    reasons: list[dict[str, str]] = []
+    replies: list[dict[str, str]] = []
+    failed: list[str] = []
+    for answer, holistic, per_item in zip(answers, by_contract["criteria"], by_contract["criteria_items"], strict=True):
+        verdict = per_item.verdict
+        met.append(verdict.met_by_id() if isinstance(verdict, CriteriaItemsVerdict) else None)
+        coverage.append(float(holistic.verdict.coverage) if holistic.verdict is not None else None)
+        pair = {"criteria": holistic, "criteria_items": per_item}
+        reasons.append({c: r.reason for c, r in pair.items() if r.verdict is None})
+        kept = {
+            c: r.text[:REPLY_KEPT_CHARS]
+            for c, r in pair.items()
+            if r.text and (r.verdict is None or (c == "criteria_items" and _wrong(answer, met[-1])))
+        }
+        replies.append(kept)
+        if holistic.failed or per_item.failed:
+            failed.append(answer.id)
+    return JudgeCriteria(name, identity, met, coverage, reasons, replies, failed, counts)
+
+
+def _no_votes_reliability(members: int) -> Reliability:
+    even = (0.5,) * members
+    return Reliability(
+        sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True
+    )
+
+
+def panel_criteria(
+    members: Sequence[JudgeCriteria], rule: str, items: Mapping[str, Item], answers: Sequence[CriteriaCalibrationAnswer]
+) -> JudgeCriteria:
+    """The panel's verdicts: per criterion ``aggregate`` of the members' met / not met under ``rule``;
+    holistic coverage the median of the members' (module doc)."""
+    rows = [
+        (index, criterion_id)
+        for index, answer in enumerate(answers)
+        for criterion_id, _, _ in criteria_ids(items[answer.item_id].gold)
+    ]
+    votes = np.array(
+        [
+            [np.nan if m.met[i] is None or cid not in m.met[i] else float(m.met[i][cid]) for m in members]
+            for i, cid in rows
+        ],
+        dtype=float,
+    ).reshape(len(rows), len(members))
+    reliability = None
+    if rule == "reliability":
+        reliability = estimate_reliability(votes) if not np.isnan(votes).all() else _no_votes_reliability(len(members))
+    met: list[dict[str, bool] | None] = [
+        None if all(m.met[i] is None for m in members) else {} for i in range(len(answers))
+    ]
+    for (i, cid), row in zip(rows, votes, strict=True):
+        verdict = aggregate([MemberVerdict(None if math.isnan(v) else bool(v)) for v in row], rule, reliability)
+        target = met[i]
+        if verdict.passed is not None and target is not None:
+            target[cid] = verdict.passed
+    coverage = []
+    for i in range(len(answers)):
+        present = [m.coverage[i] for m in members if m.coverage[i] is not None]
+        coverage.append(float(np.median(present)) if present else None)
+    identity = {
+        "name": "panel:" + ",".join(m.name for m in members),
+        "backend": "panel",
+        "rule": rule,
+        "members": [judge_key(m.identity) for m in members],
+        "member_names": [m.name for m in members],
+        "prompt_versions": {c: prompt_version(c) for c in CONTRACTS},
+        "set_kind": CRITERIA_SET_KIND,
+    }
+    counts = {key: sum(m.counts.get(key, 0) for m in members) for key in ("calls", "cache_hits")}
+    reasons = [
+        {"panel": "no member gave a verdict"} if met[i] is None and coverage[i] is None else {}
+        for i in range(len(answers))
+    ]
+    return JudgeCriteria(
+        identity["name"],
+        identity,
+        met,
+        coverage,
+        reasons,
+        [{} for _ in answers],
+        sorted({a for m in members for a in m.failed}),
+        counts,
+        reliability,
+    )
+
+
+def criteria_metrics(answers: Sequence[CriteriaCalibrationAnswer], judged: JudgeCriteria) -> dict[str, Any]:
+    """``{"overall": ...}``: per kind P/R/F1 of the per-criterion verdicts and the holistic ρ, side by side."""
+    items = criteria_item_metrics([a.truth for a in answers], judged.met)
+    scored = sum(c is not None for c in judged.coverage)
+    holistic = {
+        "spearman": holistic_coverage_rank([a.true_coverage for a in answers], judged.coverage),
+        "scored": scored,
+        "no_verdict": len(answers) - scored,
+    }
+    return {
+        "overall": {key: items[key] for key in ("answers", "answers_judged", "answers_no_verdict")}
+        | {kind: items["kinds"][kind] for kind in KINDS}
+        | {"holistic": holistic}
+    }
+
+
+def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, Any]:
+    """The stored record of one judge's (or the panel's) criteria calibration (``judge.calibration.store``)."""
+    answers = inputs.calibration_set.answers
+    entry: dict[str, Any] = {
+        "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "set": {
+            "kind": CRITERIA_SET_KIND,
+            "path": str(inputs.suite),
+            "sha256": inputs.calibration_set.sha256,
+            "answers": len(answers),
+            "items": len(inputs.items),
+            "per_item": inputs.per_item,
+            "seed": inputs.seed,
+        },
+        "metrics": criteria_metrics(answers, judged),
+        "criteria": [
+            {
+                "id": f"{a.id}#{cid}",
+                "kind": kind_of(cid),
+                "truth": true,
+                "predicted": None if met is None else met.get(cid),
+            }
+            for a, met in zip(answers, judged.met, strict=True)
+            for cid, true in a.truth.items()
+        ],
+        "answers": [
+            {
+                "id": a.id,
+                "true_coverage": a.true_coverage,
+                "coverage": coverage,
+                **({"reasons": reasons} if reasons else {}),
+                **({"replies": replies} if replies else {}),
+            }
+            for a, coverage, reasons, replies in zip(
+                answers, judged.coverage, judged.reasons, judged.replies, strict=True
+            )
+        ],
+        "requests": dict(judged.counts),
+    }
+    if judged.reliability is not None:
+        names = judged.identity["member_names"]
+        entry["reliability"] = {
+            "estimated_accuracy": dict(zip(names, judged.reliability.accuracy, strict=True)),
+            "prevalence": judged.reliability.prevalence,
+            "votes": judged.reliability.items,
+        }
+    return entry
+
+
+def _num(value: float | None, width: int) -> str:
+    return f"{'–' if value is None else f'{value:.3f}':>{width}}"
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.3f}"
+
+
+def render_criteria_text(
+    inputs: CriteriaInputs, rows: Sequence[tuple[JudgeCriteria, dict[str, Any], str | None]]
+) -> str:
+    """The table printed by the CLI: one row per judge and the panel, then each row's key, drift and store."""
+    cs = inputs.calibration_set
+    width = max(22, *(len(judged.name) + 2 for judged, _, _ in rows))
+    lines = [
+        f"criteria calibration: {inputs.suite} — {len(inputs.items)} items × {inputs.per_item} answers = "
+        f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})",
+        f"  {'':<{width}}" + "".join(f"{kind:^21}" for kind in KINDS) + f"  {'holistic':>8}  {'answers judged':>17}",
+        f"  {'judge':<{width}}"
+        + f"{'P':>7}{'R':>7}{'F1':>7}" * len(KINDS)
+        + f"  {'ρ':>8}  {'items':>7}  {'holistic':>8}",
+    ]
+    for judged, entry, _ in rows:
+        o = entry["metrics"]["overall"]
+        cells = "".join(_num(o[k]["precision"], 7) + _num(o[k]["recall"], 7) + _num(o[k]["f1"], 7) for k in KINDS)
+        items, holistic = f"{o['answers_judged']}/{o['answers']}", f"{o['holistic']['scored']}/{o['answers']}"
+        lines.append(
+            f"  {judged.name:<{width}}{cells}  {_num(o['holistic']['spearman'], 8)}  {items:>7}  {holistic:>8}"
+        )
+    for judged, entry, stored in rows:
+        req = entry["requests"]
+        lines.append(
+            f"  {judged.name}: key {judge_key(judged.identity)}; "
+            f"requests {req['calls']} sent, {req['cache_hits']} from the cache"
+        )
+        counts = ", ".join(
+            f"{k} {entry['metrics']['overall'][k]['judged']}/{entry['metrics']['overall'][k]['n']}" for k in KINDS
+        )
+        lines.append(f"    criteria judged: {counts}")
+        why = Counter(reason for reasons in judged.reasons for reason in reasons.values())
+        if why:
+            lines.append(
+                "    no verdict: "
+                + "; ".join(f"{n} × {reason}" for reason, n in why.most_common(REASONS_SHOWN))
+                + (f"; {len(why) - REASONS_SHOWN} other reason(s)" if len(why) > REASONS_SHOWN else "")
+            )
+        if "reliability" in entry:
+            accuracy = ", ".join(f"{n} {a:.3f}" for n, a in entry["reliability"]["estimated_accuracy"].items())
+            lines.append(
+                f"    estimated accuracy (Dawid–Skene over {entry['reliability']['votes']} criteria): {accuracy}"
+            )
+        drift = entry.get("drift")
+        if drift:
+            d = drift["delta"]
+            changed = drift["changed_criteria"]
+            shown = f" ({', '.join(changed[:5])}{'…' if len(changed) > 5 else ''})" if changed else ""
+            lines.append(
+                f"    {'DRIFT' if drift['flagged'] else 'no drift'} vs {drift['against']}: "
+                f"ΔF1 topic {_signed(d['topic_f1'])}, "
+                f"warning {_signed(d['warning_f1'])}, forbidden {_signed(d['forbidden_f1'])}, "
+                f"Δρ holistic {_signed(d['holistic_spearman'])} (threshold {drift['threshold']}); "
+                f"changed criteria: {len(changed)}{shown}"
+            )
+        lines.append(f"    stored in {stored}" if stored else "    not stored")
+    return "\n".join(lines)
+
+
+def calibrate_criteria(args: argparse.Namespace) -> int:
+    """``--set criteria``: the CLI's flow (module doc); returns the exit code."""
+    try:
+        inputs = criteria_inputs(args)
+    except (PoolConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    answers = inputs.calibration_set.answers
+    judged, code = run_judging(
+        lambda work, cache: judge_criteria(inputs.config, inputs.judges, inputs.items, answers, work, cache), args
+    )
+    if judged is None:
+        return code
+    if len(judged) > 1:
+        judged = [*judged, panel_criteria(judged, inputs.config.panel_rule, inputs.items, answers)]
+    failed = sorted({a for j in judged for a in j.failed})
+    rows: list[tuple[JudgeCriteria, dict[str, Any], str | None]] = []
+    for one in judged:
+        entry, stored = criteria_entry(inputs, one), None
+        if not failed:
+            try:
+                path, entry = record_calibration(store_dir_of(args), one.identity, entry)
+            except (CalibrationStoreError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return EXIT_INPUT
+            stored = str(path)
+        rows.append((one, entry, stored))
+    if args.json:
+        print(
+            json.dumps(
+                [{"judge_key": judge_key(j.identity), "identity": j.identity, **e} for j, e, _ in rows],
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
+    else:
+        print(render_criteria_text(inputs, rows))
+    if failed:
+        print(
+            f"judge calls failed on {len(failed)} answer(s) ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "
+            "nothing stored. Run again: answered requests come from the response cache.",
+            file=sys.stderr,
+        )
+        return EXIT_INFRA
+    return EXIT_OK

@@ -1,0 +1,86 @@
+"""Who answered and who judged: the identities that keep two runs' results from being merged by mistake.
+
+A judge's identity (:class:`JudgeSetup`) names its verdicts' stage, so a new judge, server or
+setting never reuses old verdicts; a model's identity (:func:`model_identity`) goes into every
+scores row, so results of differently set-up models are never compared as one. Both are built
+from :func:`answerer_fields`: every pool-file field that shapes what a model says, plus the
+backend type and the endpoint that served it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from eval.items import Item
+from eval.items.scores import JudgeIdentity
+from judge import contract_for, prompt_version
+from pool.config import Model, PoolConfig
+from pool.config.schema import NOT_RESULT_SHAPING
+from pool.execute.cache_key import normalize_endpoint
+from pool.execute.endpoints import local_model_identity
+
+
+@dataclass(frozen=True)
+class JudgeSetup:
+    """One judge of a run: its pool model, backend and the endpoint that serves it."""
+
+    model: Model
+    backend: str
+    endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
+    backend_type: str = ""
+
+    def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
+        """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
+        setup = {
+            k: v
+            for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
+            if k not in ("name", "backend")
+        }
+        return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
+
+    def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
+        """The stage name of this judge's verdicts: a new judge, server or setting never reuses old ones."""
+        key = self.identity(item, contract).key()
+        suffix = (":" + contract if contract else "") + (":reask" if reask else "")
+        return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
+
+
+def answerer_fields(model: Model, backend_type: str, endpoint: str) -> dict[str, Any]:
+    """Every field that shapes what ``model`` says, as plain JSON values.
+
+    The pool entry minus what does not reach the server (``enabled``, ``notes``) — name, backend,
+    model id, mode, temperature, max_tokens, stop, top_p, seed, think, gguf, chat_format, and any
+    generation field added later — plus the backend type and the endpoint identity (the URL without
+    credentials or query, or ``llamacpp://<weights sha256>/<chat_format>``; ``""`` when unknown).
+    """
+    fields = model.model_dump(mode="json", exclude={"enabled", "notes", *NOT_RESULT_SHAPING})
+    return {**fields, "backend_type": backend_type, "endpoint": normalize_endpoint(endpoint) if endpoint else ""}
+
+
+def configured_endpoint(config: PoolConfig, model: Model) -> str:
+    """The endpoint identity the pool file gives ``model`` without starting anything ("" if unknowable).
+
+    Used only when no live endpoint and no stored answer says which server answered (a run store
+    older than the ``endpoint`` column): a remote backend's ``base_url``; for the managed llama.cpp
+    server the weights' sha256 identity, or "" when the file is gone.
+    """
+    backend = config.backends[model.backend]
+    if backend.type != "llamacpp":
+        return str(getattr(backend, "base_url", ""))
+    if model.gguf is None:
+        return ""
+    try:
+        return local_model_identity(model)
+    except (OSError, ValueError):
+        return ""
+
+
+def model_identity(config: PoolConfig, model: Model, endpoint: str = "") -> dict[str, Any]:
+    """What makes two runs of a model comparable: results differing here are never merged.
+
+    ``endpoint`` is the identity of the server that answered (``Result.endpoint``); when empty the
+    pool file's is used (:func:`configured_endpoint`).
+    """
+    return answerer_fields(model, config.backends[model.backend].type, endpoint or configured_endpoint(config, model))
