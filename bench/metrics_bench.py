@@ -110,13 +110,13 @@ def baseline_dtr_f1(predicted: list[str], gold: list[str], tau: float) -> tuple[
 
 
 def baseline_macro_f1_recipe(preds: list[str], golds: list[str], labels: list[str]) -> dict[str, float]:
-    """The TCM-SD seed's compute_metrics, verbatim but for string labels: three passes per class."""
-    acc = sum(p == g for p, g in zip(preds, golds)) / len(golds)
+    """The TCM-SD benchmark paper's compute_metrics, verbatim but for string labels: three passes per class."""
+    acc = sum(p == g for p, g in zip(preds, golds, strict=False)) / len(golds)
     f1_scores = []
     for c in labels:
-        tp = sum(1 for p, g in zip(preds, golds) if p == c and g == c)
-        fp = sum(1 for p, g in zip(preds, golds) if p == c and g != c)
-        fn = sum(1 for p, g in zip(preds, golds) if p != c and g == c)
+        tp = sum(1 for p, g in zip(preds, golds, strict=False) if p == c and g == c)
+        fp = sum(1 for p, g in zip(preds, golds, strict=False) if p == c and g != c)
+        fn = sum(1 for p, g in zip(preds, golds, strict=False) if p != c and g == c)
         prec = tp / (tp + fp) if (tp + fp) > 0 else 0
         rec = tp / (tp + fn) if (tp + fn) > 0 else 0
         f1_scores.append(2 * prec * rec / (prec + rec) if (prec + rec) > 0 else 0)
@@ -128,7 +128,7 @@ def baseline_macro_f1_one_pass(preds: list[str], golds: list[str], labels: list[
     tp: dict[str, int] = {}
     fp: dict[str, int] = {}
     fn: dict[str, int] = {}
-    for p, g in zip(preds, golds):
+    for p, g in zip(preds, golds, strict=False):
         if p == g:
             tp[g] = tp.get(g, 0) + 1
         else:
@@ -252,7 +252,7 @@ def bench_hard_subset(sizes: Sizes) -> list[Row]:
     ours_s, ours_out = timed(ours)
     base_s, base_out = timed(lambda: baseline_hard_subset(item_ids, rows, top_k, lam))
     if ours_out != base_out:
-        first = next(i for i, (a, b) in enumerate(zip(ours_out, base_out)) if a != b)
+        first = next(i for i, (a, b) in enumerate(zip(ours_out, base_out, strict=False)) if a != b)
         check(
             False,
             "hard_subset",
@@ -286,7 +286,7 @@ def bench_rouge_l(sizes: Sizes) -> list[Row]:
 
     ours_s, ours_out = timed(ours)
     base_prefix_s, base_out = timed(lambda: [baseline_rouge_l(c, r) for c, r in pairs[:prefix]], repeat=False)
-    for index, (mine, theirs) in enumerate(zip(ours_out, base_out)):
+    for index, (mine, theirs) in enumerate(zip(ours_out, base_out, strict=False)):
         check(mine == theirs, "rouge_l", f"pair {index}: ours {mine!r}, baseline {theirs!r}")
     note = f"DP time extrapolated ×{len(pairs) // prefix} from the first {prefix} pairs (scores checked on those)"
     size = f"{len(pairs):,} pairs × {sizes.rouge_tokens} tokens"
@@ -329,7 +329,9 @@ def format_table(rows: Sequence[Row]) -> str:
     def line(cells: list[str]) -> str:
         return (
             "| "
-            + " | ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            + " | ".join(
+                c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
             + " |"
         )
 

@@ -1,4 +1,4 @@
-"""A stand-in for the scheduler's write path, to be SIGKILLed by tests/test_store.py.
+"""A stand-in for the scheduler's write path, to be SIGKILLed by tests/pool/test_store.py.
 
 Usage: ``python tests/store_crash_writer.py RUN_DIR CACHE_DIR [--delay S] [--batch-delay S]
 [--retry-infra]``

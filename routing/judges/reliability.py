@@ -10,8 +10,8 @@ Per model (rubric-judged answers: reference and criteria items with a score):
   a model's controlled mean = raw mean − b·(its mean log length − the judge's mean log length);
 - **judge/candidate family conflict** — the candidate and its judge share a model family (a
   family word such as ``qwen`` in the pool name, model id or weights of both), or the judge is the
-  candidate itself: the self-preference risk the seed flags;
-- **contamination-resistant coverage** — as the seed: does the model have scored items in the
+  candidate itself: the self-preference risk the med-agent-verifier README flags;
+- **contamination-resistant coverage** — as in the med-agent-verifier README: does the model have scored items in the
   families public leaderboards cannot have memorised (orchestration: derived routing and tool
   decisions; robustness: probes), and their share of its scored items;
 - **context-appropriateness rate** (``ctx_appropriate``) — as the med-agent-verifier README's
@@ -267,7 +267,7 @@ def _judge_labels(groups: Mapping[str, dict[str, Any]]) -> dict[str, str]:
     clash = {p for p in plain.values() if list(plain.values()).count(p) > 1}
     return {
         g: f"{p} [{i.get('endpoint') or i.get('model') or g[:40]}]" if p in clash else p
-        for (g, p), i in zip(plain.items(), groups.values())
+        for (g, p), i in zip(plain.items(), groups.values(), strict=True)
     }
 
 
@@ -332,7 +332,7 @@ def _agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         "n": len(done),
         "failed": len(pairs) - len(done),
         "kappa_pass": kappa,
-        "pass_agreement": float(np.mean([p == bool(s["passed"]) for p, (_, s) in zip(first_pass, done)]))
+        "pass_agreement": float(np.mean([p == bool(s["passed"]) for p, (_, s) in zip(first_pass, done, strict=True)]))
         if done
         else None,
         "spearman_total": spearman(first, second),
@@ -377,7 +377,9 @@ def _judges_within(label: str, identity: Mapping[str, Any]) -> list[tuple[str, M
     names, ids, ggufs = (identity.get(k) for k in ("member_names", "member_model_ids", "member_ggufs"))
     if identity.get("backend") != "panel" or not all(isinstance(v, list) for v in (names, ids, ggufs)):
         return [(label, identity)]
-    return [(f"{label}/{n}", {"name": n, "model": m, "gguf": g or None}) for n, m, g in zip(names, ids, ggufs)]  # type: ignore[arg-type]
+    return [
+        (f"{label}/{n}", {"name": n, "model": m, "gguf": g or None}) for n, m, g in zip(names, ids, ggufs, strict=False)
+    ]  # type: ignore[arg-type]
 
 
 def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:

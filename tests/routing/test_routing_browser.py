@@ -1,0 +1,90 @@
+"""report.html in a real headless browser (Debian ``chromium``): the tables render, no script runs.
+
+Install: ``apt-get update && apt-get install -y chromium`` (as root). Without chromium the test
+skips locally and fails when CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from routing.build import BuildOptions, build
+from tests.routing.test_routing_fixtures import synthetic_rows, write_run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SCRIPT_NAME = "<script>document.title='PWNED'</script>"
+IMG_NAME = "<img src=x onerror=\"document.title='PWNED'\">"
+
+
+def chromium_or_skip() -> str:
+    if CHROMIUM:
+        return CHROMIUM
+    if os.environ.get("CI") == "true":
+        pytest.fail("chromium is required in CI: apt-get update && apt-get install -y chromium")
+    pytest.skip("chromium not installed (apt-get install -y chromium); the test is required when CI=true")
+
+
+def dump_dom(browser: str, page: Path, profile: Path) -> str:
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_report_renders_tables_and_runs_no_script(tmp_path: Path) -> None:
+    browser = chromium_or_skip()
+    rows = synthetic_rows({"a": 0.8, "b": 0.5, "c": 0.3}, n_items=8, names={"a": SCRIPT_NAME, "b": IMG_NAME})
+    for r in rows:
+        r["details"]["answer"] = "<script>document.title='PWNED'</script>"
+    run = write_run(tmp_path / "run", rows)
+    build([run], None, BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10))
+    dom = dump_dom(browser, run / "report.html", tmp_path / "profile")
+
+    assert re.search(r"<title>medpool report</title>", dom), "the title changed: a script ran"
+    assert "PWNED</title>" not in dom
+    assert "<script" not in dom.lower() and "<img" not in dom.lower(), "hostile text became an element"
+    assert "&lt;script&gt;document.title='PWNED'&lt;/script&gt;" in dom  # shown as text
+    for section in (
+        "runs",
+        "routing",
+        "family-capability",
+        "family-specialty",
+        "family-orchestration",
+        "family-robustness",
+        "family-exam",
+        "family-tcm",
+        "heatmap",
+        "pairwise",
+        "hard",
+    ):
+        assert f'id="{section}"' in dom, section
+    assert dom.count("<table") >= 20
+    for heading in (
+        "value [95% CI]",
+        "BT rating",
+        "row beats column",
+        "gap (full − hard)",
+        "infra errors",
+        "specialty",
+    ):
+        assert f"<th>{heading}</th>" in dom, heading
+    assert 'class="heat"' in dom and 'class="ci"' in dom
