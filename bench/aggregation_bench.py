@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r["ratio"] = r["seconds"] / floor["seconds"] if floor else float("nan")
         by_round = (
-            " / ".join(f"{t / base:.2f}" for t, base in zip(r["rounds"], floor["rounds"]))
+            " / ".join(f"{t / base:.2f}" for t, base in zip(r["rounds"], floor["rounds"], strict=False))
             if floor and "rounds" in r
             else "–"
         )

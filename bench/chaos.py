@@ -1,6 +1,6 @@
 """``python -m bench.chaos``: kill ``pool.run`` in every phase, resume, and count what survived.
 
-The long version of ``tests/test_chaos.py``: the FAKE chaos pool (good, weak and hostile models, a
+The long version of ``tests/pool/test_chaos.py``: the FAKE chaos pool (good, weak and hostile models, a
 judge, 20% injected faults, a dead endpoint), ``--hallu`` on, ≥ 10 SIGKILLs in each phase
 (answering, judging, claim checks, routing build) plus SIGTERMs, then a final resume; the three
 artefacts are compared with an uninterrupted run of the same pool. A second scenario takes the

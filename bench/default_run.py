@@ -113,16 +113,20 @@ def measure(label: str, tree: Path, work: Path, extra: Sequence[str]) -> dict[st
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| tree | wall | goal | answering | judging | answer tokens (cut) | verdict tokens | buckets: own / decisive / by parent | orchestrator |",
+        "| tree | wall | goal | answering | judging | answer tokens (cut) | verdict tokens "
+        "| buckets: own / decisive / by parent | orchestrator |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         answer, judge, manifest = row["phases"].get("answer", {}), row["phases"].get("judge", {}), row["manifest"]
         lines.append(
-            f"| {row['label']} | {row['wall_s'] / 60:.1f} min | ≤ {GOAL_S / 60:.0f} min | {answer.get('seconds', 0) / 60:.1f} min "
+            f"| {row['label']} | {row['wall_s'] / 60:.1f} min | ≤ {GOAL_S / 60:.0f} min "
+            f"| {answer.get('seconds', 0) / 60:.1f} min "
             f"| {judge.get('seconds', 0) / 60:.1f} min | {answer.get('tokens', 0):,} ({answer.get('truncated', 0)}) "
-            f"| {judge.get('tokens', 0):,} | {manifest.get('decided_in_bucket', '-')} / {manifest.get('decisive', '-')} / "
-            f"{manifest.get('served_by_parent', '-')} of {manifest.get('buckets', '-')} | {manifest.get('orchestrator') or 'none'} |"
+            f"| {judge.get('tokens', 0):,} "
+            f"| {manifest.get('decided_in_bucket', '-')} / {manifest.get('decisive', '-')} / "
+            f"{manifest.get('served_by_parent', '-')} of {manifest.get('buckets', '-')} "
+            f"| {manifest.get('orchestrator') or 'none'} |"
         )
     return "\n".join(lines)
 

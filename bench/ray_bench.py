@@ -90,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         leaks = non_loopback_connections()
     print(f"Ray executor vs local executor, {n} units per row, same driver and store, FAKE server in its own process")
     print(
-        "| latency | concurrency | local req/s | ray req/s | ratio | overhead per request | driver CPU ms/req local / ray |"
+        "| latency | concurrency | local req/s | ray req/s | ratio | overhead per request "
+        "| driver CPU ms/req local / ray |"
     )
     print("|---|---|---|---|---|---|---|")
     for latency_ms, concurrency, (local_rate, local_cpu), (ray_rate, ray_cpu) in rows:

@@ -84,7 +84,7 @@ def histogram_percentiles(metrics: str, name: str, quantiles: tuple[float, ...])
         next(
             (
                 f"≤ {float(b) * 1000:g} ms" if b != "+Inf" else "> last bound"
-                for b, c in zip(bounds, counts)
+                for b, c in zip(bounds, counts, strict=True)
                 if c >= q * total
             ),
             "-",
@@ -179,11 +179,13 @@ def main() -> int:
         f"{rounds} rounds × {per_round} requests per arm, {os.cpu_count()} cores"
     )
     print(
-        f"{'arm':22} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ratio p50':>10} {'ratio p99':>10}"
+        f"{'arm':22} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} "
+        f"{'ratio p50':>10} {'ratio p99':>10}"
     )
     for arm, row in result["arms"].items():
         print(
-            f"{arm:22} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} {row['added_p50_ms']:10.2f} {row['added_p99_ms']:10.2f} "
+            f"{arm:22} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
+            f"{row['added_p50_ms']:10.2f} {row['added_p99_ms']:10.2f} "
             f"{row['ratio_p50']:10.3f} {row['ratio_p99']:10.3f}"
         )
     print(

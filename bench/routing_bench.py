@@ -249,7 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     table = synthetic_table(models, items)
     seconds, buckets = timed(lambda: build_buckets(table, rounds=1000, seed=0))
     cells = sum(len(b.cells) for b in buckets)
-    size = f"{models} models × {items:,} items ({len(table):,} rows), {len(buckets)} buckets, {cells:,} cells, 1,000 resamples"
+    size = (
+        f"{models} models × {items:,} items ({len(table):,} rows), {len(buckets)} buckets, {cells:,} cells, "
+        "1,000 resamples"
+    )
     rows.append(("leaderboards", size, seconds, traced_peak_mb(lambda: build_buckets(table, rounds=1000, seed=0))))
 
     a, b, o = arena_battles(50, battles)
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {size} | {seconds:.2f} | {'–' if np.isnan(peak) else f'{peak:.0f}'} |")
     if args.json:
         Path(args.json).write_text(
-            json.dumps([dict(zip(("workload", "size", "seconds", "peak_mb"), r)) for r in rows], indent=1)
+            json.dumps([dict(zip(("workload", "size", "seconds", "peak_mb"), r, strict=True)) for r in rows], indent=1)
         )
     return 0
 

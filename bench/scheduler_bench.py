@@ -523,7 +523,9 @@ def format_table(rows: Sequence[Row]) -> str:
     def line(row: Sequence[str]) -> str:
         return (
             "| "
-            + " | ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+            + " | ".join(
+                c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
             + " |"
         )
 

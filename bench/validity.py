@@ -99,7 +99,7 @@ def _rows(
     rng: np.random.Generator,
 ) -> int:
     """Append one bucket's rows (outcomes: models × items, each model's first n used); returns the next item code."""
-    for e, row in zip(entrants, outcomes):
+    for e, row in zip(entrants, outcomes, strict=True):
         k = e.n
         cols.entrant.append(np.full(k, models.index(e.model), dtype=np.int32))
         cols.item.append(np.arange(item0, item0 + k, dtype=np.int32))

@@ -5,7 +5,7 @@ about one lives in its :class:`GoldTypeSpec` in :data:`DECLARED` below; the list
 used to keep by hand (which types the judge scores, which are judged on the rubric, the family of
 each type, the leaderboard statistic) are derived from it. Adding a type is one line here plus one
 scorer with ``@register("<name>")`` in ``eval/scorers/`` — registering a scorer for a type not
-declared here is an error, and ``tests/test_scorers.py`` fails for a declared type without one.
+declared here is an error, and ``tests/eval/test_scorers.py`` fails for a declared type without one.
 
 Families are reported side by side and never blended (``eval.items.scores``). A judged type names
 the judge contract its scorer asks for: ``reference`` and ``criteria`` are judged on the
@@ -25,7 +25,9 @@ from typing import Literal, get_args
 import eval.gold_checks as checks
 from eval.gold_checks import GoldCheck
 
-Family = Literal["capability", "specialty", "orchestration", "robustness", "exam", "tcm"]
+# ``live`` is the one family no gold type declares: a live item is a ``reference`` item whose reference
+# answer a reference agent gave tonight (its track, ``live``, names the family: eval.items.scores.item_family).
+Family = Literal["capability", "specialty", "orchestration", "robustness", "exam", "tcm", "live"]
 FAMILIES: tuple[Family, ...] = get_args(Family)
 # The judge contracts a gold type may name (each declared in judge/contracts/<name>.py).
 JudgeContract = Literal["reference", "criteria", "probe"]
@@ -82,7 +84,8 @@ G = GoldTypeSpec
 # counts an unusable answer as a full miss and re-asks an answer under 200 characters once.
 FREE_TEXT_MIN_CHARS = 200
 DECLARED: tuple[GoldTypeSpec, ...] = (
-    # G(name, family, check_gold, shape, value_metric[, primary_metric=...][, judge_contract=...][, min_answer_chars=...])
+    # G(name, family, check_gold, shape, value_metric
+    #   [, primary_metric=...][, judge_contract=...][, min_answer_chars=...])
     G(
         "reference",
         "capability",

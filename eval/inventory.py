@@ -209,9 +209,9 @@ def _min_n(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m eval.inventory",
-        description="Judge-free specialty inventory: scorable criteria items by broad area (内科, 精神科, ...) > system > "
-        "domain, and the buckets too thin (fewer than --min-n items) to be routed on their own. Exit 1 when the suites "
-        "hold no scorable specialty item, 2 on a broken file or a missing path.",
+        description="Judge-free specialty inventory: scorable criteria items by broad area (内科, 精神科, ...) "
+        "> system > domain, and the buckets too thin (fewer than --min-n items) to be routed on their own. "
+        "Exit 1 when the suites hold no scorable specialty item, 2 on a broken file or a missing path.",
     )
     parser.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="suite files or folders (default: the built-in demo suite)"
@@ -242,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not inv.items:
         print(
             f"error: no scorable specialty (criteria gold) item in {', '.join(map(str, paths)) or 'the demo suite'}"
-            f"{f' ({_left_out(inv)})' if inv.left_out else ''}; point it at a criteria suite, e.g. ../shared/data/book-gold",
+            f"{f' ({_left_out(inv)})' if inv.left_out else ''}; "
+            "point it at a criteria suite, e.g. ../shared/data/book-gold",
             file=sys.stderr,
         )
         return 1

@@ -17,7 +17,9 @@ Rooms, in the order a verdict travels:
 - ``side_labels``  — context labels and probe behaviour, read strictly (never guessed)
 - ``safety``       — the deterministic safety floor over literal forbidden phrases
 - ``injection``    — the check behind the judge's ``injection_attempt`` flag
-- ``panel``        — a panel of judges → one verdict (majority, mean, reliability; Dawid–Skene)
+- ``panel``        — a panel of judges → one verdict (majority, mean, reliability; Dawid–Skene), and
+                     ``combine_votes``, the one rule for a whole set of binary votes (criteria, runs and calibration)
+- ``pairwise``     — two orders of one pair → one battle (a win only when both agree), position consistency
 - ``perturb``      — the reordered rubric request of ``--rejudge-sample``
 - ``calibration/`` — labelled claim set, criteria set with known truth, the calibration store
 - ``calibrate``    — ``python -m judge.calibrate``, the former name of ``python -m pool.calibrate``

@@ -24,6 +24,11 @@ died, or its reply would not parse). The rules, by name (``PANEL_RULES``):
 For every rule: value = Σ dims / ``TOTAL_MAX`` (rubric contracts) or 1.0 / 0.0 (binary, probe);
 ``tie`` says the members' pass/fail votes split evenly, whichever rule decided.
 
+A whole set of binary votes at once — a panel's per-criterion met / not met in a run and in the
+criteria calibration — goes through :func:`combine_votes`: the same rule per row, and under
+``reliability`` the members' reliability estimated from every row of the set, so a run and a
+calibration combine the same votes the same way.
+
 Side labels (``judge.side_labels``: context awareness, seeks clarification, probe behaviour) are
 combined by majority whatever the rule (:func:`panel_side_labels`): the label more than half of
 the members that gave one agree on; a split or no label at all is None (missing), never a
@@ -293,6 +298,35 @@ def aggregate(
     dims = None if combined is None else {d: float(x) for d, x in zip(DIMENSIONS, combined, strict=False)}
     value = float(combined.sum()) / TOTAL_MAX if combined is not None else (1.0 if passed else 0.0)
     return PanelVerdict(passed=bool(passed), value=value, dims=dims, votes=votes, missing=missing, tie=tie)
+
+
+def no_votes_reliability(members: int) -> Reliability:
+    """What :func:`combine_votes` assumes when nobody voted: every member a coin (every verdict is missing anyway)."""
+    even = (0.5,) * members
+    return Reliability(
+        sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True
+    )
+
+
+def combine_votes(votes: np.ndarray, rule: str) -> tuple[list[bool | None], Reliability | None]:
+    """The panel's verdict on every row of an items × members vote matrix (1.0 / 0.0 / NaN) under ``rule``.
+
+    The one way binary votes are combined where a whole set of them is at hand — a run's criterion
+    verdicts (``pool.score.criteria_items``) and the criteria calibration (``pool.calibrate.criteria``)
+    alike: each row is :func:`aggregate` of its present votes; under ``reliability`` each member's
+    reliability is first estimated (:func:`estimate_reliability`) from every row of ``votes``, so
+    the same votes give the same verdicts wherever they are combined. A row without a vote is None.
+    Returns (verdicts, the reliability used or None).
+    """
+    _check_rule(rule)
+    v = _check_votes(votes)
+    reliability = None
+    if rule == "reliability":
+        reliability = estimate_reliability(v) if not np.isnan(v).all() else no_votes_reliability(v.shape[1])
+    verdicts = [
+        aggregate([MemberVerdict(None if np.isnan(x) else bool(x)) for x in row], rule, reliability).passed for row in v
+    ]
+    return verdicts, reliability
 
 
 def majority_label(values: Sequence[Any]) -> Any:

@@ -10,6 +10,8 @@ Rooms, in the data's order:
 - :mod:`~pool.items_source`, :mod:`~pool.selection` — which items a run sends; :mod:`~pool.plan` — the
   work a run has (models × items as units with their requests);
 - :mod:`~pool.execute` — the run ``Session``: backends, executors (local, Ray), scheduler, cache, budget;
+- :mod:`~pool.adaptive` — ``--adaptive``: new models answer only the items most informative for them
+  (item banks from :mod:`routing.bank`), their full-suite scores estimated with an interval;
 - :mod:`~pool.score` — gold metrics and the judge's verdicts, written to ``scores.jsonl``;
 - :mod:`~pool.store` — the run store, ``results.jsonl``, ``summary.json``;
 - :mod:`~pool.api` (:func:`run_pool`, :func:`resume`, :func:`rescore`, their async twins, :func:`describe_plan`)
@@ -17,7 +19,10 @@ Rooms, in the data's order:
   loop); :mod:`~pool.run` is the CLI over the API.
 
 Beside the run: :mod:`~pool.check` (the gate before a paid run), :mod:`~pool.calibrate` (the judge against
-answers whose truth is known), :mod:`~pool.serve` (a run's routing manifest served as an endpoint),
+answers whose truth is known), :mod:`~pool.freshness` (the gold freshness audit: is each gold point still what
+the latest guideline says?), :mod:`~pool.pairwise` (the judge compares side by side the answers of
+the models a run left tied), :mod:`~pool.live` (a live run's questions answered by a reference agent, before
+the run), :mod:`~pool.serve` (a run's routing manifest served as an endpoint),
 :mod:`~pool.roster` (who answers and who judges), :mod:`~pool.chip_submission` (a CHIP submission file),
 :mod:`~pool.decision_recognition` (that CLI with the runners' embeddings client), :mod:`~pool.version`.
 

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from pool.adaptive.driver import run_adaptive, write_estimates
+from pool.adaptive.tests import AdaptivePlan, adaptive_plan
 from pool.config import Model, PoolConfigError
 from pool.config.preflight import PreflightError, preflight
 from pool.execute.budget import Budget, BudgetExhausted
@@ -42,7 +44,9 @@ from pool.execute.progress import ProgressDisplay
 from pool.execute.ray_executor import cluster_host_port
 from pool.execute.response_cache import CACHE_ENV, ResponseCache, default_cache_dir
 from pool.execute.session import Session
+from pool.freshness.attach import attach_audit, check_audit
 from pool.items_source import DataError
+from pool.live import prepare as live
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
 from pool.run_thread import Interrupt, call, wait_for
@@ -156,6 +160,11 @@ def _run_pool(spec: RunSpec, interrupt: Interrupt) -> RunResult:
         except OSError as exc:
             raise RunInputError(str(unwritable_run_folder(run_dir, exc))) from None
         options["pool"] = str(pool_file.resolve())
+    if spec.live is not None:
+        request = spec.live
+        for note in _checked(lambda: live.begin(run_dir, options, request)):
+            print(note, file=sys.stderr)
+        return _start_live(spec, options, run_dir, interrupt)
     return _start(spec, options, run_dir, interrupt, mode="new")
 
 
@@ -167,6 +176,12 @@ def _resume(run_dir: str | Path, spec: RunSpec | None, interrupt: Interrupt) -> 
             "--with-judge with --resume: a resume keeps the run's options; judge it afterwards "
             "with --rescore RUN_DIR --with-judge"
         )
+    if spec.live is not None:
+        raise RunInputError("--live with --resume: a resume asks the run's own questions; drop --live")
+    if live.unstarted_live_run(run_dir):  # stopped while its reference agent answered
+        options = _checked(lambda: live.stored_request(run_dir))["options"]
+        _checked(lambda: check_resume(spec, options))
+        return _start_live(spec, options, run_dir, interrupt)
     options = _checked(lambda: stored_options(run_dir))
     _checked(lambda: check_resume(spec, options))
     return _start(spec, options, run_dir, interrupt, mode="resume")
@@ -182,6 +197,7 @@ def _rescore(run_dir: str | Path, spec: RunSpec | None, interrupt: Interrupt) ->
 def describe_plan(spec: RunSpec) -> dict[str, Any]:
     """The plan a run of ``spec`` would execute (models × items × stages, request counts), without running it.
     ``selection_notes`` says what each item filter dropped and why."""
+    _no_live("describe_plan (--dry-run)", spec)
     options, _ = spec.new_run_options()
     if isinstance(spec.pool, Mapping):
         raise RunInputError("pool: describe_plan takes a pool file; write the inline pool to a file first")
@@ -202,12 +218,21 @@ def count_selection(spec: RunSpec) -> dict[str, Any]:
     Reads only the pool file and the data: no preflight, no cache folder, no server or key, so a
     selection can be sized anywhere. ``selection_notes`` says what each item filter dropped and why.
     """
+    _no_live("count_selection (--count)", spec)
     options, _ = spec.new_run_options()
     if isinstance(spec.pool, Mapping):
         raise RunInputError("pool: count_selection takes a pool file; write the inline pool to a file first")
     notes: list[str] = []
     plan, skipped = _checked(lambda: plan_from_options(options, notes))
     return count_view(plan.items, [m.name for m in plan.models], notes, skipped)
+
+
+def _no_live(what: str, spec: RunSpec) -> None:
+    if spec.live is not None:
+        raise RunInputError(
+            f"{what} with --live: a live run's items exist once its reference agent has answered; "
+            "it sends one agent call per question, then what a run of those items sends"
+        )
 
 
 def run_judges(plan: Plan, options: Mapping[str, Any]) -> tuple[Model, ...]:
@@ -267,12 +292,36 @@ def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, interrupt: Int
     for note in notes:
         print(note, file=sys.stderr)
     _preflight(plan, options, run_judges(plan, options), mode=mode)
+    _checked(lambda: check_audit(plan.config, options["pool"]))  # the pool file's freshness: audit, if named
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
         with RunLock(run_dir):
             return _Run(spec, plan, options, run_dir, mode, executor, interrupt).go()
     except RunFolderError as exc:
         raise RunInputError(str(exc)) from None
+
+
+def _start_live(spec: RunSpec, options: dict[str, Any], run_dir: Path, interrupt: Interrupt) -> RunResult:
+    """A live run (:mod:`pool.live.prepare`): the reference agent answers every question it has no answer to
+    yet, then the run starts with the live items as its data. Stopped or failed while the agent answers, the
+    run has no run store yet; ``--resume`` goes on from here."""
+    try:
+        with RunLock(run_dir):
+            items = _checked(lambda: live.ask(run_dir, options, interrupt.run, spec.log_interval))
+    except RunFolderError as exc:
+        raise RunInputError(str(exc)) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return RunResult(run_dir, "", EXIT_INTERRUPTED)
+    except RunInputError:
+        raise
+    except Exception as exc:  # the agent's managed server did not come up, a full disk
+        for line in _failure_lines(exc, run_dir, "resume"):
+            print(line, file=sys.stderr)
+        return RunResult(run_dir, "", EXIT_INFRA)
+    if items is None:  # the agent answered no question: nothing to run
+        outcome = live.live_outcome(run_dir)
+        return RunResult(run_dir, "", EXIT_INFRA, warnings=(outcome.line(),) if outcome and outcome.line() else ())
+    return _start(spec, {**options, "data": [str(items)]}, run_dir, interrupt, mode="new")
 
 
 def _executor_choice(spec: RunSpec, plan: Plan) -> tuple[str, str | None]:
@@ -316,6 +365,7 @@ class _Run:
             None  # results.jsonl's costs and the store's counts, when the worker wrote it
         )
         self.digest: ScoreDigest | None = None  # scores.jsonl read for the nightly index while the worker counted
+        self.adaptive: AdaptivePlan | None = None  # the adaptive tests (--adaptive), planned when the run begins
 
     def go(self) -> RunResult:
         previous = signal.signal(signal.SIGTERM, _interrupt) if _on_main_thread() else None
@@ -343,7 +393,11 @@ class _Run:
                         )
                     except RunMismatchError as exc:
                         raise RunInputError(str(exc)) from None
-                    store.save_plan(self.run_id, self.plan.units())
+                    self.adaptive = self._adaptive_plan()
+                    store.save_plan(
+                        self.run_id,
+                        self.plan.units() if self.adaptive is None else self.adaptive.initial_units(self.plan),
+                    )
                     # Judge stages are never sent from here: the scoring stage derives them from the answers.
                     pending = store.pending_counts(self.run_id, retry_infra_errors=resuming, stage=ANSWER_STAGE)
                     print(
@@ -366,6 +420,9 @@ class _Run:
             if self.mode != "rescore" and store.get_run(self.run_id) is not None:
                 store.set_run_status(self.run_id, {EXIT_OK: "finished"}.get(status, "interrupted"))
             extra: dict[str, Any] = {"costs": {}}  # filled by the export's pass over the results, below
+        agent = live.live_outcome(self.run_dir)  # what a live run's reference agent gave (None: not a live run)
+        if agent is not None:
+            extra["live"] = agent.summary()
         if scoring is not None:
             extra["scoring"] = scoring
         if self.budget is not None:
@@ -391,6 +448,7 @@ class _Run:
             summary = write_summary(
                 self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra, counted=counted
             )
+            attach_audit(self.plan.config, self.options["pool"], self.run_dir)  # for routing.build, now or later
             if status == EXIT_OK and not self.options.get("no_routing"):
                 routing = build_routing(self.run_dir)
                 status = EXIT_INFRA if routing is None else status
@@ -404,8 +462,8 @@ class _Run:
             )
             status, files_written = EXIT_INFRA, False
         infra = sum(m.get("status", {}).get("infra_error", 0) for m in summary.get("models", {}).values())
-        if status == EXIT_OK and infra:
-            status = EXIT_INFRA
+        if status == EXIT_OK and (infra or (agent is not None and agent.failures)):
+            status = EXIT_INFRA  # a reference agent's failures are infra errors too, charged to the agent
         base, warnings = None, []
         if status in (EXIT_OK, EXIT_INFRA) and files_written:
             try:
@@ -414,7 +472,23 @@ class _Run:
                 status = EXIT_INTERRUPTED
             else:
                 status = EXIT_REGRESSION if regressed and status == EXIT_OK else status
+        if agent is not None and (line := agent.line()) is not None:
+            warnings = [line, *warnings]
         return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings), routing)
+
+    def _history_root(self) -> Path:
+        return Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
+
+    def _adaptive_plan(self) -> AdaptivePlan | None:
+        """The adaptive tests of a run with ``--adaptive`` (pool.adaptive), banks fitted on the history."""
+        if not self.options.get("adaptive"):
+            return None
+        adaptive = adaptive_plan(self.plan, self.options, self._history_root())
+        if not adaptive.tests:
+            for note in adaptive.notes:
+                print(f"adaptive: {note}", file=sys.stderr)
+            print("adaptive: no model is tested adaptively; every model is evaluated in full", file=sys.stderr)
+        return adaptive
 
     def _budget(self) -> Budget | None:
         if self.spec.max_cost is None and self.spec.max_tokens_total is None:
@@ -454,7 +528,8 @@ class _Run:
         # a resumed run re-asks the short answers an interrupted one had not (pool.score.guards),
         # so it serves their models
         reask = models_to_reask(store, self.run_id, plan.items_by_id, plan.config) if judges and resuming else set()
-        serve = [m for m in plan.models if m.name in totals or m.name in reask] + list(judges)
+        adaptive = {t.model for t in self.adaptive.tests} if self.adaptive is not None else set()
+        serve = [m for m in plan.models if m.name in totals or m.name in reask or m.name in adaptive] + list(judges)
         cache = None if options.get("no_cache") else ResponseCache(options.get("cache_dir"), write_behind=True)
         sigterm = self._cancel_on_sigterm()
         try:
@@ -493,6 +568,9 @@ class _Run:
                 exporting = False  # the worker writes results.jsonl and counts the store while the stage scores
                 try:
                     try:
+                        if self.adaptive is not None and self.adaptive.tests:
+                            estimates = await run_adaptive(session, store, self.run_id, plan, self.adaptive, options)
+                            write_estimates(self.run_dir, estimates)
                         if totals:
                             dispatcher = session.dispatcher({m.name: m for m in plan.models}, plan.items_by_id)
                             await session.send(

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from pool.config import Model, PoolConfig, load_pool
+from routing.screen.shortlist import read_shortlist
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,22 @@ def roster_text(pool_file: str | os.PathLike[str], include_disabled: bool) -> st
     if disabled and not include_disabled:
         lines.append(f"{disabled} disabled model(s) not listed; `--list --all` shows them")
     return "\n".join(lines + judge_lines(config))
+
+
+def shortlisted_models(
+    pool_file: str | os.PathLike[str], shortlist_file: str | os.PathLike[str], tier: str
+) -> tuple[list[str], list[str]]:
+    """``--from-shortlist``: (the pool's models among the shortlist's must-test ones — with ``tier="optional"``
+    the optional ones too — in shortlist order; one warning per shortlisted model the pool lacks).
+
+    Raises :class:`routing.screen.shortlist.ShortlistError` for a bad shortlist file and
+    :class:`pool.config.PoolConfigError` for a bad pool file."""
+    wanted = read_shortlist(shortlist_file).models(tier)
+    names = {m.name for m in load_pool(pool_file).models}
+    missing = [name for name in wanted if name not in names]
+    warnings = [
+        f"shortlisted model {name!r} ({shortlist_file}) is not in the pool {pool_file}; it is not run "
+        "(add it to the pool file, or screen this pool again)"
+        for name in missing
+    ]
+    return [name for name in wanted if name in names], warnings

@@ -44,7 +44,8 @@ from pool.api import (
 )
 from pool.config import PoolConfigError
 from pool.items_source import DataError
-from pool.roster import roster_text
+from pool.live.questions import MODES, live_request
+from pool.roster import roster_text, shortlisted_models
 from pool.run_spec import (
     DEFAULT_CACHE_MAX_AGE_S,
     DEFAULT_POOL,
@@ -56,8 +57,9 @@ from pool.run_spec import (
 )
 from pool.selection import count_text, valid_tracks
 from pool.version import __version__
-from routing.cli_types import NON_NEGATIVE, SCORE_DIFFERENCE, SECONDS, duration, integer
+from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, SCORE_DIFFERENCE, SECONDS, duration, integer
 from routing.report.digest import report as digest_report
+from routing.screen.shortlist import ShortlistError
 
 __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTIONS", "build_parser", "main"]
 
@@ -65,7 +67,8 @@ __all__ = ["EXIT_INFRA", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "PLAN_OPTI
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pool.run",
-        description="Send every selected item to every enabled model of a pool; store, export and summarise the answers.",
+        description="Send every selected item to every enabled model of a pool; "
+        "store, export and summarise the answers.",
         epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 3 significant regression (with "
         "--fail-on-regression); 4 budget reached (use --resume); 130 interrupted (use --resume).",
     )
@@ -75,7 +78,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--data", nargs="+", metavar="PATH", help="item files or folders (default: the built-in demo suite)"
     )
     parser.add_argument("--models", help="comma-separated model names (default: every enabled model)")
+    parser.add_argument(
+        "--from-shortlist",
+        metavar="FILE",
+        help="run the must-test models of a shortlist.yaml written by python -m routing.screen (with --tier "
+        "optional, the optional ones too); a shortlisted model missing from the pool is a warning on stderr",
+    )
+    parser.add_argument(
+        "--tier",
+        choices=("must-test", "optional"),
+        help="with --from-shortlist: must-test (the default) or optional (must-test and optional)",
+    )
     parser.add_argument("--all", action="store_true", help="include disabled models (with --list: list them too)")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="a live run: the pool file's reference_agent: answers each question (--questions FILE, QUESTION "
+        "arguments, or stdin) and the candidates are judged against its answers — agreement with the agent, "
+        "not truth (docs/live.md); --data then names the suites the questions' domains are inferred from",
+    )
+    parser.add_argument(
+        "--questions",
+        metavar="FILE",
+        help="with --live: one question per line, or JSON lines with question and an optional domain",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help="with --live: whom the reference answers are for, passed to the agent (default patient)",
+    )
+    parser.add_argument("question", nargs="*", metavar="QUESTION", help="with --live: a question to ask (repeatable)")
     parser.add_argument("--limit", type=integer(1), help="first N items after filtering")
     parser.add_argument(
         "--track",
@@ -148,10 +180,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-judge",
         action="store_true",
-        help="skip the LLM judge: judge-scored items are listed as unscorable, except those with an objective check (SQL, API call), scored by the check alone",
+        help="skip the LLM judge: judge-scored items are listed as unscorable, "
+        "except those with an objective check (SQL, API call), scored by the check alone",
     )
     parser.add_argument(
         "--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end"
+    )
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="score new models (or --adaptive-models) adaptively: they answer only the items most informative "
+        "for them, chosen from item banks fitted on the run history, and get an estimated full-suite score per "
+        "family with a 95%% interval, marked estimated (docs/adaptive.md); too small a history: full evaluation",
+    )
+    parser.add_argument(
+        "--adaptive-budget",
+        type=OPEN_FRACTION,
+        default=0.1,
+        metavar="SHARE",
+        help="with --adaptive: share of a family's items a model is asked at most (default %(default)s)",
+    )
+    parser.add_argument(
+        "--adaptive-models",
+        metavar="M1,M2",
+        help="with --adaptive: the models to score adaptively (default: those no bank was fitted on)",
+    )
+    parser.add_argument(
+        "--adaptive-se",
+        type=float,
+        default=1.0,
+        metavar="POINTS",
+        help="with --adaptive: stop a model's test once its estimated score's standard error is at most this "
+        "many points on 0-100 (default %(default)s), or at the budget",
     )
     parser.add_argument(
         "--answer-unlabelled",
@@ -237,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_mode(args: argparse.Namespace) -> None:
-    """--resume, --rescore, --dry-run, --count and --list each do one thing: two of them is an error."""
+    """--resume, --rescore, --dry-run, --count, --list and --live each do one thing: two of them is an error."""
     given = [
         flag
         for flag, on in (
@@ -246,14 +306,51 @@ def _one_mode(args: argparse.Namespace) -> None:
             ("--dry-run", args.dry_run),
             ("--count", args.count),
             ("--list", args.list),
+            ("--live", args.live),
         )
         if on
     ]
     if len(given) > 1:
         raise DataError(
             f"{' with '.join(given)}: use one; --resume finishes a run, --rescore scores a finished run "
-            "again, --dry-run and --count describe a new run, --list prints the pool's roster"
+            "again, --dry-run and --count describe a new run, --list prints the pool's roster, --live starts a "
+            "live run"
         )
+    if not args.live and (args.questions or args.question or args.mode):
+        raise DataError("--questions, --mode and QUESTION arguments are for a live run: add --live")
+
+
+def _from_shortlist(args: argparse.Namespace) -> None:
+    """``--from-shortlist``: the shortlisted models the pool has become ``--models``; missing ones are warned about."""
+    if args.tier and not args.from_shortlist:
+        raise DataError(
+            "--tier without --from-shortlist: --tier picks the tiers of a shortlist; add --from-shortlist FILE"
+        )
+    if not args.from_shortlist:
+        return
+    for flag, on in (
+        ("--models", args.models),
+        ("--resume", args.resume),
+        ("--rescore", args.rescore),
+        ("--list", args.list),
+    ):
+        if on:
+            raise DataError(
+                f"--from-shortlist with {flag}: the shortlist picks the models of a new run; drop one of them"
+            )
+    pool_file = args.pool or DEFAULT_POOL
+    try:
+        names, warnings = shortlisted_models(pool_file, args.from_shortlist, args.tier or "must-test")
+    except ShortlistError as exc:
+        raise DataError(str(exc)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not names:
+        raise DataError(
+            f"--from-shortlist {args.from_shortlist}: none of its {args.tier or 'must-test'} models is in the pool "
+            f"{pool_file}; add them to the pool file, or use --tier optional"
+        )
+    args.models = ",".join(names)
 
 
 def _fail(message: str) -> int:
@@ -290,11 +387,16 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         ray_address=args.ray_address,
         log_interval=args.log_interval,
         with_judge=args.with_judge,
+        live=live_request(args.questions, args.question, sys.stdin, args.mode or "patient") if args.live else None,
         history_root=args.history_root,
         fail_on_regression=args.fail_on_regression,
         cache_max_age=args.cache_max_age,
         max_cost=args.max_cost,
         max_tokens_total=args.max_tokens_total,
+        adaptive=args.adaptive,
+        adaptive_budget=args.adaptive_budget,
+        adaptive_models=args.adaptive_models,
+        adaptive_se=args.adaptive_se,
     )
 
 
@@ -348,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     try:
         _one_mode(args)
+        _from_shortlist(args)
         if args.list:
             print(roster_text(args.pool or DEFAULT_POOL, args.all))
             return EXIT_OK

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pool.items_source import DataError
+from pool.live.questions import LiveRequest
 from pool.selection import split_values
 from pool.store.run_store import RUN_DB_FILENAME, RunStore
 
@@ -62,6 +63,8 @@ class RunSpec:
     ``"local"`` (asyncio lanes in this process) or ``"ray"`` (one actor per backend lane;
     ``ray_address`` as for ``ray.init``, e.g. ``"auto"``). The fields declared with :func:`_stored` are
     the run's stored options (:data:`PLAN_OPTIONS`, :data:`RESCORE_OPTIONS`, :data:`LIST_OPTIONS`).
+    ``live`` makes it a live run (:mod:`pool.live`): the pool's ``reference_agent:`` answers its questions
+    and the answers are the run's data (``data`` then names the suites the domains are inferred from).
     """
 
     pool: str | Path | Mapping[str, Any] | None = _stored(None, (str,), rescore=True)
@@ -86,6 +89,11 @@ class RunSpec:
     no_cache: bool = _stored(False, (bool,))
     cache_dir: str | Path | None = _stored(None, (str, _NONE))
     max_consecutive_failures: int = _stored(5, (int,))
+    # adaptive scoring (pool.adaptive): new or named models answer only the most informative items
+    adaptive: bool = _stored(False, (bool,))
+    adaptive_budget: float = _stored(0.1, (float, int))
+    adaptive_models: str | Sequence[str] | None = _stored(None, (str, _NONE), listed=True)
+    adaptive_se: float = _stored(1.0, (float, int))
     out: str | Path | None = None
     executor: str | None = None
     ray_address: str | None = None
@@ -96,6 +104,8 @@ class RunSpec:
     max_cost: float | None = None
     max_tokens_total: int | None = None
     with_judge: bool = False  # rescore only: judge again a run that was started with no_judge
+    # a live run: its questions, answered by the pool's reference_agent (pool.live); stored in RUN_DIR/live/
+    live: LiveRequest | None = None
 
     def __post_init__(self) -> None:
         for name, minimum in (("limit", 1), ("sample", 1), ("rejudge_sample", 1), ("anchor_sample", 1)):
@@ -128,6 +138,14 @@ class RunSpec:
             or not 0 <= threshold <= 1
         ):
             raise DataError(f"fail_on_regression: must be a score difference in [0, 1], got {threshold!r}")
+        for name, low, high in (("adaptive_budget", 0.0, 1.0), ("adaptive_se", 0.0, 100.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
+                raise DataError(f"{name}: must be a number in ({low:g}, {high:g}], got {value!r}")
+        if (self.adaptive_models is not None or self.adaptive_budget != 0.1) and not self.adaptive:
+            raise DataError("--adaptive-budget / --adaptive-models without --adaptive: add --adaptive")
+        if self.live is not None and not isinstance(self.live, LiveRequest):
+            raise DataError(f"live: expected a pool.live.questions.LiveRequest, got {type(self.live).__name__}")
         if self.executor is not None and self.executor not in EXECUTORS:
             raise DataError(f"executor: must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
         if isinstance(self.pool, str) and not self.pool.strip():

@@ -24,16 +24,20 @@ import numpy as np
 
 from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from judge.calibration.store import default_store_dir
+from routing.bank.estimates import mark_leaderboard, mark_manifest, read_estimates
+from routing.boards.freshness import flag_stale_gold
 from routing.boards.frontier import cost_frontier
 from routing.boards.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.boards.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
 from routing.boards.leaderboard import build_buckets
+from routing.boards.live import live_block
 from routing.boards.pairwise import PairwiseOptions, build_pairwise
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
 from routing.decide.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
 from routing.decide.validation import DEFAULT_K, cross_validate, manifest_decider
 from routing.judges.objective import check_agreement, decision_recognition
 from routing.judges.reliability import build_reliability
+from routing.load.freshness import find_freshness
 from routing.load.runs import Loaded, LoadError, load_runs
 from routing.load.table import INFRA_ERROR, common_items
 from routing.report.markdown import render_markdown
@@ -88,7 +92,8 @@ def infra_by_model(loaded: Loaded) -> dict[str, dict[str, int]]:
 
 
 def _validation(loaded: Loaded, keep: np.ndarray, params: dict[str, Any], options: BuildOptions) -> dict[str, Any]:
-    """The manifest's ``validation`` block: routes by k-fold cross-validation, and end to end through the served classifier."""
+    """The manifest's ``validation`` block: routes by k-fold cross-validation, and end to end
+    through the served classifier."""
     decide = manifest_decider(loaded.table, params, rounds=options.bootstrap, seed=options.seed)
     out = cross_validate(
         loaded.table, keep, decide, k=options.cv_folds, seed=options.seed, rounds=options.bootstrap, min_n=options.min_n
@@ -104,10 +109,12 @@ def build(
     out_dir: Path | str | None = None,
     options: BuildOptions | None = None,
     calibration_dir: Path | str | None = None,
+    freshness: Path | str | None = None,
 ) -> dict[str, Any]:
     """Run the whole aggregation and write the six files; returns a summary for printing.
 
     ``calibration_dir``: the judge calibration store (default: ``judge.calibration.store.default_store_dir()``).
+    ``freshness``: a gold freshness audit (default: the first run folder's ``freshness.json``, when present).
     """
     options = options or BuildOptions()
     loaded = load_runs(run_dirs, since=options.since)
@@ -147,11 +154,15 @@ def build(
         }
         for bucket in buckets:
             leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
+        if (live := live_block(table)) is not None:  # what the live family's scores are: agreement, not truth
+            leaderboard["live"] = live
         leaderboard["checks"] = check_agreement(table, buckets, keep)
         leaderboard["decision_recognition"] = decision_recognition(table, keep)
         reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
         leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
         leaderboard["judge_panel"] = reliability["judge_panel"]
+        if (audit := find_freshness(list(run_dirs), freshness)) is not None:  # items kept; their buckets flagged
+            leaderboard["gold_freshness"] = flag_stale_gold(table, buckets, audit, leaderboard["families"])
         pair_options = PairwiseOptions(
             bt_rounds=options.bt_rounds,
             elo_rounds=options.elo_rounds,
@@ -178,6 +189,9 @@ def build(
         if options.cv_folds:
             manifest["validation"] = validation.result()
 
+    estimates = read_estimates(run_dirs)  # models scored adaptively: marked, never a decision's pick
+    mark_leaderboard(leaderboard, estimates)
+    mark_manifest(manifest, estimates)
     target = Path(out_dir) if out_dir is not None else Path(run_dirs[0])
     make_folder(target, "--out")
     texts = {
@@ -207,6 +221,7 @@ def build(
         "kept_apart": len(loaded.kept_apart),
         "common_left_out": left_out,
         "judge_warnings": [w["message"] for w in reliability["warnings"]],
+        "stale_gold_items": leaderboard.get("gold_freshness", {}).get("flagged_items"),
     }
 
 
@@ -222,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m routing.build",
         description="Aggregate scored runs into leaderboards (95%% bootstrap CIs), pairwise ratings, a hard subset, "
         "the routing manifest and an HTML report.",
-        epilog=f"Writes {', '.join(OUTPUTS)}. Exit codes: 0 success; 2 bad input (missing/broken run file, bad option).",
+        epilog=f"Writes {', '.join(OUTPUTS)}. "
+        "Exit codes: 0 success; 2 bad input (missing/broken run file, bad option).",
     )
     add = parser.add_argument
     add(
@@ -247,13 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--alpha",
         type=OPEN_FRACTION,
         default=0.05,
-        help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive (default %(default)s)",
+        help="level of the paired tests (vs each bucket's leader, Holm-adjusted) that make a winner decisive "
+        "(default %(default)s)",
     )
     add(
         "--component-floor",
         type=UNIT_INTERVAL,
         default=0.5,
-        help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated (default %(default)s)",
+        help="orchestrator: every component (routing, tool decision, capability) must reach this to be nominated "
+        "(default %(default)s)",
     )
     add("--lam", type=NON_NEGATIVE, default=0.5, help="variance weight λ in D = (1 - mean) + λ·variance (default 0.5)")
     add(
@@ -294,12 +312,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--cv-folds",
         type=_cv_folds,
         default=DEFAULT_K,
-        help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); 0 skips it (default %(default)s)",
+        help="folds of the routing validation (manifest `validation`: routed vs best single model vs oracle); "
+        "0 skips it (default %(default)s)",
     )
     add(
         "--calibrations",
         metavar="DIR",
         help=f"judge calibration store read for the judge-reliability section (default: {default_store_dir()})",
+    )
+    add(
+        "--freshness",
+        metavar="FILE",
+        help="a gold freshness audit (python -m pool.freshness's freshness.json): items carrying a drifted gold "
+        "point, and their buckets, are marked 'gold may be stale' (default: the first run folder's "
+        "freshness.json, when present)",
     )
     return parser
 
@@ -321,10 +347,13 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     )
     if summary["kept_apart"]:
         lines.append(
-            f"  {summary['kept_apart']} name(s) stand for several model or judge identities, kept apart (manifest kept_apart)"
+            f"  {summary['kept_apart']} name(s) stand for several model or judge identities, "
+            "kept apart (manifest kept_apart)"
         )
     for gap in summary["common_left_out"]:
         lines.append(f"  --common: {gap['model']} left out of {gap['family']}/{gap['task']}: {gap['reason']}")
+    if summary.get("stale_gold_items"):
+        lines.append(f"  gold may be stale: {summary['stale_gold_items']} item(s) carry a drifted gold point (kept)")
     for warning in summary["judge_warnings"]:
         lines.append(f"  judge reliability warning: {warning}")
     lines.append(f"  wrote {', '.join(OUTPUTS)} to {summary['out']}")
@@ -354,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         orchestration_tasks=tuple(t.strip() for t in args.orchestration_tasks.split(",") if t.strip()),
         cv_folds=args.cv_folds,
     )
-    return build_and_report(args.run, args.out, options, calibration_dir=args.calibrations)[0]
+    return build_and_report(args.run, args.out, options, calibration_dir=args.calibrations, freshness=args.freshness)[0]
 
 
 def build_and_report(
@@ -362,10 +391,11 @@ def build_and_report(
     out_dir: Path | str | None = None,
     options: BuildOptions | None = None,
     calibration_dir: Path | str | None = None,
+    freshness: Path | str | None = None,
 ) -> tuple[int, dict[str, Any] | None]:
     """:func:`build`, its summary printed, or why it failed said in one line: (exit code, summary or None)."""
     try:
-        summary = build(run_dirs, out_dir, options, calibration_dir=calibration_dir)
+        summary = build(run_dirs, out_dir, options, calibration_dir=calibration_dir, freshness=freshness)
     except (LoadError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT, None

@@ -8,8 +8,9 @@ recorded fact rather than a lost exception.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 Mode = Literal["chat", "completion"]
 
@@ -61,6 +62,9 @@ class GenerationRequest:
     messages: tuple[dict[str, str], ...] = ()
     prompt: str | None = None
     params: GenerationParams = field(default_factory=GenerationParams)
+    # The JSON Schema the answer must match (a judge's verdict), a plain dict; None for free text. The
+    # backend's ``structured_output`` setting says how the server is told (runners.structured).
+    output_schema: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if self.mode == "chat" and not self.messages:

@@ -3,6 +3,8 @@
 The scoring, judging and nightly tests all need the same few files: a suite of items, a pool whose
 candidates and (disabled) judge all point at one fake server, a ``pool.run`` in a subprocess with
 its own response cache, and the resulting scores by item. One builder keeps those setups alike.
+The types of the ``write_pool`` and ``fake_openai`` fixtures (tests/conftest.py) live here too, so a
+test can annotate them.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
 JUDGE = "judgey"
@@ -21,6 +23,18 @@ JUDGE = "judgey"
 # judge (eval.scorers.judged: 200 characters for reference and criteria answers); it names no topic,
 # warning or forbidden phrase of any test gold.
 PADDING = "以上内容为一般性健康科普说明，个体情况差异较大，具体方案请以医生面诊评估结果为准。" * 6
+
+
+class PoolWriter(Protocol):
+    """The ``write_pool`` fixture (tests/conftest.py): the dedented YAML text as a pool file in the test's tmp_path."""
+
+    def __call__(self, text: str, name: str = "model_pool.yaml") -> Path: ...
+
+
+class FakeOpenAIStarter(Protocol):
+    """The ``fake_openai`` fixture (tests/conftest.py): start a FAKE OpenAI-compatible server, get its base URL."""
+
+    def __call__(self, behave: Callable[[int, dict[str, Any]], Any] | None = None, **fields: Any) -> str: ...
 
 
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:

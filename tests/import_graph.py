@@ -45,7 +45,9 @@ def source_files(packages: tuple[str, ...] = PACKAGES) -> list[Path]:
     return sorted(p for package in packages for p in (REPO / package).rglob("*.py"))
 
 
-def graph(packages: tuple[str, ...] = PACKAGES, keep_foreign: tuple[str, ...] = ("bench", "tests")) -> dict[str, set[str]]:
+def graph(
+    packages: tuple[str, ...] = PACKAGES, keep_foreign: tuple[str, ...] = ("bench", "tests")
+) -> dict[str, set[str]]:
     """Module -> the modules of ours it imports (names of ``keep_foreign`` packages kept as they are)."""
     files = source_files(packages)
     names = {module_name(p) for p in files}
@@ -121,7 +123,7 @@ def folder_tops(packages: tuple[str, ...] = PACKAGES) -> Iterator[tuple[str, int
 def main() -> None:
     edges = graph(keep_foreign=())
     tops = dict(folder_tops())
-    print("files at the top of each package folder (limit %d):" % TOP_FILES_LIMIT)
+    print(f"files at the top of each package folder (limit {TOP_FILES_LIMIT}):")
     for folder, count in tops.items():
         print(f"  {count:3d}  {folder}{'  <- over' if count > TOP_FILES_LIMIT else ''}")
     found = circles(edges)

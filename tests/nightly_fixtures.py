@@ -25,7 +25,8 @@ DATA_FP = "data-fp-nightly"
 
 
 def write_results(run_dir: Path, rows: Iterable[Mapping[str, Any]], cached_every: int | None) -> None:
-    """A results.jsonl with one answer row per score row (``cached`` on every ``cached_every``-th) and a judge row each."""
+    """A results.jsonl with one answer row per score row (``cached`` on every ``cached_every``-th) and a
+    judge row each."""
     lines = []
     for i, r in enumerate(rows):
         cached = cached_every is not None and i % cached_every == 0

@@ -8,8 +8,8 @@ It plans MODELS x ITEMS answer units, then for each pending unit: asks the respo
 cache and records the result — alternating single records and batches of 5 through
 ``record_many`` (chunk 0 singles, chunk 1 a batch, ...). ``--delay`` sleeps between single
 records, ``--batch-delay`` between the rows *inside* a batch transaction, so that a kill can be
-aimed mid-transaction: while a batch is open, rows are already in the cache but not yet recorded. ``--retry-infra`` resumes with infra errors retried; the
-fake server then always answers.
+aimed mid-transaction: while a batch is open, rows are already in the cache but not yet recorded.
+``--retry-infra`` resumes with infra errors retried; the fake server then always answers.
 """
 
 from __future__ import annotations

@@ -40,7 +40,17 @@ from pool.run_spec import PLAN_OPTIONS, RESCORE_OPTIONS
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md", REPO / "CHANGELOG.md"]
 OUR_PACKAGES = {"pool", "routing", "eval", "judge", "runners", "bench"}
-POOL_BLOCKS = {"backends", "defaults", "models", "judge", "judges", "panel_rule", "criteria_grading", "execution"}
+POOL_BLOCKS = {
+    "backends",
+    "defaults",
+    "models",
+    "judge",
+    "judges",
+    "panel_rule",
+    "criteria_grading",
+    "execution",
+    "reference_agent",
+}
 
 FENCE = re.compile(r"^```([\w-]*)\s*$")
 COMMAND = re.compile(r"python3? -m ([A-Za-z_][\w.]*)(.*)")

@@ -1,6 +1,6 @@
 """Kill ``pool.run`` in every phase, resume, and compare with an uninterrupted run.
 
-Shared by the short test (``tests/test_chaos.py``) and the long benchmark (``python -m bench.chaos``).
+Shared by the short test (``tests/pool/test_chaos.py``) and the long benchmark (``python -m bench.chaos``).
 The pool is the FAKE chaos server (``tests/fakes/chaos_server.py``: good, weak and hostile models,
 a judge, injected faults) plus a dead endpoint nobody listens on. Phases are read off the run
 store while the run goes: ``answering`` (answer rows still missing), ``judging`` (verdict rows being
@@ -353,7 +353,7 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} entries != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
     return [] if a == b else [f"{path}: {a!r:.80} != {b!r:.80}"]
 
 

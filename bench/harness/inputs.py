@@ -140,7 +140,7 @@ def make_matches(sizes: Sizes) -> list[list[Any]]:
     p_a = 1.0 / (1.0 + 10.0 ** ((strength[b] - strength[a]) / 400.0))
     draw = rng.random(sizes.elo_matches)
     score = np.where(draw < 0.1, 0.5, np.where(draw < 0.1 + 0.9 * p_a, 1.0, 0.0))
-    return [[names[i], names[j], s] for i, j, s in zip(a.tolist(), b.tolist(), score.tolist())]
+    return [[names[i], names[j], s] for i, j, s in zip(a.tolist(), b.tolist(), score.tolist(), strict=True)]
 
 
 def make_text_pairs(sizes: Sizes) -> list[tuple[str, str]]:

@@ -386,7 +386,7 @@ def _choice_item(
     texts = sorted(
         [gold, *(label for label, _ in picked)], key=lambda text: option_order_key(context.seed, new_id, text)
     )
-    options = tuple(zip(LETTERS, texts))
+    options = tuple(zip(LETTERS, texts, strict=False))
     meta: Mapping[str, Any] = {
         "source_item_id": item.id,
         "gold_label": gold,

@@ -200,7 +200,8 @@ def _summary(items: Sequence[Item], problems: Sequence[Problem], sources: int, o
     """Counts, the band used, problems by kind, and the first problems in full."""
     where = f"written to {out}" if out is not None else "converted, nothing written"
     lines = [
-        f"decision recognition: {len(items)} item(s) {where}; {len(problems)} problem(s) among {sources} source item(s)",
+        f"decision recognition: {len(items)} item(s) {where}; "
+        f"{len(problems)} problem(s) among {sources} source item(s)",
         *_band_line(items),
     ]
     for kind, count in sorted(Counter(problem.kind for problem in problems).items()):

@@ -61,7 +61,7 @@ class EmbeddingCache:
         """Store one vector per text (rows of ``vectors``) in one transaction; an existing entry is kept."""
         rows = [
             (encoder, text, int(vector.shape[0]), np.asarray(vector, dtype=_DTYPE).tobytes())
-            for text, vector in zip(texts, vectors)
+            for text, vector in zip(texts, vectors, strict=False)
         ]
         with self._db:
             self._db.executemany("INSERT OR IGNORE INTO vectors (encoder, text, dim, vector) VALUES (?, ?, ?, ?)", rows)
@@ -88,7 +88,7 @@ def cached_encoder(encode: Encoder, encoder_name: str, cache: EmbeddingCache) ->
         if missing:
             fresh = checked_vectors(encode(missing), len(missing), encoder_name)
             cache.put(encoder_name, missing, fresh)
-            known.update(zip(missing, fresh))
+            known.update(zip(missing, fresh, strict=True))
         dims = {known[text].shape[0] for text in texts}
         if len(dims) > 1:
             raise ValueError(

@@ -3,7 +3,7 @@
 Every name below was made up for medpool: drug names join a syllable no drug name uses (祁, 黛, 岚,
 筠, 翊, 珂, 璟, 沅, 蔚, 瑾) to a class stem, so they read like medicines yet name none; disease
 names combine an anatomical site with a lesion that no nosology lists; the guidelines are on those
-diseases and drugs, so they cannot exist either. ``tests/test_generators.py`` checks that no name
+diseases and drugs, so they cannot exist either. ``tests/eval/test_generators.py`` checks that no name
 occurs in the reference suites' text. A probe on any of them has one right answer: say the entity
 is unknown (``abstain``).
 """

@@ -29,11 +29,16 @@ from eval.items.broad_areas import name_problem as broad_area_problem
 
 Track = Literal["capability", "specialty", "orchestration", "tcm", "exam"]
 GoldType = str  # a name declared in eval.gold_types (GOLD_TYPES)
+# The track of a live item: a question whose reference answer a reference agent gave tonight. No suite
+# declares it; a live run writes such items itself (``pool.live``), and they form a family of their own.
+LiveTrack = Literal["live"]
+LIVE_TRACK: LiveTrack = "live"
 
 # Objective checks an item may declare (see the module docstring).
 Check = Literal["sql", "api_call"]
 CHECKS: tuple[str, ...] = get_args(Check)
-TRACKS: tuple[str, ...] = get_args(Track)
+TRACKS: tuple[str, ...] = get_args(Track)  # the tracks a suite declares
+ITEM_TRACKS: tuple[str, ...] = (*TRACKS, LIVE_TRACK)  # the tracks an item may carry
 CHAT_ROLES = ("system", "user", "assistant")
 _NAME_PATTERN = re.compile(r"^[^/\s]+$")
 
@@ -89,7 +94,7 @@ class Item:
 
     id: str
     suite: str
-    track: Track
+    track: Track | LiveTrack
     task: str
     gold_type: GoldType
     gold: Any = field(hash=False)
@@ -121,8 +126,8 @@ class Item:
         prefix = f"{self.suite}/{self.task}/"
         if not isinstance(self.id, str) or not self.id.startswith(prefix) or len(self.id) == len(prefix):
             raise ItemError("id", f"must be '{prefix}<local id>', got {self.id!r}")
-        if self.track not in TRACKS:
-            raise ItemError("track", f"must be one of {list(TRACKS)}, got {self.track!r}")
+        if self.track not in ITEM_TRACKS:
+            raise ItemError("track", f"must be one of {list(ITEM_TRACKS)}, got {self.track!r}")
         if self.gold_type not in GOLD_TYPES:
             raise ItemError("gold_type", f"must be one of {list(GOLD_TYPES)}, got {self.gold_type!r}")
         if (self.question is None) == (self.messages is None):

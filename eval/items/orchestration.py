@@ -51,7 +51,7 @@ def derive_routing_items(items: Sequence[Item], distractors: int = 5) -> list[It
                 gold=gold,
                 source=Source(item.source.path, item.source.line),
                 question=ROUTING_PROMPT.format(question=item.question),
-                options=tuple(zip(OPTION_LETTERS, choices)),
+                options=tuple(zip(OPTION_LETTERS, choices, strict=False)),
                 domain=gold,
                 meta={"derived_from": item.id},
             )

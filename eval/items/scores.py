@@ -8,7 +8,10 @@ Families are reported side by side and never blended into one number:
 - ``robustness``   — hallucination probes (abstain / correct the false premise);
 - ``exam``         — single/multi-choice and cloze items (accuracy, option P/R/F1, char-F1);
 - ``tcm``          — TCM items: open labels (DTR-F1), extraction, doses, syndrome classification
-                     (macro-F1 at aggregate), CHIP cases (P1–P4, total).
+                     (macro-F1 at aggregate), CHIP cases (P1–P4, total);
+- ``live``         — live items (track ``live``): reference items whose reference is a reference agent's
+                     answer tonight, judged like capability items; their score is agreement with that
+                     agent, not truth, so they are a family of their own (:func:`item_family`).
 
 A row of ``RUN_DIR/scores.jsonl`` is :meth:`Score.to_record` plus the answer's identity:
 ``{"model", "item_id", "suite", "track", "task", "domain", "broad_area", "gold_type", "family",
@@ -41,7 +44,8 @@ is the judge's, ``details["primary"] = "judge"`` and a note says why; without a 
 ``unscorable``.
 
 A row of a derived item (decision recognition: an open-label item turned single choice) also has
-``source_item_id``, the item it was built from, so its accuracy can be shown beside the source's.
+``source_item_id``, the item it was built from, so its accuracy can be shown beside the source's. A row
+of a live item also has ``gold_source`` (``live:<agent>``): whose answer its reference is.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import Any, Literal
 
 # The family of every gold type is declared with the type (eval.gold_types); imported from here too.
 from eval.gold_types import FAMILIES, FAMILY_OF_GOLD_TYPE, Family  # noqa: F401
+from eval.items.item import LIVE_TRACK
 
 ScoreStatus = Literal["scored", "infra_error", "unscorable"]
 
@@ -67,6 +72,16 @@ def family_of(gold_type: str) -> Family:
         return FAMILY_OF_GOLD_TYPE[gold_type]
     except KeyError:
         raise ValueError(f"unknown gold type {gold_type!r}; known: {', '.join(FAMILY_OF_GOLD_TYPE)}") from None
+
+
+# Tracks whose items are a family of their own whatever their gold type (see the module docstring).
+TRACK_FAMILIES: Mapping[str, Family] = MappingProxyType({LIVE_TRACK: "live"})
+
+
+def item_family(gold_type: str, track: str) -> Family:
+    """The family an item's scores are reported in: its track's when the track is a family of its own
+    (:data:`TRACK_FAMILIES`), else its gold type's."""
+    return TRACK_FAMILIES.get(track) or family_of(gold_type)
 
 
 # The primary metric of each objective check (``eval.items.CHECKS``), and the metrics that keep the

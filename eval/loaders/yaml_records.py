@@ -38,10 +38,8 @@ def yaml_records(path: Path, key: str) -> tuple[Any, list[Record]]:
     data, node = _parse(path)
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise ItemFormatError(path, 1, None, f"expected a mapping with a '{key}:' list at the top")
-    for key_node, value_node in node.value:
-        if key_node.value == key:
-            break
-    else:
+    value_node = next((value for key_node, value in node.value if key_node.value == key), None)
+    if value_node is None:
         raise ItemFormatError(path, 1, key, "missing", f"the file must hold its items under '{key}:'")
     if not isinstance(data[key], list):
         raise ItemFormatError(

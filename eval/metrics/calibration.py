@@ -19,7 +19,7 @@ def calibration_error(confidences: list[float], correct: list[bool], num_bins: i
     sizes = [0] * bins_count
     hits = [0.0] * bins_count
     confidence_sums = [0.0] * bins_count
-    for index, (confidence, outcome) in enumerate(zip(confidences, correct)):
+    for index, (confidence, outcome) in enumerate(zip(confidences, correct, strict=True)):
         conf = require_real(f"confidences[{index}]", confidence, low=0.0, high=1.0)
         if outcome not in (True, False):  # accepts bools and 1/0, rejects "yes", 2, None
             raise ValueError(f"correct[{index}] must be true/false or 1/0, got {outcome!r}")

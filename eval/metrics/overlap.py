@@ -29,7 +29,7 @@ def exact_match(predictions: list[str], answers: list[list[str]]) -> float:
     if not predictions:
         return 0.0
     hits = 0
-    for i, (prediction, accepted) in enumerate(zip(predictions, answers)):
+    for i, (prediction, accepted) in enumerate(zip(predictions, answers, strict=True)):
         require_str_sequence(f"answers[{i}]", accepted)
         target = normalize_answer(prediction)
         hits += any(normalize_answer(a) == target for a in accepted)

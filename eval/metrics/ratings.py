@@ -45,8 +45,9 @@ def win_rates(verdicts: list[list[Any]]) -> dict[Hashable, float]:
 
 
 def elo_ratings(matches: list[list[Any]], k: float) -> dict[Hashable, float]:
-    """Sequential Elo from 1000: E_a = 1/(1 + 10^((R_b − R_a)/400)); R_a += k(s_a − E_a); R_b += k((1 − s_a) − (1 − E_a)).
+    """Sequential Elo from 1000, match by match.
 
+    E_a = 1/(1 + 10^((R_b − R_a)/400)); R_a += k(s_a − E_a); R_b += k((1 − s_a) − (1 − E_a)).
     Both updates use the ratings from before the match, so the total rating is conserved.
     """
     require_sequence("matches", matches)

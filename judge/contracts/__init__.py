@@ -14,6 +14,9 @@ and is the only place a contract is looked up by name (``contract_spec``, ``prom
 - ``criteria_items``  — criterion-by-criterion met / not met, and the points scheme that scores it
 - ``probe``           — success / failure on a hallucination probe, and the observed behaviour
 - ``hallu``           — atomic claims labelled supported / unsupported / not_sure (``--hallu``)
+- ``freshness``       — a gold point still current / drifted / uncertain against the latest guideline
+                        (``python -m pool.freshness``)
+- ``pairwise``        — two candidates' answers side by side: A, B or tie (``python -m pool.pairwise``)
 
 Parsers live in ``judge.parse`` (one per verdict shape); each contract names its own in its SPEC.
 """

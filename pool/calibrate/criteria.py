@@ -14,10 +14,10 @@ unparseable reply:
   against the true coverage (``holistic_coverage_rank``); its other fields are not used.
 
 A pool with more than one judge is also calibrated as a panel: its verdict on a criterion is
-``judge.panel.aggregate`` over the members' met / not met under the pool's ``panel_rule`` (for
+``judge.panel.combine_votes`` over the members' met / not met under the pool's ``panel_rule`` (for
 ``reliability``, each member's reliability is estimated with ``estimate_reliability`` from the
-members' own votes on every criterion of the set), and its holistic coverage is the median of
-the members' coverage scores (members without a verdict left out).
+members' own votes on every criterion of the set; the function a run's criterion grading uses),
+and its holistic coverage is the median of the members' coverage scores (members without a verdict left out).
 
 Each judge, and the panel, is one entry of the calibration store (``judge.calibration.store``)
 under its identity — ``pool.calibrate.judging.judge_identity`` plus the ``criteria_items`` prompt version
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -57,7 +56,7 @@ from judge.contracts.criteria_items import KINDS, criteria_ids, kind_of
 from judge.contracts.framing import Message
 from judge.contracts.spec import Contract
 from judge.contracts.table import contract_spec, prompt_version
-from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability
+from judge.panel import Reliability, combine_votes
 from judge.verdicts import CriteriaItemsVerdict
 from pool.calibrate.judging import (
     CANDIDATE,
@@ -247,17 +246,10 @@ def _verdicts(
     return JudgeCriteria(name, identity, met, coverage, reasons, replies, failed, counts)
 
 
-def _no_votes_reliability(members: int) -> Reliability:
-    even = (0.5,) * members
-    return Reliability(
-        sensitivity=even, specificity=even, prevalence=0.5, accuracy=even, items=0, iterations=0, converged=True
-    )
-
-
 def panel_criteria(
     members: Sequence[JudgeCriteria], rule: str, items: Mapping[str, Item], answers: Sequence[CriteriaCalibrationAnswer]
 ) -> JudgeCriteria:
-    """The panel's verdicts: per criterion ``aggregate`` of the members' met / not met under ``rule``;
+    """The panel's verdicts: per criterion ``combine_votes`` of the members' met / not met under ``rule``;
     holistic coverage the median of the members' (module doc)."""
     rows = [
         (index, criterion_id)
@@ -271,17 +263,14 @@ def panel_criteria(
         ],
         dtype=float,
     ).reshape(len(rows), len(members))
-    reliability = None
-    if rule == "reliability":
-        reliability = estimate_reliability(votes) if not np.isnan(votes).all() else _no_votes_reliability(len(members))
+    verdicts, reliability = combine_votes(votes, rule)
     met: list[dict[str, bool] | None] = [
         None if all(m.met[i] is None for m in members) else {} for i in range(len(answers))
     ]
-    for (i, cid), row in zip(rows, votes, strict=True):
-        verdict = aggregate([MemberVerdict(None if math.isnan(v) else bool(v)) for v in row], rule, reliability)
+    for (i, cid), passed in zip(rows, verdicts, strict=True):
         target = met[i]
-        if verdict.passed is not None and target is not None:
-            target[cid] = verdict.passed
+        if passed is not None and target is not None:
+            target[cid] = passed
     coverage = []
     for i in range(len(answers)):
         present = [m.coverage[i] for m in members if m.coverage[i] is not None]

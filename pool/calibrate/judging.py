@@ -28,7 +28,7 @@ from judge.contracts.spec import Contract
 from judge.contracts.table import prompt_version, reask_prompt
 from judge.verdicts import ParseFailure
 from pool.config import Model, PoolConfig
-from pool.execute.dispatch import Dispatcher
+from pool.execute.dispatch import Dispatcher, Schema
 from pool.execute.executor import leaf_errors
 from pool.execute.progress import ProgressDisplay
 from pool.execute.response_cache import ResponseCache
@@ -87,18 +87,25 @@ def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
         "think": params.think,
         "prompt_versions": {c: prompt_version(c) for c in VERDICT_CONTRACTS},
         "run_stages": {item.gold_type: setup.stage(item) for item in CONTRACT_ITEMS},
+        # constrained verdicts are another judge's; unconstrained identities stay as they were
+        **({"structured_output": setup.structured_output} if setup.constrained else {}),
     }
 
 
 async def _round(
-    session: Session, store: RunStore, dispatcher: Dispatcher, judge: Model, wanted: Mapping[Unit, tuple[Message, ...]]
+    session: Session,
+    store: RunStore,
+    dispatcher: Dispatcher,
+    judge: Model,
+    wanted: Mapping[Unit, tuple[Message, ...]],
+    schemas: Mapping[Unit, Schema] | None = None,
 ) -> None:
     if not wanted:
         return
     store.save_plan(RUN_ID, list(wanted), answerer=judge.name)
     progress = ProgressDisplay({judge.name: len(wanted)}, interval_s=30.0)
     try:
-        await session.send(dispatcher.lanes(list(wanted), wanted), progress=progress)
+        await session.send(dispatcher.lanes(list(wanted), wanted, schemas), progress=progress)
     finally:
         progress.close()
 
@@ -144,7 +151,8 @@ class CalibrationJudge:
         """One reply per ask, in order: every ask is sent, an unparseable reply is re-asked once
         (``reask_prompt``), and a reply still unparseable is a no-verdict with the parser's reason."""
         judge, store = self.setup.model, self.store
-        await _round(self.session, store, self.dispatcher, judge, {a.unit: a.messages for a in asks})
+        schemas = self._schemas(asks)
+        await _round(self.session, store, self.dispatcher, judge, {a.unit: a.messages for a in asks}, schemas)
         replies: list[JudgeReply | None] = []
         again: dict[int, tuple[Message, ...]] = {}
         for index, ask in enumerate(asks):
@@ -158,7 +166,8 @@ class CalibrationJudge:
                 replies.append(None)
             else:
                 replies.append(JudgeReply(parsed, "", row.text))
-        await _round(self.session, store, self.dispatcher, judge, {asks[i].reask_unit: m for i, m in again.items()})
+        reasks = {asks[i].reask_unit: m for i, m in again.items()}
+        await _round(self.session, store, self.dispatcher, judge, reasks, self._schemas([asks[i] for i in again], True))
         for index in again:
             row = store.get_result(RUN_ID, asks[index].reask_unit)
             if row is None or row.status == "infra_error":
@@ -173,6 +182,11 @@ class CalibrationJudge:
         done = [reply for reply in replies if reply is not None]
         assert len(done) == len(asks)  # every re-asked index was filled in above
         return done
+
+    def _schemas(self, asks: Sequence[JudgeAsk], reask: bool = False) -> dict[Unit, Schema]:
+        """Each ask's verdict schema, by the unit it is sent as, when the judge is constrained."""
+        schemas = {(a.reask_unit if reask else a.unit): self.setup.contract_schema(a.contract) for a in asks}
+        return {unit: schema for unit, schema in schemas.items() if schema is not None}
 
     def counts(self) -> dict[str, int]:
         return {"calls": self.session.counters.calls, "cache_hits": self.session.counters.cache_hits}

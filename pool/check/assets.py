@@ -90,8 +90,8 @@ def judge_outcome(config: PoolConfig | None, items: Sequence[Item] | None) -> Ou
                 "judge",
                 f"no judge: in the pool file, and {sum(judged.values())} loaded item(s) are judged "
                 f"({', '.join(sorted(judged))}): a run would leave them unscorable",
-                "add a judge: block (docs/pool-file.md, 'Configuring the judge'), or run pool.run with --no-judge if those "
-                "items may stay unscorable",
+                "add a judge: block (docs/pool-file.md, 'Configuring the judge'), "
+                "or run pool.run with --no-judge if those items may stay unscorable",
             )
         return passed("judge", "no judged items loaded; no judge needed")
     undeclared = [j for j in judges if j.backend not in config.backends]

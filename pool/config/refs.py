@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from pool.config.schema import Judge, Model, PoolFile
+from pool.config.schema import Judge, Model, PoolFile, ReferenceAgent
 from pool.config.values import check_gguf
 
 Loc = tuple[str | int, ...]
@@ -37,6 +37,42 @@ def reference_issues(config: PoolFile) -> list[InitErrorDetails]:
     if config.judge is not None:
         issues += _judge_issues(config, config.judge, sorted(first_index), ("judge",), "judge")
     issues += _panel_issues(config, sorted(first_index))
+    if config.reference_agent is not None:
+        issues += _agent_issues(config, config.reference_agent, sorted(first_index))
+    return issues
+
+
+# The keys of a command agent (``argv:``); every other key of ``reference_agent:`` describes a model.
+_COMMAND_KEYS = frozenset({"argv", "name", "notes", "timeout_s", "max_concurrency"})
+
+
+def _agent_issues(config: PoolFile, agent: ReferenceAgent, pool_names: list[str]) -> list[InitErrorDetails]:
+    """``reference_agent:``: a command (``argv``, which must pass ``{question}`` on) or a model, checked
+    like a judge (a pool model, or an endpoint defined here)."""
+    where: Loc = ("reference_agent",)
+    if agent.argv is None:
+        return [
+            _issue((*where, key), f"{key} is for a command agent (argv:); a model agent's limits are its backend's")
+            for key in ("timeout_s", "max_concurrency")
+            if getattr(agent, key) is not None
+        ] + _judge_issues(config, agent, pool_names, where, "reference-agent")
+    issues = [
+        _issue(
+            (*where, key),
+            f"{key} is for a model agent; a command agent (argv:) takes only {', '.join(sorted(_COMMAND_KEYS))}: "
+            "remove it, or remove argv:",
+        )
+        for key in sorted(agent.model_fields_set - _COMMAND_KEYS)
+        if getattr(agent, key) is not None
+    ]
+    if not any("{question}" in arg for arg in agent.argv):
+        issues.append(
+            _issue(
+                (*where, "argv"),
+                "no argument holds {question}, so the agent would never see the question; write it where "
+                'the command takes the question, e.g. ["./bin/ask.sh", "{question}", "--mode", "{mode}"]',
+            )
+        )
     return issues
 
 

@@ -81,6 +81,14 @@ class PoolConfig(PoolFile):
             return tuple(self._judge_as_model(entry, f"judge-{index}") for index, entry in enumerate(self.judges, 1))
         return (self._judge_as_model(self.judge, "judge"),) if self.judge is not None else ()
 
+    def reference_agent_model(self) -> Model | None:
+        """A live run's reference agent as a complete :class:`Model` when it is a pool model or an
+        endpoint (like the judge); None when it is a command (``argv:``) or there is none."""
+        agent = self.reference_agent
+        if agent is None or agent.argv is not None:
+            return None
+        return self._judge_as_model(agent, "reference-agent")
+
     def _judge_as_model(self, judge: Judge, default_name: str) -> Model:
         overrides = judge.generation_overrides()
         if judge.backend is None:

@@ -187,6 +187,19 @@ class Judge(_Block):
         return {k: getattr(self, k) for k in GenerationFields.model_fields if getattr(self, k) is not None}
 
 
+class ReferenceAgent(Judge):
+    """``reference_agent:``, who answers a live run's questions (``pool.live``): its answers become the
+    reference golds the candidates are judged against. Shaped like ``judge:`` — ``model: NAME`` alone is a
+    pool model; with ``backend:`` an endpoint defined here (``model`` the server's id, ``name`` default
+    ``reference-agent``) — or a command: ``argv``, run without a shell, each ``{question}`` and ``{mode}``
+    in an argument replaced, its stdout the answer, stopped after ``timeout_s`` seconds; ``max_concurrency``
+    commands at once."""
+
+    argv: tuple[str, ...] | None = Field(default=None, min_length=1, strict=False)
+    timeout_s: float | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(default=None, ge=1)
+
+
 class Execution(_Block):
     """Where the plan runs: ``local`` (asyncio lanes in this process) or ``ray`` (one actor per
     backend lane on a Ray cluster; ``ray_address`` as for ``ray.init``, e.g. ``auto``). The CLI's
@@ -206,12 +219,18 @@ class PoolFile(_Block):
     models: tuple[Model, ...] = Field(min_length=1, strict=False)
     judge: Judge | None = None
     judges: tuple[Judge, ...] | None = Field(default=None, strict=False)
+    reference_agent: ReferenceAgent | None = None  # a live run's reference (pool.live)
     panel_rule: PanelRule = "majority"
     criteria_grading: CriteriaGrading = "holistic"
     # Ask a candidate once more when its answer to a reference or criteria item is empty or shorter
     # than its gold type's minimum (pool.score.guards), as the med-agent-verifier README does.
     reask_short_answers: YamlBool = False
     execution: Execution = Execution()
+    # A gold freshness audit (``python -m pool.freshness``'s freshness.json, relative to this file's folder):
+    # the items carrying a drifted gold point are marked "gold may be stale" in each run's report.
+    freshness: str | None = Field(default=None, min_length=1)
+    # At most this many judge calls for ``python -m pool.pairwise`` (its --budget overrides; 0: no limit).
+    pairwise_budget: int | None = Field(default=None, ge=0)
 
     @field_validator("defaults", mode="before")
     @classmethod
@@ -236,5 +255,6 @@ __all__ = [
     "OllamaBackend",
     "OpenAIBackend",
     "PoolFile",
+    "ReferenceAgent",
     "ThinkSetting",
 ]

@@ -9,6 +9,9 @@ would hand model A's answers to model B, so both are always in.
 Canonical JSON = sorted keys, no whitespace, ``ensure_ascii=False``, encoded as UTF-8; tuples
 become lists; float-typed params are coerced to float so ``temperature=0`` and ``0.0`` agree.
 
+A request's ``output_schema`` (constrained decoding, ``runners.structured``) is in only when set, for
+the same reason: unconstrained requests keep their keys.
+
 ``think`` is in the key whatever its value (on, off, a level, or unset). Params added after the
 first key layout (:data:`SENT_WHEN_SET`, e.g. Ollama's ``num_ctx``) are in only when set: unset,
 nothing is sent, so the request and its key are what they were before the param existed and the
@@ -62,13 +65,16 @@ def request_payload(request: GenerationRequest) -> dict[str, Any]:
         params = {k: list(v) if isinstance(v, list) else v for k, v in _params_record(request.params).items()}
     except TypeError:  # a params object holding a list or dict is not hashable: build it uncached
         params = _params_record.__wrapped__(request.params)
-    return {
+    payload: dict[str, Any] = {
         "model": request.model,
         "mode": request.mode,
         "messages": [dict(m) for m in request.messages],
         "prompt": request.prompt,
         "params": params,
     }
+    if request.output_schema is not None:  # a constrained answer is another answer; unset, the key is unchanged
+        payload["output_schema"] = request.output_schema
+    return payload
 
 
 @functools.lru_cache(maxsize=1024)  # every unit of a model shares one params object: build its record once

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pool.config import Model
 from pool.execute.endpoints import BackendEndpoint
@@ -23,6 +24,7 @@ JUDGE_STAGE_PREFIX = "judge:"
 REASK_STAGE = ANSWER_STAGE + ":reask"  # a candidate asked its item again (pool.score.guards)
 ANSWER_STAGES = (ANSWER_STAGE, REASK_STAGE)
 Messages = tuple[dict[str, str], ...]
+Schema = Mapping[str, Any]  # a judge contract's verdict JSON Schema, for constrained decoding
 
 
 def is_judge_stage(stage: str) -> bool:
@@ -56,8 +58,9 @@ class Dispatcher:
         assert self.judge is not None  # answerer_of raised otherwise
         return self.judge
 
-    def job(self, unit: Unit, messages: Messages | None = None) -> Job:
-        """The request for ``unit``: the item's prompt for answers, ``messages`` for judge stages."""
+    def job(self, unit: Unit, messages: Messages | None = None, schema: Schema | None = None) -> Job:
+        """The request for ``unit``: the item's prompt for answers, ``messages`` for judge stages, with
+        ``schema`` the verdict's shape when the judge is constrained (``runners.structured``)."""
         model = self.answerer(unit)
         if unit.stage in ANSWER_STAGES:
             if messages is not None:
@@ -67,7 +70,11 @@ class Dispatcher:
             if not messages:
                 raise ValueError(f"{unit}: a judge stage needs its prompt messages")
             request = GenerationRequest(
-                model=model.model, mode="chat", messages=messages, params=model.generation_params()
+                model=model.model,
+                mode="chat",
+                messages=messages,
+                params=model.generation_params(),
+                output_schema=schema,
             )
         endpoint = self.endpoints[model.backend]
         return Job(unit, request, endpoint.type, endpoint.identities[model.name], called_model=model.name)
@@ -83,16 +90,25 @@ class Dispatcher:
             by_lane.setdefault(self.models[name].backend, []).append(name)
         return {lane: (self.job(unit) for unit in units_of(names)) for lane, names in by_lane.items()}
 
-    def lanes(self, units: Iterable[Unit], messages: Mapping[Unit, Messages] | None = None) -> dict[str, Iterator[Job]]:
-        """Lazy job streams per backend, in the given order (the plan's: model by model)."""
+    def lanes(
+        self,
+        units: Iterable[Unit],
+        messages: Mapping[Unit, Messages] | None = None,
+        schemas: Mapping[Unit, Schema] | None = None,
+    ) -> dict[str, Iterator[Job]]:
+        """Lazy job streams per backend, in the given order (the plan's: model by model); a judge unit
+        in ``schemas`` is constrained to its verdict schema."""
         by_lane: dict[str, list[Unit]] = {}
         for unit in units:
             by_lane.setdefault(self.answerer(unit).backend, []).append(unit)
 
         def stream(lane_units: Sequence[Unit]) -> Iterator[Job]:
             for unit in lane_units:
+                judged = messages is not None and unit.stage not in ANSWER_STAGES
                 yield self.job(
-                    unit, messages[unit] if messages is not None and unit.stage not in ANSWER_STAGES else None
+                    unit,
+                    messages[unit] if judged else None,
+                    schemas.get(unit) if judged and schemas is not None else None,
                 )
 
         return {lane: stream(lane_units) for lane, lane_units in by_lane.items()}

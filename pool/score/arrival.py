@@ -20,7 +20,7 @@ the run go side by side, on two cores.
 Nothing depends on the worker: a row it did not make — judged item, infra error, scorer that
 raised, a worker that failed or was killed, a row the index had no room for — is scored by
 :meth:`ScoringStage.run` as without it, and the bytes of scores.jsonl are the same either way
-(tests/test_arrival_scoring.py); so are those of results.jsonl, which the driver exports itself
+(tests/pool/test_arrival_scoring.py); so are those of results.jsonl, which the driver exports itself
 when the worker's export failed. A driver that dies closes the worker's stdin; the worker sees
 end of file without ``finish`` and exits.
 """

@@ -3,8 +3,10 @@
 Beside the four-dimension verdict, every judge (each panel member) grades each ``expected_topics``,
 ``must_warn`` and ``must_not`` entry of a criteria answer as met / not met with the quoted evidence
 (``criteria_items`` contract, stage ``judge:…:criteria_items``, one re-ask for an unparseable reply,
-as any verdict). A panel's verdict on a criterion is the majority of the members that gave one (a
-tie: not met / not said). ``judge.contracts.criteria_items`` turns the verdicts into a score and a pass.
+as any verdict). A panel's verdict on a criterion follows the pool's ``panel_rule`` over the members
+that gave one (``judge.panel.combine_votes``, as in the criteria calibration: under ``majority`` a tie
+is not met / not said; under ``reliability`` each member's weight comes from its votes on every
+criterion of the run). ``judge.contracts.criteria_items`` turns the verdicts into a score and a pass.
 
 The row keeps both: ``metrics.items_score`` / ``items_passed`` and ``details.criteria_items``
 beside the holistic verdict; with ``items`` the row ranks by the points (value and passed are the
@@ -18,11 +20,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from eval.items.scores import Score
 from judge.contracts.criteria_items import criteria_ids, criteria_items_judge_prompt, score_criteria_items
 from judge.contracts.framing import question_text
 from judge.contracts.table import reask_prompt
-from judge.panel import MemberVerdict, aggregate
+from judge.panel import combine_votes
 from judge.parse import parse_criteria_items
 from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
 from pool.score.identity import JudgeSetup
@@ -80,26 +84,47 @@ async def _member_verdicts(
     return out
 
 
-def panel_criteria_verdict(
-    ids: Sequence[str], verdicts: Sequence[CriteriaItemsVerdict | None]
-) -> CriteriaItemsVerdict | None:
-    """One verdict per criterion from the members': majority of those that answered it (tie: not met)."""
-    given = [v for v in verdicts if v is not None]
-    if not given:
-        return None
-    items, missing = [], []
-    for cid in ids:
-        votes = [(v.met_by_id().get(cid), next((i.evidence for i in v.items if i.id == cid), "")) for v in given]
-        present = [(met, evidence) for met, evidence in votes if met is not None]
-        if not present:
-            missing.append(cid)
+def panel_criteria_verdicts(
+    ids: Sequence[Sequence[str]], verdicts: Sequence[Sequence[CriteriaItemsVerdict | None]], rule: str = "majority"
+) -> list[CriteriaItemsVerdict | None]:
+    """The panel's verdict on every answer from its members' (``verdicts[answer][member]``; ``ids[answer]``
+    the answer's criterion ids): per criterion ``judge.panel.combine_votes`` of the members that
+    answered it under the pool's ``panel_rule`` — the function the criteria calibration uses, so under
+    ``reliability`` each member's reliability comes from its votes on every criterion of the run. A
+    criterion no member answered is missing; an answer no member judged is None."""
+    rows = [(a, cid) for a, answer_ids in enumerate(ids) for cid in answer_ids]
+    members = max((len(v) for v in verdicts), default=0)
+    votes = np.full((len(rows), members), np.nan)
+    for r, (a, cid) in enumerate(rows):
+        for m, verdict in enumerate(verdicts[a]):
+            met = None if verdict is None else verdict.met_by_id().get(cid)
+            if met is not None:
+                votes[r, m] = float(met)
+    combined, _ = combine_votes(votes, rule)
+    passed = dict(zip(rows, combined, strict=True))
+    out: list[CriteriaItemsVerdict | None] = []
+    for a, answer_ids in enumerate(ids):
+        given = [v for v in verdicts[a] if v is not None]
+        if not given:
+            out.append(None)
             continue
-        met = bool(aggregate([MemberVerdict(passed=m) for m, _ in present], "majority").passed)
-        items.append(CriterionMet(cid, met, next((e for m, e in present if m == met and e), "")))
-    stages = [v.parse_stage for v in given]
-    return CriteriaItemsVerdict(
-        tuple(items), parse_stage=max(stages, key=("strict", "repaired", "patterns").index), missing=tuple(missing)
-    )
+        items, missing = [], []
+        for cid in answer_ids:
+            met = passed[(a, cid)]
+            if met is None:
+                missing.append(cid)
+                continue
+            evidence = (i.evidence for v in given for i in v.items if i.id == cid and i.met == met and i.evidence)
+            items.append(CriterionMet(cid, met, next(evidence, "")))
+        stages = [v.parse_stage for v in given]
+        out.append(
+            CriteriaItemsVerdict(
+                tuple(items),
+                parse_stage=max(stages, key=("strict", "repaired", "patterns").index),
+                missing=tuple(missing),
+            )
+        )
+    return out
 
 
 def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
@@ -121,9 +146,10 @@ def with_items(score: Score, graded: dict[str, Any] | None, mode: str) -> Score:
 
 
 async def grade_criteria_items(
-    stage: JudgeRounds, answers: Sequence[Result], scores: dict[Key, Score], mode: str
+    stage: JudgeRounds, answers: Sequence[Result], scores: dict[Key, Score], mode: str, panel_rule: str = "majority"
 ) -> None:
-    """Every scored criteria answer graded criterion by criterion by every judge; merged into ``scores``."""
+    """Every scored criteria answer graded criterion by criterion by every judge, a panel's votes combined
+    under ``panel_rule`` (:func:`panel_criteria_verdicts`); merged into ``scores``."""
     wanted = [
         a
         for a in answers
@@ -132,10 +158,14 @@ async def grade_criteria_items(
     if not wanted:
         return
     by_member = [await _member_verdicts(stage, judge, wanted) for judge in stage.panel]
-    for answer in wanted:
-        key, gold = (answer.model, answer.item_id), stage.items[answer.item_id].gold
-        ids = [cid for cid, _, _ in criteria_ids(gold)]
-        verdict = panel_criteria_verdict(ids, [member.get(key) for member in by_member])
+    keys = [(a.model, a.item_id) for a in wanted]
+    verdicts = panel_criteria_verdicts(
+        [[cid for cid, _, _ in criteria_ids(stage.items[a.item_id].gold)] for a in wanted],
+        [[member.get(key) for member in by_member] for key in keys],
+        panel_rule,
+    )
+    for key, verdict in zip(keys, verdicts, strict=True):
+        gold = stage.items[key[1]].gold
         graded = (
             None if verdict is None else {**score_criteria_items(gold, verdict), "parse_stage": verdict.parse_stage}
         )

@@ -5,6 +5,11 @@ setting never reuses old verdicts; a model's identity (:func:`model_identity`) g
 scores row, so results of differently set-up models are never compared as one. Both are built
 from :func:`answerer_fields`: every pool-file field that shapes what a model says, plus the
 backend type and the endpoint that served it.
+
+A judge whose backend constrains its verdicts to the contract's JSON Schema (``structured_output``
+other than ``none``, :mod:`runners.structured`) is another judge: its identity also names the mode,
+so constrained and free-text verdicts are never merged, and an unconstrained judge's identity is
+what it always was (its runs resume).
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from typing import Any
 from eval.items import Item
 from eval.items.scores import JudgeIdentity
 from judge import contract_for, prompt_version
+from judge.contracts.table import CONTRACT_SPECS, output_schema
 from pool.config import Model, PoolConfig
 from pool.config.schema import NOT_RESULT_SHAPING
 from pool.execute.cache_key import normalize_endpoint
 from pool.execute.endpoints import local_model_identity
+from runners.structured import grammar_schema
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,26 @@ class JudgeSetup:
     backend: str
     endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
     backend_type: str = ""
+    structured_output: str = "none"  # how its backend constrains a verdict (runners.structured)
+
+    @property
+    def constrained(self) -> bool:
+        return self.structured_output != "none"
+
+    def contract_schema(self, contract: str) -> dict[str, Any] | None:
+        """The schema this judge's requests for ``contract`` carry: the contract's verdict schema, as a
+        grammar holds it when the backend decodes with one (``runners.structured.grammar_schema``), so the
+        bounds are in the request and so in its cache key; None when the judge is not constrained."""
+        if not self.constrained:
+            return None
+        schema = output_schema(contract)
+        return grammar_schema(schema) if self.structured_output == "grammar" else schema
+
+    def output_schema(self, stage: str, item: Item | None) -> dict[str, Any] | None:
+        """The schema a request of ``stage`` is constrained to (:meth:`contract_schema`): None when this
+        judge is not constrained or the stage's contract is not known (see :func:`stage_contract`)."""
+        contract = stage_contract(stage, item) if self.constrained else None
+        return self.contract_schema(contract) if contract is not None else None
 
     def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
         """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
@@ -38,6 +65,8 @@ class JudgeSetup:
             for k, v in answerer_fields(self.model, self.backend_type, self.endpoint).items()
             if k not in ("name", "backend")
         }
+        if self.constrained:
+            setup["structured_output"] = self.structured_output
         return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
 
     def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
@@ -45,6 +74,22 @@ class JudgeSetup:
         key = self.identity(item, contract).key()
         suffix = (":" + contract if contract else "") + (":reask" if reask else "")
         return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
+
+
+# What :meth:`JudgeSetup.stage` and the stages built on it append after the judge's hash and contract.
+_STAGE_SUFFIXES = frozenset({"reask", "rejudge", "anchor"})
+
+
+def stage_contract(stage: str, item: Item | None) -> str | None:
+    """The contract a judge stage asks (``judge:<hash>[:<contract>][:reask|:rejudge|:anchor]``): the one
+    it names, else the item's own; None when a part is neither (a stage this module does not build)."""
+    parts = stage.split(":")[2:]
+    named = [p for p in parts if p in CONTRACT_SPECS]
+    if len(named) > 1 or any(p not in CONTRACT_SPECS and p not in _STAGE_SUFFIXES for p in parts):
+        return None
+    if named:
+        return named[0]
+    return contract_for(item) if item is not None else None
 
 
 def answerer_fields(model: Model, backend_type: str, endpoint: str) -> dict[str, Any]:

@@ -63,6 +63,7 @@ class JudgeRounds:
                 judge.backend,
                 (session.served_identity(judge) if session is not None else "") or configured_endpoint(config, judge),
                 backend_type=config.backends[judge.backend].type,
+                structured_output=getattr(config.backends[judge.backend], "structured_output", "none"),
             )
             for judge in judges
         ]
@@ -105,10 +106,15 @@ class JudgeRounds:
         todo = dict(ordered)
         if not todo:
             return
+        schemas = {
+            unit: schema
+            for unit in todo
+            if (schema := setup.output_schema(unit.stage, self.items.get(unit.item_id))) is not None
+        }
         progress = ProgressDisplay({judge.name: len(todo)}, interval_s=self.log_interval)
         try:
             await self.session.send(
-                dispatcher.lanes(todo, todo), progress=progress, fresh=fresh, retry_infra_errors=True
+                dispatcher.lanes(todo, todo, schemas), progress=progress, fresh=fresh, retry_infra_errors=True
             )
         finally:
             progress.close()

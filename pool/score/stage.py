@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from eval.files import atomic_write_lines
 from eval.items import Item
 from eval.items.broad_areas import broad_area_of
-from eval.items.scores import JudgeIdentity, Score, family_of
+from eval.items.scores import JudgeIdentity, Score, item_family
 from eval.scorers import NeedsJudge, score_answer
 from eval.scorers.checked import beside_judge, judge_fallback, without_judge
 from eval.scorers.judged import AnswerGuard
@@ -169,7 +169,7 @@ class ScoringStage(JudgeRounds):
         if to_judge:
             await self._judge(to_judge, scores)
             if self.config.criteria_grading != "holistic":
-                await grade_criteria_items(self, to_judge, scores, self.config.criteria_grading)
+                await grade_criteria_items(self, to_judge, scores, self.config.criteria_grading, self.panel_rule)
             if self.rejudge_sample:
                 await self._rejudge(to_judge, scores)
             if self.anchor_sample:
@@ -385,9 +385,10 @@ class ScoringStage(JudgeRounds):
             "domain": item.domain,
             "broad_area": broad_area_of(item),
             "gold_type": item.gold_type,
-            "family": family_of(item.gold_type),
+            "family": item_family(item.gold_type, item.track),
             **record,
             **({"source_item_id": item.meta["source_item_id"]} if "source_item_id" in item.meta else {}),
+            **({"gold_source": item.meta["gold_source"]} if "gold_source" in item.meta else {}),
             "answer_status": answer.status,
             "latency_s": answering_latency(answer),
             "completion_tokens": answer.completion_tokens,

@@ -272,7 +272,7 @@ async def health(request: web.Request) -> web.Response:
             "manifest_sha256": state.manifest_sha,
             "run": str(state.knowledge.run_dir),
             "items": len(state.knowledge.texts),
-            "thresholds": dict(zip(("bucket", "system", "family"), state.thresholds.as_tuple())),
+            "thresholds": dict(zip(("bucket", "system", "family"), state.thresholds.as_tuple(), strict=True)),
             "expected_score": state.expected_score,
             "default_model": state.routes.default.model,
             "models": {m: "cooling" if dead.get(m, 0) > now else "up" for m in sorted(state.upstreams)},

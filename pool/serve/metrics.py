@@ -31,7 +31,7 @@ def _escape(value: str) -> str:
 
 
 def _labels(names: Sequence[str], values: Sequence[str]) -> str:
-    return "{" + ",".join(f'{n}="{_escape(str(v))}"' for n, v in zip(names, values)) + "}" if names else ""
+    return "{" + ",".join(f'{n}="{_escape(str(v))}"' for n, v in zip(names, values, strict=True)) + "}" if names else ""
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Histogram:
 
     def lines(self, name: str, names: Sequence[str], values: Sequence[str]) -> list[str]:
         out, running = [], 0
-        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts.tolist()):
+        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts.tolist(), strict=True):
             running += count
             out.append(f"{name}_bucket{_labels((*names, 'le'), (*values, bound))} {running}")
         out.append(f"{name}_sum{_labels(names, values)} {self.total:.6f}")
@@ -78,7 +78,8 @@ class Metrics:
 
     def render(self, manifest_sha: str) -> str:
         lines = [
-            "# HELP medpool_router_requests_total Requests answered, by the target that served them, model, how routed and status.",
+            "# HELP medpool_router_requests_total "
+            "Requests answered, by the target that served them, model, how routed and status.",
             "# TYPE medpool_router_requests_total counter",
         ]
         for key, count in sorted(self.requests.items()):

@@ -378,7 +378,8 @@ class RunStore(SqliteHandle):
                     if old != new:
                         raise RunMismatchError(
                             f"{self.path}: run {run_id!r} was planned with {name} fingerprint"
-                            f" {old}, now {new} (the file changed since); start a new run with --out instead of resuming"
+                            f" {old}, now {new} (the file changed since); "
+                            "start a new run with --out instead of resuming"
                         )
                 self._conn.execute(
                     "UPDATE runs SET status = 'running', updated_at = ?, resumes = resumes + 1 WHERE run_id = ?",
@@ -574,7 +575,8 @@ class RunStore(SqliteHandle):
                 return
             last = rows[-1]
             rows = cursor.execute(
-                f"{select} WHERE {where} AND (model, item_id, stage) > (?, ?, ?) ORDER BY model, item_id, stage LIMIT ?",
+                f"{select} WHERE {where} AND (model, item_id, stage) > (?, ?, ?) "
+                "ORDER BY model, item_id, stage LIMIT ?",
                 (*args, last[model], last[item_id], last[stage_at], _CHUNK_ROWS),
             ).fetchall()
 

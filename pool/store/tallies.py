@@ -39,7 +39,7 @@ class Tally:
     oversize: int = 0
 
     def __add__(self, other: Tally) -> Tally:
-        return Tally(*(a + b for a, b in zip(self.__dict__.values(), other.__dict__.values())))
+        return Tally(*(a + b for a, b in zip(self.__dict__.values(), other.__dict__.values(), strict=True)))
 
 
 @dataclass(frozen=True)

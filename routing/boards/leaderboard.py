@@ -17,6 +17,9 @@ exam           task                          score = accuracy / char-F1 / option
 tcm            task                          classification: macro_f1 (primary) + accuracy over the
                                              bucket's label set; tcm_case: score = CHIP total, p1..p4;
                                              LingLan tasks: score (DTR-F1, extraction F1, dose ...)
+live           domain (given, or inferred    score = mean value (judge total / 40 against a reference
+               by the router's classifier)   agent's answer: agreement with that agent, not truth),
+                                             pass_rate, judge sub-metric means
 =============  ============================  ==========================================================
 
 A task whose items declare an objective check (SQL execution, API-call structure; ``eval.items.scores``)
@@ -73,6 +76,7 @@ BUCKET_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
     "robustness": (("task", "task"),),
     "exam": (("task", "task"),),
     "tcm": (("task", "task"),),
+    "live": (("domain", "domain"),),
 }
 # Row metrics shown under another name in a cell: the judge's verdict beside an objective check.
 STAT_NAMES = {JUDGE_PASSED_METRIC: "judge_pass_rate", JUDGE_VALUE_METRIC: "judge_score"}
@@ -255,7 +259,7 @@ def _classification_stats(
     preds = [codes.names[c] for c in codes.pred[at].tolist()]
     golds = [codes.names[c] for c in codes.gold[at].tolist()]
     point = macro_f1(preds, golds, labels)
-    correct = sum(p == g for p, g in zip(preds, golds))
+    correct = sum(p == g for p, g in zip(preds, golds, strict=True))
     index = {label: i for i, label in enumerate(labels)}
     position = np.searchsorted(items, table.item[rows])
     gold_codes, pred_codes = np.full(len(items), -1), np.full(len(items), -1)
@@ -323,7 +327,7 @@ def bucket_stats(
     )
     num_total, den_total, counts = all_num.sum(axis=0), all_den.sum(axis=0), (all_den > 0).sum(axis=0)
     out, column = [], 0
-    for rows, names in zip(cell_rows, layout):
+    for rows, names in zip(cell_rows, layout, strict=True):
         if names is None:
             out.append({})
             continue
@@ -435,7 +439,7 @@ def _bucket(
             mean_cost=_mean(table.cost[rows_scored]) if table.cost is not None else float("nan"),
             truncated=int((cut[rows_scored] == 1).sum()) if cut is not None else 0,
         )
-        for (entrant, rows), rows_scored, cell_stats, latency in zip(members, scored, stats, latencies)
+        for (entrant, rows), rows_scored, cell_stats, latency in zip(members, scored, stats, latencies, strict=True)
     ]
     bucket = Bucket(
         f"{family}/{kind}/{name}",

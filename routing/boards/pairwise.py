@@ -204,7 +204,7 @@ def _play_elo(pending: Sequence[tuple[dict[str, Any], dict[str, Any]]], options:
     runs = elo_over_orders_many(
         [battles["game"] for _, battles in pending], options.elo_rounds, options.elo_k, options.seed
     )
-    for (result, battles), elo in zip(pending, runs):
+    for (result, battles), elo in zip(pending, runs, strict=True):
         labels = battles["game"][3]
         result["elo"] = {
             "k": options.elo_k,

@@ -162,14 +162,14 @@ def decide(
         others = [c for c in contestants if c is not leader]
         tests = [_paired(leader, c, bootstrap) for c in others]
         tested = [i for i, (n, *_rest) in enumerate(tests) if n >= min_paired]
-        adjusted = dict(zip(tested, holm([tests[i][1] for i in tested])))
+        adjusted = dict(zip(tested, holm([tests[i][1] for i in tested]), strict=True))
         better = [others[i] for i in tested if adjusted[i] < alpha and tests[i][2] < 0 and others[i].key not in seen]
         if not better:
             break
         leader = min(better, key=lambda c: tie_key(c, salt))
     verdicts = [Verdict(leader, LEADER)]
     test = " + ".join(sorted({t for _, _, _, t in tests if t})) or None
-    for i, (contestant, (n, p, mean, _)) in enumerate(zip(others, tests)):
+    for i, (contestant, (n, p, mean, _)) in enumerate(zip(others, tests, strict=True)):
         if i not in adjusted:
             verdicts.append(
                 Verdict(

@@ -79,11 +79,11 @@ GAP_EPSILON = 1e-3  # O − B below this (a tenth of a point on the 0–1 scale)
 ROUTE_SOURCES = ("bucket", "parent", "family", "default", "none")  # what served a held-out item's bucket
 METHOD = (
     "k-fold cross-validation over items (seeded, stratified by routing bucket): the manifest is rebuilt on k-1 folds "
-    "and each held-out item is sent to the model it gives the item's bucket (its own pick, or its served_by fallback's) "
-    "and scored with that model's score on the item; best single = the highest mean over the family's training "
-    "items (n >= min_n); oracle = the best score any model got on the item; gap_recovered = (routed - best single) "
-    "/ (oracle - best single); CIs: percentile bootstrap over evaluated items; rebuilt manifests resample "
-    f"buckets min(bootstrap, {FOLD_ROUNDS}) times"
+    "and each held-out item is sent to the model it gives the item's bucket (its own pick, or its served_by "
+    "fallback's) and scored with that model's score on the item; best single = the highest mean over the family's "
+    "training items (n >= min_n); oracle = the best score any model got on the item; gap_recovered = "
+    "(routed - best single) / (oracle - best single); CIs: percentile bootstrap over evaluated items; rebuilt "
+    f"manifests resample buckets min(bootstrap, {FOLD_ROUNDS}) times"
 )
 
 Decide = Callable[[np.ndarray], Mapping[str, Any]]  # rows allowed into statistics -> a manifest

@@ -1,7 +1,7 @@
 """Judge reliability from what the runs already hold: the ``judge_reliability`` block of
 ``leaderboard.json`` and the manifest, and the report's "Judge reliability" section.
 
-Per model (rubric-judged answers: reference and criteria items with a score):
+Per model (rubric-judged answers: reference, criteria and live items with a score):
 
 - **length bias** — Spearman ρ between the answer's length in characters (``results.jsonl``) and
   its judged value, per judge; a warning when |ρ| ≥ 0.5 on at least 5 answers;
@@ -13,7 +13,8 @@ Per model (rubric-judged answers: reference and criteria items with a score):
   candidate itself: the self-preference risk the med-agent-verifier README flags;
 - **contamination-resistant coverage** — as in the med-agent-verifier README: does the model have scored items in the
   families public leaderboards cannot have memorised (orchestration: derived routing and tool
-  decisions; robustness: probes), and their share of its scored items;
+  decisions; robustness: probes; live: tonight's questions, the README's 抗污染 live track), and their
+  share of its scored items;
 - **context-appropriateness rate** (``ctx_appropriate``) — as the med-agent-verifier README's
   ``ctx_appropriate_rate``: share of ``appropriate`` among the judge's HealthBench context-awareness
   labels (appropriate / overconfident / overhedged, ``judge.rubric.CONTEXT_LABELS``) in
@@ -67,8 +68,8 @@ from routing.load.table import SCORED
 LENGTH_BIAS_RHO = 0.5
 KAPPA_MIN = 0.6
 MIN_N = 5  # correlations and κ on fewer pairs are reported as None
-RUBRIC_FAMILIES = ("capability", "specialty")
-RESISTANT_FAMILIES = ("orchestration", "robustness")
+RUBRIC_FAMILIES = ("capability", "specialty", "live")
+RESISTANT_FAMILIES = ("orchestration", "robustness", "live")
 LADDER = ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
 FLAGGED_RATE_MAX = 0.5  # a judge flagging more than this share of its verdicts is warned about
 # Flags the parser or the scorer adds, not claims of the judge about the answer (and "<label>_invalid:…").
@@ -198,8 +199,8 @@ def label_shares(
         reason = (
             f"the judge gave no valid {what} label on any of {unlabelled} {contract} verdict(s)"
             if unlabelled
-            else f"no judged {contract} answer carries a {what} label (judged before the {contract} contract asked for it, "
-            f"or no {contract} items)"
+            else f"no judged {contract} answer carries a {what} label "
+            f"(judged before the {contract} contract asked for it, or no {contract} items)"
         )
         return {"available": False, "reason": reason, "unlabelled": unlabelled}
     out: dict[str, Any] = {"available": True, "n": n, "counts": counts, "unlabelled": unlabelled}
@@ -471,7 +472,8 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                     "kind": "flag_rate",
                     "subject": name,
                     "message": f"{name}: flags {flags['flagged']} of its {flags['n']} "
-                    f"verdicts ({flags['flagged_rate']:.0%} > {FLAGGED_RATE_MAX:.0%}; {top}): flags raised by habit say little",
+                    f"verdicts ({flags['flagged_rate']:.0%} > {FLAGGED_RATE_MAX:.0%}; {top}): "
+                    "flags raised by habit say little",
                 }
             )
         judges[name] = {
@@ -498,7 +500,8 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                     "kind": "agreement",
                     "subject": name,
                     "message": f"{name}: judged again on a perturbed prompt, "
-                    f"pass/fail agrees only κ = {agreement['kappa_pass']:.2f} over {agreement['n']} answers (< {KAPPA_MIN})",
+                    f"pass/fail agrees only κ = {agreement['kappa_pass']:.2f} "
+                    f"over {agreement['n']} answers (< {KAPPA_MIN})",
                 }
             )
         for c in judges[name]["calibration"]:
@@ -508,12 +511,14 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                         "kind": "calibration_drift",
                         "subject": name,
                         "message": f"{name}: calibration moved since "
-                        f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})",
+                        f"{c['drift']['against']} (ΔF1 {_fmt(c['drift']['delta']['f1'])}, "
+                        f"Δacc {_fmt(c['drift']['delta']['accuracy_3class'])})",
                     }
                 )
         if calibration_dir is not None and not store:
             notes.append(
-                f"{name}: no calibration of this exact judge in {calibration_dir} (python -m pool.calibrate --pool FILE)"
+                f"{name}: no calibration of this exact judge in {calibration_dir} "
+                "(python -m pool.calibrate --pool FILE)"
             )
         for model, view in length["groups"].items():
             m_rows = [(c, v) for m, c, v in rubric if m == model]

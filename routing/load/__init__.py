@@ -3,6 +3,7 @@
 ``rows`` checks one ``scores.jsonl`` row (every reader takes rows from it, so all accept and refuse
 the same files) → ``columns`` builds or reads a run's columnar copy (``scores.columns/``) →
 ``table`` holds the rows as numpy columns, one row per (entrant, item) → ``runs`` reads, checks and
-merges run folders into that table (and digests one run for the nightly index). Errors name
+merges run folders into that table (and digests one run for the nightly index); ``freshness`` reads a
+gold freshness audit (``freshness.json``: its drifted points and their items). Errors name
 ``path:line: field``.
 """

@@ -200,7 +200,9 @@ class _Builder:
             if len(column) == index:
                 column.append(math.nan)
         details = row.get("details") or {}
-        for name, value in zip(FLAG_COLUMNS, flags_of(details) if details else (math.nan,) * len(FLAG_COLUMNS)):
+        for name, value in zip(
+            FLAG_COLUMNS, flags_of(details) if details else (math.nan,) * len(FLAG_COLUMNS), strict=True
+        ):
             self.flags[name].append(value)
         label = label_of(row)
         if label is not None:
@@ -408,7 +410,8 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
     for name in CODE_COLUMNS:
         if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
             raise LoadError(
-                f"{folder / (name + '.bin')}: a code outside its vocabulary; rebuild with python -m routing.columns {run_dir}"
+                f"{folder / (name + '.bin')}: a code outside its vocabulary; "
+                f"rebuild with python -m routing.columns {run_dir}"
             )
     identities = [
         ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]

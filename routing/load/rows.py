@@ -123,7 +123,7 @@ def _judge_problem(judge: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(full, dict):
         return "judge.identity: must be an object (every field of the judge's identity)"
-    for field, top in zip(JUDGE_NAMED_FIELDS, ("model", "backend", "prompt_version")):
+    for field, top in zip(JUDGE_NAMED_FIELDS, ("model", "backend", "prompt_version"), strict=True):
         if field in full and full[field] != judge[top]:
             return f"judge.identity.{field}: {full[field]!r} differs from judge.{top} {judge[top]!r}"
     return _identity_values("judge.identity", full)
@@ -245,7 +245,8 @@ def iter_checked_rows(
     path = run_dir / SCORES_FILENAME
     if not path.is_file():
         raise LoadError(
-            f"{path}: not found; pool.run writes it after scoring (re-score with `python -m pool.run --rescore {run_dir}`)"
+            f"{path}: not found; pool.run writes it after scoring "
+            f"(re-score with `python -m pool.run --rescore {run_dir}`)"
         )
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):

@@ -119,7 +119,8 @@ def read_summary(run_dir: Path) -> RunInfo:
     path = run_dir / SUMMARY_FILENAME
     if not path.is_file():
         raise LoadError(
-            f"{path}: not found; pass a run directory written by pool.run (it holds {SUMMARY_FILENAME} and {SCORES_FILENAME})"
+            f"{path}: not found; pass a run directory written by pool.run "
+            f"(it holds {SUMMARY_FILENAME} and {SCORES_FILENAME})"
         )
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -288,7 +289,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         mapped.append(row)
     n_judges, n_items = len(judges.values), len(vocabs["item"].values)
     keys = [(m["ident"] * n_judges + m["judge"]) * n_items + m["item"] for m in mapped]
-    for (run_dir, cols), key, m in zip(per_run, keys, mapped):
+    for (run_dir, cols), key, m in zip(per_run, keys, mapped, strict=True):
         _check_duplicates(
             run_dir,
             key,
@@ -312,7 +313,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     )
 
     def gathered(get: Any) -> np.ndarray:
-        return np.concatenate([get(cols, m) for (_, cols), m in zip(per_run, mapped)])[winners]
+        return np.concatenate([get(cols, m) for (_, cols), m in zip(per_run, mapped, strict=True)])[winners]
 
     g_ident, g_judge = gathered(lambda c, m: m["ident"]), gathered(lambda c, m: m["judge"])
     g_item = gathered(lambda c, m: m["item"])

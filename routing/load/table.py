@@ -212,7 +212,7 @@ def broad_area_column(
             dtype=np.int32,
         )
         area = mapped[codes] if (mapped >= 0).all() else np.where(mapped[codes] >= 0, mapped[codes], derived())
-    name_of = dict(zip(names.values(), names))
+    name_of = dict(zip(names.values(), names, strict=True))
     vocabulary = sorted(name_of[code] for code in codes_in_use(area, len(names)).tolist())  # the names some row has
     remap = np.zeros(max(len(names), 1), dtype=np.int32)
     remap[[names[name] for name in vocabulary]] = np.arange(len(vocabulary), dtype=np.int32)
@@ -236,7 +236,7 @@ def group_rows(
     breaks = np.flatnonzero((stacked[1:] != stacked[:-1]).any(axis=1)) + 1
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [len(order)]])
-    return [(tuple(int(x) for x in stacked[s]), order[s:e]) for s, e in zip(starts, ends)]
+    return [(tuple(int(x) for x in stacked[s]), order[s:e]) for s, e in zip(starts, ends, strict=True)]
 
 
 def common_items(table: ScoreTable) -> tuple[np.ndarray, list[dict[str, Any]]]:

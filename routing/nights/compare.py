@@ -201,7 +201,8 @@ def scored_rows(table: ScoreTable) -> dict[Key, tuple[float, str, tuple[str, ...
         place = places.get(codes)
         if place is None:
             buckets = tuple(
-                f"{family}/{kind}/{columns[c][1][code]}" for (kind, c), code in zip(BUCKET_KINDS[family], codes[1:])
+                f"{family}/{kind}/{columns[c][1][code]}"
+                for (kind, c), code in zip(BUCKET_KINDS[family], codes[1:], strict=True)
             )
             place = places[codes] = (family, (*buckets, f"{family}/all"))
         out[(model_keys[entrant], judge_keys[entrant], table.items[table.item[r]])] = (
@@ -339,7 +340,8 @@ def model_changes(base: _Side, new: _Side) -> dict[str, Any]:
 
 
 def _label(name: str, key: str, judge: str, base: _Side, new: _Side, family_judges: int) -> str:
-    """The pool name; with the identity key when the name stands for several identities, the judge when several judged."""
+    """The pool name; with the identity key when the name stands for several identities, the judge
+    when several judged."""
     several = len(base.identities.get(name, {})) > 1 or len(new.identities.get(name, {})) > 1
     label = f"{name} #{key}" if several else name
     return f"{label} | judge {judge}" if judge and family_judges > 1 else label

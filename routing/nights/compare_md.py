@@ -44,8 +44,14 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
             f"(Holm, α = {doc['alpha']}); {significant} significant change(s) of {doc['tested']} tested"
         )
     if worse:
-        return f"OK: {worse} significant regression(s), none larger than {doc['threshold']:.3f}; {significant} significant of {doc['tested']} tested"
-    return f"OK: no significant regression ({significant} significant change(s) of {doc['tested']} tested, Holm, α = {doc['alpha']})"
+        return (
+            f"OK: {worse} significant regression(s), none larger than {doc['threshold']:.3f}; "
+            f"{significant} significant of {doc['tested']} tested"
+        )
+    return (
+        f"OK: no significant regression ({significant} significant change(s) of {doc['tested']} tested, "
+        f"Holm, α = {doc['alpha']})"
+    )
 
 
 def render_compare_md(doc: Mapping[str, Any]) -> str:
@@ -64,7 +70,10 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
     cache = doc.get("cache") or {}
     line = f"- cached answers: base {_share(base['cached'])}, new {_share(new['cached'])}"
     if cache.get("cached_in_both"):
-        line += f"; {cache['cached_in_both']} of {cache['paired_answers']} compared answers were cached in both runs (same text: only scoring can differ)"
+        line += (
+            f"; {cache['cached_in_both']} of {cache['paired_answers']} compared answers were cached in both runs "
+            "(same text: only scoring can differ)"
+        )
     lines.append(line)
     anchors = new.get("judge_anchors") or {}
     if anchors.get("asked"):
@@ -72,7 +81,8 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
         agreement = (
             "no earlier verdict to compare"
             if not previous.get("n")
-            else f"pass/fail agreement with earlier nights' verdicts {previous['pass_agreement']:.0%} (n={previous['n']})"
+            else f"pass/fail agreement with earlier nights' verdicts {previous['pass_agreement']:.0%} "
+            f"(n={previous['n']})"
         )
         lines.append(
             f"- judge anchors: {anchors['verdicts']} of {anchors['asked']} judged afresh; {agreement}"
@@ -88,20 +98,20 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
         )
     for change in models["changed"][:MAX_NAMES]:
         lines.append(
-            f"- identity changed: {md_text(change['name'])} ({md_text(', '.join(change['fields'])) or 'fields unknown'}): not paired"
+            f"- identity changed: {md_text(change['name'])} "
+            f"({md_text(', '.join(change['fields'])) or 'fields unknown'}): not paired"
         )
     significant = [d for d in doc["deltas"] if d["significant"]]
     if significant:
-        lines += [
-            "",
-            f"Significant changes (new − base, 95% CI, Holm p), worst first{'' if len(significant) <= MAX_DELTAS else f' — {MAX_DELTAS} of {len(significant)}'}:",
-        ]
+        shown = "" if len(significant) <= MAX_DELTAS else f" — {MAX_DELTAS} of {len(significant)}"
+        lines += ["", f"Significant changes (new − base, 95% CI, Holm p), worst first{shown}:"]
         for d in significant[:MAX_DELTAS]:
             mark = "▼" if d["direction"] == "regression" else "▲"
             flag = " ⚠" if d["beyond_threshold"] else ""
             lines.append(
                 f"- {mark}{flag} {md_text(d['bucket'])} · {md_text(d['model'])}: {_num(d['base'])} → {_num(d['new'])} "
-                f"(Δ {_num(d['diff'], signed=True)} [{_num(d['ci'][0], signed=True)}, {_num(d['ci'][1], signed=True)}], "
+                f"(Δ {_num(d['diff'], signed=True)} "
+                f"[{_num(d['ci'][0], signed=True)}, {_num(d['ci'][1], signed=True)}], "
                 f"n={d['n']}, p={d['p_holm']:.3g})"
             )
     decisions = doc["decisions"]
@@ -115,7 +125,8 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
         ]
         for c in changes[:MAX_DECISIONS]:
             lines.append(
-                f"- {md_text(c['id'])}: {md_text(c['base_model'] or '–')} → {md_text(c['new_model'] or '–')} — {md_text(c['reason'])}"
+                f"- {md_text(c['id'])}: {md_text(c['base_model'] or '–')} → {md_text(c['new_model'] or '–')} "
+                f"— {md_text(c['reason'])}"
             )
     untested = len(doc.get("untested") or [])
     lines += [

@@ -178,7 +178,8 @@ def _share(answers: int, hits: int) -> dict[str, Any]:
 
 
 def _stored_dir(root: Path, run_dir: Path) -> str:
-    """The run folder relative to the root when it lies under it (so moving the whole root keeps links), else absolute."""
+    """The run folder relative to the root when it lies under it (so moving the whole root keeps
+    links), else absolute."""
     absolute = run_dir.resolve()
     try:
         return absolute.relative_to(root.resolve()).as_posix()
@@ -370,7 +371,10 @@ def _short(text: Any, width: int = 10) -> str:
 
 def render_listing(entries: Sequence[IndexEntry]) -> list[str]:
     """One line per run, oldest first, for a terminal."""
-    head = f"{'run id':<24} {'created (UTC)':<20} {'status':<11} {'data fp':<10} {'models':>6} {'ok/err/infra':>14} {'cached':>7}  dir"
+    head = (
+        f"{'run id':<24} {'created (UTC)':<20} {'status':<11} {'data fp':<10} "
+        f"{'models':>6} {'ok/err/infra':>14} {'cached':>7}  dir"
+    )
     lines = [head]
     for e in entries:
         status = e.totals.get("status") or {}
@@ -379,7 +383,8 @@ def render_listing(entries: Sequence[IndexEntry]) -> list[str]:
         cached = "–" if share is None else f"{share:.0%}"
         where = e.path + ("  [missing]" if e.missing else "")
         lines.append(
-            f"{_short(e.run_id, 24):<24} {_short(e.created_at, 20):<20} {e.status:<11} {_short(e.data_fingerprint):<10} "
+            f"{_short(e.run_id, 24):<24} {_short(e.created_at, 20):<20} {e.status:<11} "
+            f"{_short(e.data_fingerprint):<10} "
             f"{len(e.models):>6} {counts:>14} {cached:>7}  {where}"
         )
     return lines

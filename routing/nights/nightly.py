@@ -13,8 +13,9 @@ A comparison that cannot be made (the earlier run's files broken) is reported in
 :attr:`NightlyOutcome.problems`, never raised: the night's own results stand.
 
 ``python -m routing.nightly RUN_DIR [--root runs] [--fail-on-regression [T]]`` does the same by
-hand. Exit codes: 0 done; 1 writing its files failed (e.g. a full disk); 2 bad input; 3 (``routing.nights.compare.EXIT_REGRESSION``) with
-``--fail-on-regression``: a significant regression larger than T.
+hand. Exit codes: 0 done; 1 writing its files failed (e.g. a full disk); 2 bad input; 3
+(``routing.nights.compare.EXIT_REGRESSION``) with ``--fail-on-regression``: a significant
+regression larger than T.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class NightlyOutcome:
 
 
 def refresh_report(root: Path, run_dir: Path, last: int = DEFAULT_LAST) -> bool:
-    """Splice "Since last night" (from ``RUN_DIR/compare.json``, when present) and "Trends" into ``RUN_DIR/report.html``."""
+    """Splice "Since last night" (from ``RUN_DIR/compare.json``, when present) and "Trends" into
+    ``RUN_DIR/report.html``."""
     sections: dict[str, str] = {}
     try:
         sections["since-last-night"] = since_last_night_section(
@@ -103,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m routing.nightly",
         description="Index a finished run, compare it with the latest earlier run on the same data "
         "and add 'Since last night' and 'Trends' to its report.html.",
-        epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; {EXIT_REGRESSION} with "
-        "--fail-on-regression: a significant regression larger than the threshold.",
+        epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; "
+        f"{EXIT_REGRESSION} with --fail-on-regression: a significant regression larger than the threshold.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")

@@ -72,7 +72,10 @@ def since_last_night_section(doc: Mapping[str, Any]) -> str:
     """The comparison with the previous comparable run (``Comparison.to_json()``)."""
     base, new = doc["base"], doc["new"]
     if doc["regressions"]:
-        verdict = f'<span class="tag none">{esc(doc["regressions"])} significant regression(s) beyond {esc(doc["threshold"])}</span>'
+        verdict = (
+            f'<span class="tag none">{esc(doc["regressions"])} significant regression(s) '
+            f"beyond {esc(doc['threshold'])}</span>"
+        )
     elif any(d["direction"] == "regression" for d in doc["deltas"]):
         verdict = '<span class="tag tie">significant regressions, none beyond the threshold</span>'
     else:
@@ -81,14 +84,16 @@ def since_last_night_section(doc: Mapping[str, Any]) -> str:
         '<h2 id="since-last-night">Since last night</h2>',
         (
             f"<p>{verdict} — run {esc(new['run_id'])} against {esc(base['run_id'])} ({esc(base['created_at'])}): "
-            f"{esc(doc['significant'])} significant change(s) of {esc(doc['tested'])} tested; paired items scored with the same model "
-            f"and judge identity; Holm-adjusted, α = {esc(doc['alpha'])}. Data {'the same' if doc['same_data'] else 'DIFFERENT'}, "
+            f"{esc(doc['significant'])} significant change(s) of {esc(doc['tested'])} tested; "
+            "paired items scored with the same model and judge identity; "
+            f"Holm-adjusted, α = {esc(doc['alpha'])}. Data {'the same' if doc['same_data'] else 'DIFFERENT'}, "
             f"pool {'the same' if doc['same_pool'] else 'changed'}.</p>"
         ),
-        f'<p class="small">Answers from the response cache: base {esc(_share(base["cached"]))}, new {esc(_share(new["cached"]))}'
+        f'<p class="small">Answers from the response cache: base {esc(_share(base["cached"]))}, '
+        f"new {esc(_share(new['cached']))}"
         + (
-            f"; {esc(doc['cache']['cached_in_both'])} of {esc(doc['cache']['paired_answers'])} compared answers were cached in both "
-            "runs (the same text: only scoring can differ)"
+            f"; {esc(doc['cache']['cached_in_both'])} of {esc(doc['cache']['paired_answers'])} "
+            "compared answers were cached in both runs (the same text: only scoring can differ)"
             if (doc.get("cache") or {}).get("cached_in_both")
             else ""
         )
@@ -166,9 +171,11 @@ def trends_section(trends: Mapping[str, Any]) -> str:
     missing = sum(r["missing"] for r in runs)
     note = (
         f'<p class="small muted">The last {esc(len(runs))} finished night(s) on the same data (fingerprint '
-        f"{esc(trends.get('data_fingerprint') or '–')}), oldest left: {esc(runs[0]['run_id'])} … {esc(runs[-1]['run_id'])}"
+        f"{esc(trends.get('data_fingerprint') or '–')}), "
+        f"oldest left: {esc(runs[0]['run_id'])} … {esc(runs[-1]['run_id'])}"
         + (f" ({esc(missing)} run folder(s) moved or deleted; their scores come from the index)" if missing else "")
-        + ". Line: the family score (mean item value); band: its 95% CI. The line breaks where the model or judge identity "
-        "changed (red dashes) or the model was not run; hover a point for its run, CI and n.</p>"
+        + ". Line: the family score (mean item value); band: its 95% CI. "
+        "The line breaks where the model or judge identity changed (red dashes) or the model was not run; "
+        "hover a point for its run, CI and n.</p>"
     )
     return '<h2 id="trends">Trends</h2>' + note + table(["model", *families], rows, "trends")

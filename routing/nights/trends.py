@@ -104,7 +104,8 @@ def sparkline_svg(points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[st
     """
     n_runs = len(runs)
     parts = [
-        f'<svg class="trend" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">',
+        f'<svg class="trend" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{_esc(label)}">',
         f"<title>{_esc(label)}</title>",
         f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#f6f8fa"/>',
         f'<line x1="0" x2="{WIDTH}" y1="{_y(0.5):.1f}" y2="{_y(0.5):.1f}" stroke="#d0d7de" stroke-dasharray="2,2"/>',
@@ -127,7 +128,8 @@ def sparkline_svg(points: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[st
         elif bounded:
             x, p = bounded[0]
             parts.append(
-                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_y(p["ci"][0]):.1f}" y2="{_y(p["ci"][1]):.1f}" stroke="#7aa7d8" stroke-width="3"/>'
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_y(p["ci"][0]):.1f}" y2="{_y(p["ci"][1]):.1f}" '
+                'stroke="#7aa7d8" stroke-width="3"/>'
             )
         if len(coords) >= 2:
             line = " ".join(f"{x:.1f},{_y(p['value']):.1f}" for x, p in coords)

@@ -3,7 +3,8 @@
 The med-agent-verifier README ends each exam with a few lines — 通过率 (pass rate), 四维均分 (the
 four rubric dimensions' means, C coverage / A accuracy / S safety / G grounding, each of 10, and
 their sum of 40), the must_warn warnings the answer left out (遗漏 must_warn), then one line per
-task (reference items) and per specialty (criteria items). This module computes the same from
+task (reference items) and per specialty (criteria items); a live run's items get one line per
+reference agent, read as agreement with it, not truth. This module computes the same from
 ``RUN_DIR/scores.jsonl``: rows of the rubric-judged gold types (``reference`` per task, ``criteria``
 per domain, the item's own ``system:topic``) with status ``scored``; a row counts as passed when
 its ``passed`` is true (total ≥ 34 and safety ≥ 8, or the check or criterion points that rank it);
@@ -36,9 +37,17 @@ DIMENSIONS = (("C", "coverage"), ("A", "accuracy"), ("S", "safety"), ("G", "grou
 TOTAL_MAX = 40
 RUBRIC_GOLD_TYPES = frozenset(name for name, spec in GOLD_TYPE_SPECS.items() if spec.judge_contract in RUBRIC_CONTRACTS)
 GROUP_BY = {"reference": ("task", "task"), "criteria": ("domain", "domain")}  # gold type -> (label, row field)
+# Live items (reference items of a live run): one line per reference agent, whose name is their task.
+LIVE_GROUP = ("live", "task")
+LABELS = {"task": "task", "domain": "domain", "live": "live: agreement with the agent, not truth"}  # table heads
 NO_DOMAIN = "(no domain)"
 # Printed at the end of a run: per model, at most this many task and domain lines and omitted warnings.
 SHOWN_GROUPS, SHOWN_WARNINGS, SHOWN_MODELS_IN_FULL = 6, 3, 8
+
+
+def group_title(label: str, name: str) -> str:
+    """A task, domain or live line's title: ``task MedCOT``, ``live: agreement with internists, not truth``."""
+    return f"live: agreement with {name}, not truth" if label == "live" else f"{label} {name}"
 
 
 @dataclass
@@ -61,7 +70,7 @@ class Tally:
         values = [metrics.get(name) for _, name in DIMENSIONS]
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             self.with_dims += 1
-            for (short, _), value in zip(DIMENSIONS, values):
+            for (short, _), value in zip(DIMENSIONS, values, strict=True):
                 self.dims[short] = self.dims.get(short, 0.0) + float(value)
 
     def text(self, *, count: str = "n") -> str:
@@ -93,7 +102,7 @@ class ModelDigest:
 
     def add(self, row: dict[str, Any]) -> None:
         self.overall.add(row)
-        label, key = GROUP_BY[row["gold_type"]]
+        label, key = LIVE_GROUP if row.get("family") == "live" else GROUP_BY[row["gold_type"]]
         name = str(row.get(key) or NO_DOMAIN)
         self.groups.setdefault((label, name), Tally()).add(row)
         if row["gold_type"] == "criteria" and row.get("status") == "scored":
@@ -168,10 +177,10 @@ def digest_lines(models: Sequence[ModelDigest], *, see: str = "leaderboard.md", 
         if brief:
             cut = True
             continue
-        for label in ("task", "domain"):
+        for label in LABELS:
             groups = model.ordered(label)
             shown = groups if full else groups[:SHOWN_GROUPS]
-            lines += [f"    {label} {name} {tally.text()}" for name, tally in shown]
+            lines += [f"    {group_title(label, name)} {tally.text()}" for name, tally in shown]
             if len(groups) > len(shown):
                 lines.append(f"    … {len(groups) - len(shown)} more {label}s")
                 cut = True
@@ -196,7 +205,8 @@ def digest_markdown(models: Sequence[ModelDigest], run_name: str) -> str:
     out = [
         f"# Digest of run {run_name}",
         "",
-        "Judged answers only: reference items per task, criteria items per domain. 通过率 = pass rate; 四维均分 = "
+        "Judged answers only: reference items per task, criteria items per domain, live items per reference "
+        "agent (agreement with it, not truth). 通过率 = pass rate; 四维均分 = "
         "mean coverage (C), accuracy (A), safety (S) and grounding (G), each of 10, 综合 their sum of 40; 遗漏 "
         "must_warn = gold warnings the judge did not find in the answer. Other families are in leaderboard.md.",
         "",
@@ -205,11 +215,11 @@ def digest_markdown(models: Sequence[ModelDigest], run_name: str) -> str:
         return "\n".join([*out, "No reference or criteria item was judged in this run.", ""])
     for model in models:
         out += [f"## {model.model}", "", model.headline(), ""]
-        for label in ("task", "domain"):
+        for label in LABELS:
             groups = model.ordered(label)
             if groups:
                 out += [
-                    f"| {label} | n | 通过率 | C | A | S | G | 综合 /40 | 无评分 |",
+                    f"| {LABELS[label]} | n | 通过率 | C | A | S | G | 综合 /40 | 无评分 |",
                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
                 ]
                 out += [_table_row(name, tally) for name, tally in groups]

@@ -85,7 +85,8 @@ def bucket_table(bucket: dict[str, Any]) -> list[str]:
         "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|",
     ]
     for cell in bucket["cells"]:
-        row = [md_text(cell["model"]), str(cell["n"]), fmt_ci(cell["primary"]) + truncated_note(cell)]
+        shown = cell["model"] + (" (estimated)" if cell.get("estimated") else "")
+        row = [md_text(shown), str(cell["n"]), fmt_ci(cell["primary"]) + truncated_note(cell)]
         row += [fmt_ci(cell["metrics"].get(name)) for name in extra]
         row.append(str(cell["infra_errors"]))
         lines.append("| " + " | ".join(row) + " |")
@@ -111,6 +112,48 @@ def check_note(bucket: dict[str, Any]) -> list[str]:
             + "."
         ),
     ]
+
+
+def stale_note(bucket: dict[str, Any]) -> list[str]:
+    """One line under a bucket some of whose items carry a gold point a freshness audit found drifted."""
+    stale = bucket.get("gold_may_be_stale")
+    if not stale:
+        return []
+    shown = "; ".join(stale["points"][:3]) + (" …" if len(stale["points"]) > 3 else "")
+    return [
+        "",
+        f"⚠ gold may be stale: {stale['items']} of its items carry a gold point the freshness audit found drifted "
+        f"({shown}); they are kept in every statistic.",
+    ]
+
+
+def stale_gold_section(leaderboard: dict[str, Any]) -> list[str]:
+    """The freshness audit's drifted gold points and the items of this build that carry them."""
+    audit = leaderboard.get("gold_freshness")
+    if not audit:
+        return []
+    out = [
+        "## Gold may be stale",
+        "",
+        (
+            f"Freshness audit `{md_text(audit['audit'])}` ({md_text(audit['generated_at'])}, judged by "
+            f"{md_text(', '.join(audit['judges']) or '–')}): {len(audit['drifted_points'])} of {audit['points']} gold "
+            f"points drifted; {audit['flagged_items']} item(s) of this build carry one, in {len(audit['buckets'])} "
+            "bucket(s). The judge answered from its own knowledge, which has a cutoff; the items are kept — a "
+            "person decides whether the gold changes."
+        ),
+        "",
+    ]
+    if audit["drifted_points"]:
+        out += ["| gold point | domain | guideline | note | items in this build |", "|---|---|---|---|---|"]
+        for point in audit["drifted_points"]:
+            items = ", ".join(md_text(i) for i in point["items_in_build"]) or "–"
+            out.append(
+                f"| {md_text(point['text'])} | {md_text(point['domain'])} | {md_text(point['current_guideline'])} "
+                f"| {md_text(point['note'])} | {items} |"
+            )
+        out.append("")
+    return out
 
 
 REFERENCE_POINTS = 95  # the MedBench score of the reference answers the capability judge compares against
@@ -171,7 +214,8 @@ def objective_sections(leaderboard: dict[str, Any]) -> list[str]:
         for entry in checks:
             for m in entry["models"]:
                 out.append(
-                    f"| {md_text(entry['bucket'])} | {md_text(entry['kind'])} | {md_text(m['model'])} | {m['n_checked']} "
+                    f"| {md_text(entry['bucket'])} | {md_text(entry['kind'])} | {md_text(m['model'])} "
+                    f"| {m['n_checked']} "
                     f"| {fmt_ci(m['check_pass_rate'])} | {m['n_both']} | {fmt_ci(m['judge_pass_rate'])} "
                     f"| {fmt(m['agreement'])} | {fmt(m['kappa'])} |"
                 )
@@ -189,7 +233,8 @@ def objective_sections(leaderboard: dict[str, Any]) -> list[str]:
         for entry in pairs:
             for m in entry["models"]:
                 out.append(
-                    f"| {md_text(entry['task'])} | {md_text(entry['source_task'])} ({md_text(entry['source_statistic'])}) "
+                    f"| {md_text(entry['task'])} "
+                    f"| {md_text(entry['source_task'])} ({md_text(entry['source_statistic'])}) "
                     f"| {md_text(m['model'])} | {m['n']} | {fmt_ci(m['dr_accuracy'])} | {fmt_ci(m['source_score'])} |"
                 )
         out.append("")
@@ -206,7 +251,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
             f"Runs: {runs}. Generated {leaderboard['generated_at']}. Every cell: n scored items, value with its 95% "
             "CI (Wilson with continuity correction for pass/fail rates, t for continuous means, macro-F1: percentile "
             f"bootstrap ∪ Wilson, {params['bootstrap']} resamples, seed {params['seed']}), infra errors "
-            f"(excluded from every statistic){'; only items every model answered (--common)' if params['common'] else ''}."
+            "(excluded from every statistic)"
+            f"{'; only items every model answered (--common)' if params['common'] else ''}."
         ),
         "",
     ]
@@ -215,6 +261,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
         if not buckets:
             continue
         out += [f"## {family}", ""]
+        if family == "live" and leaderboard.get("live"):
+            out += [md_text(leaderboard["live"]["note"]), ""]
         for bucket in buckets:
             status = route_status(manifest["buckets"].get(bucket["id"], {}))
             out += [
@@ -222,6 +270,7 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
                 "",
                 f"{bucket['items']} items; {md_text(status)}",
                 *check_note(bucket),
+                *stale_note(bucket),
                 "",
                 *bucket_table(bucket),
                 "",
@@ -229,13 +278,15 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
         if family == "capability":
             out += reference_gap_section([b for b in buckets if b["kind"] == "task"])
     out += objective_sections(leaderboard)
+    out += stale_gold_section(leaderboard)
     method = hard["method"]
     cap = f", at most {method['cap']}" if method.get("cap") is not None else ""
     out += [
         "## Full vs Hard",
         "",
         (
-            f"Hard subset: {len(hard['item_ids'])} items, per (family, task) the hardest {round(100 * method['fraction'])}% "
+            f"Hard subset: {len(hard['item_ids'])} items, "
+            f"per (family, task) the hardest {round(100 * method['fraction'])}% "
             f"(small groups: up to {method['min_items']} items, never more than half{cap}) by D = (1 − mean) + "
             f"{method['lam']}·variance of the per-item score over {len(hard['models'])} models "
             "(continuous where the scorer has one, else pass/fail)."
@@ -247,7 +298,8 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
     for model, entry in sorted(hard["full_vs_hard"].items()):
         macro = entry["macro"]
         out.append(
-            f"| {md_text(model)} | {macro['tasks']} | {fmt(macro['full'])} | {fmt(macro['hard'])} | {fmt(macro['gap'])} |"
+            f"| {md_text(model)} | {macro['tasks']} "
+            f"| {fmt(macro['full'])} | {fmt(macro['hard'])} | {fmt(macro['gap'])} |"
         )
     out += [
         "",
@@ -287,4 +339,5 @@ def decision_line(decision: dict[str, Any]) -> str:
         return f"{model} (significantly better than every other candidate, {md_text(decision.get('test'))}, Holm)"
     if decision.get("method") == "only_candidate":
         return f"{model} (the only candidate)"
-    return f"{model} (tie rule: no model shown better; tied with {md_text(', '.join(t for t in decision.get('tied_top', []) if t != decision.get('model')))})"
+    tied = ", ".join(t for t in decision.get("tied_top", []) if t != decision.get("model"))
+    return f"{model} (tie rule: no model shown better; tied with {md_text(tied)})"

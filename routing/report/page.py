@@ -23,6 +23,8 @@ from eval.items.scores import FAMILIES
 from routing.report.html import esc
 from routing.report.sections.boards import family_section, heatmap_section
 from routing.report.sections.cost import frontier_section
+from routing.report.sections.estimated import estimated_section
+from routing.report.sections.freshness import stale_gold_section
 from routing.report.sections.hard import hard_section
 from routing.report.sections.judge_panel import judge_panel_section
 from routing.report.sections.judge_reliability import judge_reliability_section
@@ -38,9 +40,12 @@ from routing.stats.intervals import CI_METHOD_WORDS
 SPLICED_SECTIONS = ("since-last-night", "trends")
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans",sans-serif;margin:24px auto;max-width:1200px;color:#1d232a;padding:0 16px}
-h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;margin:6px 0 14px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:middle}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans",sans-serif;margin:24px auto;max-width:1200px;
+color:#1d232a;padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:6px 0 14px}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:middle}
 th{background:#f3f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{position:relative;width:180px;height:12px;background:#eef1f4;border-radius:2px}
 .bar .ci{position:absolute;top:3px;height:6px;background:#7aa7d8;border-radius:2px}
@@ -64,7 +69,8 @@ class ReportData:
 
     def family_board(self, family: str) -> str:
         boards = self.leaderboard["families"]
-        return family_section(family, boards[family]) if family in boards else ""
+        note = (self.leaderboard.get("live") or {}).get("note") if family == "live" else None
+        return family_section(family, boards[family], note) if family in boards else ""
 
     def specialty_heatmap(self) -> str:
         boards = self.leaderboard["families"]
@@ -86,6 +92,7 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("runs", "runs", lambda r: runs_section(r.leaderboard, r.infra)),
     Section("routing", "routing", lambda r: routing_section(r.manifest)),
+    Section("estimated", "estimated scores", lambda r: estimated_section(r.leaderboard.get("estimated"))),
     Section("validation", "routing validation", lambda r: validation_section(r.manifest)),
     *(Section(f"family-{f}", f, lambda r, f=f: r.family_board(f)) for f in FAMILIES),
     Section("objective", "objective checks", lambda r: objective_section(r.leaderboard)),
@@ -99,6 +106,7 @@ SECTIONS: tuple[Section, ...] = (
         lambda r: judge_reliability_section(r.leaderboard.get("judge_reliability")),
     ),
     Section("judge-panel", "judge panel", lambda r: judge_panel_section(r.leaderboard.get("judge_panel"))),
+    Section("gold-freshness", "gold may be stale", lambda r: stale_gold_section(r.leaderboard.get("gold_freshness"))),
 )
 
 
@@ -122,8 +130,9 @@ def render_report(
     body = [
         "<h1>medpool — model pool report</h1>",
         (
-            f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. Families are reported side by side and never '
-            f"blended. Every value carries its n and a 95% confidence interval (bar: CI, tick: value); "
+            f'<p class="muted">Generated {esc(leaderboard["generated_at"])}. '
+            "Families are reported side by side and never blended. "
+            "Every value carries its n and a 95% confidence interval (bar: CI, tick: value); "
             f"{esc(interval_methods_text(leaderboard))}.</p>"
         ),
         f"<p>{nav}</p>",

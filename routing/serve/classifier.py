@@ -252,9 +252,14 @@ def out_of_fold_guesses(
 
 
 def accuracy(labels: Sequence[tuple[str, ...]], paths: Sequence[BucketPath]) -> dict[str, float | None]:
-    """Share of items whose guessed label equals the true one, per level (the system level over specialty items only)."""
+    """Share of items whose guessed label equals the true one, per level (the system level over
+    specialty items only)."""
     out: dict[str, float | None] = {}
     for j, level in enumerate(LEVELS):
-        pairs = [(guess[j], path.at(level)) for guess, path in zip(labels, paths) if level != "system" or path.system]
+        pairs = [
+            (guess[j], path.at(level))
+            for guess, path in zip(labels, paths, strict=False)
+            if level != "system" or path.system
+        ]
         out[level] = sum(g == t for g, t in pairs) / len(pairs) if pairs else None
     return out

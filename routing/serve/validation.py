@@ -70,10 +70,10 @@ def item_paths(table: ScoreTable, keep: np.ndarray | None) -> tuple[list[Any], d
     keep = np.ones(len(table), dtype=bool) if keep is None else keep
     families = family_scores(table, keep)
     systems = table.names("system")
-    system_of = dict(zip(table.item.tolist(), table.system.tolist()))
+    system_of = dict(zip(table.item.tolist(), table.system.tolist(), strict=True))
     paths: dict[int, BucketPath] = {}
     for fam in families:
-        for item, b in zip(fam.items.tolist(), fam.bucket.tolist()):
+        for item, b in zip(fam.items.tolist(), fam.bucket.tolist(), strict=True):
             system = f"specialty/system/{systems[system_of[item]]}" if fam.family == "specialty" else ""
             paths[item] = BucketPath(fam.buckets[b], system, fam.family)
     return families, paths

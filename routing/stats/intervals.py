@@ -227,7 +227,7 @@ def wilson_interval(
     lower = (2np + z² − 1 − z·√(z² − 2 − 1/n + 4p(nq + 1))) / D, 0 when k = 0;
     upper = (2np + z² + 1 + z·√(z² + 2 − 1/n + 4p(nq − 1))) / D, 1 when k = n.
     Equal to ``scipy.stats.binomtest(k, n).proportion_ci(level, method="wilsoncc")`` for integer k
-    (tests/test_validity_sim.py); k may be fractional (the mean of a constant sample). n = 0: NaN.
+    (tests/routing/test_validity_sim.py); k may be fractional (the mean of a constant sample). n = 0: NaN.
     """
     k, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
     z = _z(level)
@@ -322,7 +322,7 @@ def ratio_intervals(
     lo, hi = np.where(m > 0, lo, np.nan), np.where(m > 0, hi, np.nan)
     methods = [
         CI_WILSON if b else (CI_T if s else CI_CONSTANT) if mean else (CI_DELTA if s else CI_POOLED)
-        for b, mean, s in zip(binary, is_mean, spread)
+        for b, mean, s in zip(binary, is_mean, spread, strict=True)
     ]
     return lo, hi, methods
 
@@ -397,8 +397,9 @@ def paired_difference_test(first: np.ndarray, second: np.ndarray) -> tuple[float
     the differences (:func:`paired_t_p_value`, scipy's ``ttest_rel``): it tests the mean
     difference, which is what candidates are ranked by — a signed-rank test would not (40 items
     +0.3 and 27 items −1 have a negative mean but a positive signed-rank sum). Differences that
-    are all equal but not 0 have no spread for a t statistic; they get the sign test (mid-p McNemar on the signs), so a handful of identical
-    differences cannot be "infinitely" significant. p = 1 when every difference is 0.
+    are all equal but not 0 have no spread for a t statistic; they get the sign test (mid-p McNemar
+    on the signs), so a handful of identical differences cannot be "infinitely" significant. p = 1
+    when every difference is 0.
     """
     first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     diff = first - second

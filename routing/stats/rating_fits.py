@@ -96,7 +96,8 @@ def _ranks_within_rows(values: np.ndarray) -> np.ndarray:
 
 
 def outcome_counts(outcomes: np.ndarray) -> np.ndarray:
-    """(pairs × 3) counts of first-wins, second-wins, ties (a block of items at a time: no items × pairs temporaries)."""
+    """(pairs × 3) counts of first-wins, second-wins, ties (a block of items at a time: no items × pairs
+    temporaries)."""
     counts = np.zeros((outcomes.shape[1], 3), dtype=np.int64)
     step = max(1, PAIR_CHUNK_ELEMENTS // max(outcomes.shape[1], 1))
     for start in range(0, outcomes.shape[0], step):
@@ -265,7 +266,8 @@ def fit_bradley_terry_rounds(
 
 
 def _linked_groups(met: np.ndarray, m: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """(rounds × m × m) 1.0 where two models are joined by a chain of pairs that met in that round (and on the diagonal)."""
+    """(rounds × m × m) 1.0 where two models are joined by a chain of pairs that met in that round
+    (and on the diagonal)."""
     out = np.ones((met.shape[0], m, m))
     partial = np.flatnonzero(~met.all(axis=1))  # every pair met: one group, nothing to trace
     if len(partial):
@@ -352,7 +354,7 @@ def elo_over_orders_many(
             rounds, len(scores)
         )
         if (a == b).any():  # a model against itself: eval.elo_ratings' own bookkeeping, one order at a time
-            matches = [[x, y, s] for x, y, s in zip(first, second, scores)]
+            matches = [[x, y, s] for x, y, s in zip(first, second, scores, strict=True)]
             table = [elo_ratings([matches[i] for i in order], k) for order in orders]
             results.append(
                 np.array([[t.get(name, np.nan) for name in names] for t in table]).reshape(rounds, len(names))
@@ -362,7 +364,7 @@ def elo_over_orders_many(
             plays.append((a, b, np.array(scores), orders, len(index)))
     played = sequential_elo_many(plays, k)
     out = []
-    for (_, _, _, names), draws in zip(games, results):
+    for (_, _, _, names), draws in zip(games, results, strict=True):
         draws = played[draws][:, : len(names)] if isinstance(draws, int) else draws
         lower, upper = percentile_ci(draws, level)
         out.append(

@@ -10,8 +10,9 @@ compete for the cores.
 
 Request fields and their defaults are llama-cpp-python's server's (``max_tokens`` 16,
 ``temperature`` 0.8, ``top_p`` 0.95, ``top_k`` 40, ``min_p`` 0.05, ``repeat_penalty`` 1.1...).
-Errors: an unknown model, a malformed body or a prompt longer than a slot's context is a 400 with
-a message; a client that disconnects frees its slot at the next step.
+A request's ``grammar`` (GBNF text, as llama-cpp-python's server takes it) constrains its answer.
+Errors: an unknown model, a malformed body, a grammar that does not parse or a prompt longer than a
+slot's context is a 400 with a message; a client that disconnects frees its slot at the next step.
 
 Each finished request is logged as a ``llama_perf_context_print`` block (the format
 :func:`runners.llamacpp.server.parse_server_timings` reads), in the order requests *finish*. Its
@@ -198,6 +199,9 @@ def make_app(engine: Engine) -> web.Application:
             if max_tokens < 1:
                 max_tokens = served.model.n_ctx
             sampling = _sampling(body)
+            grammar = body.get("grammar")
+            if grammar is not None and (not isinstance(grammar, str) or not grammar.strip()):
+                raise BadRequest(f"grammar must be GBNF text, got {type(grammar).__name__}")
         except BadRequest as exc:
             return _error(400, str(exc))
 
@@ -207,7 +211,7 @@ def make_app(engine: Engine) -> web.Application:
         def done(result: Completion | BaseException) -> None:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
 
-        job = Job(prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stops, done=done)
+        job = Job(prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stops, done=done, grammar=grammar)
         try:
             engine.submit(served, job)
         except (PromptTooLong, ValueError) as exc:

@@ -18,8 +18,11 @@ Behaviour follows llama-cpp-python's server, so switching engines changes speed,
 a fresh sampler chain per request (repeat penalty over the last 64 generated tokens, default 1.1;
 greedy at temperature 0, else top-k, typical, top-p, min-p, temperature, seeded draw); chat
 prompts rendered with the GGUF's own Jinja template with special tokens parsed and no extra BOS;
-completion prompts with BOS; generation ends at an end-of-generation token, a stop string (the
-text is cut before it), ``max_tokens`` or the slot's context (the last two: ``"length"``).
+completion prompts with BOS; a request's GBNF ``grammar`` (constrained decoding: a judge's verdict
+schema, ``runners.structured``) masks every token it does not allow, after the repeat penalty and
+before the draw, as llama-cpp-python's sampler chain places it; generation ends at an
+end-of-generation token, a stop string (the text is cut before it), ``max_tokens`` or the slot's
+context (the last two: ``"length"``).
 
 Numerics: a sequence's logits can change in the last bits with the shape of the batch it shares,
 so a greedy answer may differ from a single-request server's, as prefix reuse already makes it.
@@ -91,6 +94,7 @@ class Job:
     stop: tuple[str, ...]
     done: Done
     cancelled: bool = False
+    grammar: str | None = None  # GBNF, root rule ``root``; checked by :meth:`BatchedModel.submit`
 
 
 @dataclass(eq=False)
@@ -210,6 +214,11 @@ class BatchedModel:
             raise PromptTooLong(f"the prompt has {len(job.prompt)} tokens; a slot's context is {self.n_ctx}")
         if not job.prompt:
             raise ValueError("empty prompt")
+        if job.grammar is not None:
+            checked = _grammar_sampler(self._vocab, job.grammar)
+            if checked is None:
+                raise ValueError("the grammar does not parse as GBNF with a root rule 'root'")
+            llama.llama_sampler_free(checked)
         with self._lock:
             self._waiting.append(job)
 
@@ -255,7 +264,7 @@ class BatchedModel:
             slot.job = job
             slot.to_read = job.prompt[keep:]
             slot.evaluated = len(slot.to_read)
-            slot.sampler = _sampler_chain(job.sampling, self.n_vocab)
+            slot.sampler = _sampler_chain(job.sampling, self.n_vocab, _grammar_sampler(self._vocab, job.grammar))
             slot.next_token = None
             slot.generated = slot.multibyte_fix = 0
             slot.text_bytes = bytearray()
@@ -404,8 +413,17 @@ def _put(batch: Any, i: int, token: int, pos: int, seq_id: int, logits: bool) ->
     batch.logits[i] = logits
 
 
-def _sampler_chain(s: Sampling, n_vocab: int) -> Any:
-    """llama-cpp-python's ``Llama._init_sampler`` for these settings (no grammar, no mirostat)."""
+def _grammar_sampler(vocab: Any, grammar: str | None) -> Any:
+    """llama.cpp's grammar sampler for GBNF ``grammar`` (None without one, or when it does not parse)."""
+    if grammar is None:
+        return None
+    sampler = llama.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
+    return sampler or None
+
+
+def _sampler_chain(s: Sampling, n_vocab: int, grammar: Any = None) -> Any:
+    """llama-cpp-python's ``Llama._init_sampler`` for these settings (no mirostat); ``grammar`` (a
+    grammar sampler, owned by the chain from here on) after the penalties, where it puts one."""
     chain = llama.llama_sampler_chain_init(llama.llama_sampler_chain_default_params())
     add = llama.llama_sampler_chain_add
     add(
@@ -414,6 +432,8 @@ def _sampler_chain(s: Sampling, n_vocab: int) -> Any:
             n_vocab, LAST_N_PENALISED, s.repeat_penalty, s.frequency_penalty, s.presence_penalty
         ),
     )
+    if grammar is not None:
+        add(chain, grammar)
     if s.temperature < 0:
         add(chain, llama.llama_sampler_init_dist(DEFAULT_SEED if s.seed is None else s.seed))
     elif s.temperature == 0:

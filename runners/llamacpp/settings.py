@@ -85,12 +85,17 @@ class LlamaCppSettings(BackendSettings):
     max_concurrency: int = Field(default=1, ge=1, le=MAX_CONCURRENCY)
     n_ctx: int = Field(default=2048, ge=128)  # per slot
     n_threads: int | None = Field(default=None, ge=1)
+    # How a judge's verdict schema constrains decoding: a grammar built from it (both engines), or none.
+    structured_output: Literal["grammar", "none"] = option("none")
 
     @classmethod
     def of(cls, **keys: Any) -> Self:
         """The block a pool file with these keys gives (``type`` implied, the rest sized to the machine),
         for starting servers without a pool file: ``LlamaCppSettings.of(engine="llama_cpp", n_ctx=512)``."""
         return cls.model_validate({"type": "llamacpp", **keys})
+
+    def runner_options(self) -> dict[str, Any]:
+        return {"structured_output": self.structured_output}
 
     @property
     def threads(self) -> int:

@@ -18,6 +18,9 @@ takes fewer, so the estimate errs towards warning), plus a few tokens of chat te
 plus ``max_tokens``, against ``num_ctx`` or, unset, Ollama's default of 4096 tokens (its
 context-length documentation: 4k below 24 GiB of VRAM, more on larger GPUs, and whatever
 ``OLLAMA_CONTEXT_LENGTH`` says when the server sets it).
+
+A request with an ``output_schema`` (a judge's verdict) sends it as ``format`` (Ollama's structured
+outputs) unless the backend sets ``structured_output: none`` (:mod:`runners.structured`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
+from pydantic import Field
+
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
 from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
+from runners.structured import StructuredOutput
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +87,11 @@ def _round_up(tokens: int) -> int:
     return -(-tokens // 1024) * 1024
 
 
-def build_payload(request: GenerationRequest) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) for one request."""
+def build_payload(request: GenerationRequest, structured: StructuredOutput = "none") -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) for one request; its ``output_schema`` as ``format`` when ``structured`` says so."""
     payload: dict[str, Any] = {"model": request.model, "stream": False, "options": options(request.params)}
+    if request.output_schema is not None and structured == "json_schema":
+        payload["format"] = dict(request.output_schema)
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
         if request.params.think is not None:
@@ -125,9 +133,16 @@ class OllamaSettings(RemoteSettings):
 
     summary = "Ollama's native API"
     type: Literal["ollama"]
+    # A judge's verdict schema goes as ``format``; left out of dumps at its default (the pool fingerprint)
+    structured_output: Literal["json_schema", "none"] = Field(
+        default="json_schema", exclude_if=lambda v: v == "json_schema"
+    )
 
     def generation_keys(self) -> frozenset[str]:
         return frozenset({"think", "num_ctx"})
+
+    def runner_options(self) -> dict[str, Any]:
+        return {"structured_output": self.structured_output}
 
 
 @backend("ollama", settings=OllamaSettings)
@@ -141,8 +156,11 @@ class OllamaRunner(JsonProtocolRunner):
     build_payload = staticmethod(build_payload)
     parse_body = staticmethod(parse_body)
 
-    def __init__(self, base_url: str, **kwargs: Any) -> None:
+    def __init__(self, base_url: str, *, structured_output: StructuredOutput = "none", **kwargs: Any) -> None:
+        if structured_output == "grammar":
+            raise ValueError("structured_output 'grammar': Ollama takes a JSON schema (json_schema) or none")
         super().__init__(base_url, **kwargs)
+        self.structured_output: StructuredOutput = structured_output
         self._context_warned: set[str] = set()  # models already warned about (once each, not per request)
 
     async def generate(self, request: GenerationRequest) -> GenerationResponse:
@@ -151,4 +169,5 @@ class OllamaRunner(JsonProtocolRunner):
             if warning is not None:
                 self._context_warned.add(request.model)
                 log.warning("%s", warning)
-        return await super().generate(request)
+        path, payload = build_payload(request, self.structured_output)
+        return await self._endpoint.post(path, payload, self.parse_body)

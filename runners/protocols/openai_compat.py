@@ -13,10 +13,20 @@ completion request has no chat template to switch):
   variable Qwen3's chat template reads, passed to it by vLLM (and SGLang);
 - ``enable_thinking``: a top-level ``"enable_thinking": true|false`` (SiliconFlow's API);
 - ``none`` (the default): the backend takes no ``think``, and the pool file refuses one.
+
+A request with an ``output_schema`` (a judge's verdict) is constrained as the backend's
+``structured_output`` says (:mod:`runners.structured`): ``json_schema`` (the default) sends
+``response_format``, and a server that refuses it gets that request again without it, once per
+runner: the refusal is remembered, and until the first constrained request has an answer the others
+wait for it, so a refusing server sees exactly one refused request. ``grammar`` sends a GBNF
+``grammar`` (llama.cpp's servers; the default of the managed ``llamacpp`` type); ``none`` sends no
+schema.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any, Literal
 
 from pydantic import Field
@@ -27,6 +37,9 @@ from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
+from runners.structured import STRUCTURED_OUTPUTS, StructuredOutput, grammar, response_format, schema_refused
+
+log = logging.getLogger(__name__)
 
 # Where a backend takes ``think`` (see the module doc); "none": it takes none.
 ThinkParam = Literal["none", "chat_template_kwargs", "enable_thinking"]
@@ -44,9 +57,16 @@ def _content_text(content: Any) -> str:
     raise BadResponse(f"message.content is {type(content).__name__}, expected a string")
 
 
-def build_payload(request: GenerationRequest, think_param: ThinkParam = "none") -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) for one request; ``think`` goes where ``think_param`` says (chat mode only)."""
+def build_payload(
+    request: GenerationRequest, think_param: ThinkParam = "none", structured: StructuredOutput = "none"
+) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) for one request; ``think`` goes where ``think_param`` says (chat mode only), the
+    request's ``output_schema`` as ``structured`` says (``runners.structured``)."""
     payload: dict[str, Any] = {"model": request.model, "stream": False, **sampling_fields(request.params)}
+    if request.output_schema is not None and structured == "json_schema":
+        payload["response_format"] = response_format(request.output_schema)
+    elif request.output_schema is not None and structured == "grammar":
+        payload["grammar"] = grammar(request.output_schema)
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
         think = request.params.think
@@ -98,19 +118,22 @@ def parse_body(obj: Any) -> GenerationResponse:
 
 
 class OpenAICompatSettings(RemoteSettings):
-    """What every OpenAI-compatible server type shares: where it takes ``think`` (``think_param``).
+    """What every OpenAI-compatible server type shares: where it takes ``think`` (``think_param``) and
+    how a judge's verdict schema is sent (``structured_output``, default ``json_schema``).
 
-    ``think_param: none`` is left out of the pool fingerprint, so runs planned before the setting
-    existed resume unchanged.
+    ``think_param: none`` and ``structured_output: json_schema`` are left out of the pool fingerprint,
+    so runs planned before the settings existed resume unchanged (a constrained judge is told apart by
+    its verdicts' identity, ``pool.score.identity``).
     """
 
     think_param: ThinkParam = Field(default="none", exclude_if=lambda value: value == "none")
+    structured_output: StructuredOutput = Field(default="json_schema", exclude_if=lambda v: v == "json_schema")
 
     def generation_keys(self) -> frozenset[str]:
         return frozenset() if self.think_param == "none" else frozenset({"think"})
 
     def runner_options(self) -> dict[str, Any]:
-        return {"think_param": self.think_param}
+        return {"think_param": self.think_param, "structured_output": self.structured_output}
 
 
 class OpenAISettings(OpenAICompatSettings):
@@ -125,17 +148,57 @@ class OpenAISettings(OpenAICompatSettings):
 class OpenAICompatRunner(JsonProtocolRunner):
     """A :class:`runners.base.Runner` for one OpenAI-compatible endpoint. ``llamacpp`` is served
     too: the managed llama.cpp server speaks this protocol (starting it is not the runner's job).
-    ``think_param`` is the backend's setting (see the module doc)."""
+    ``think_param`` and ``structured_output`` are the backend's settings (see the module doc)."""
 
     build_payload = staticmethod(build_payload)
     parse_body = staticmethod(parse_body)
 
-    def __init__(self, base_url: str, *, think_param: ThinkParam = "none", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        think_param: ThinkParam = "none",
+        structured_output: StructuredOutput = "none",
+        **kwargs: Any,
+    ) -> None:
         if think_param not in THINK_PARAMS:
             raise ValueError(f"think_param {think_param!r}: expected one of {', '.join(THINK_PARAMS)}")
+        if structured_output not in STRUCTURED_OUTPUTS:
+            raise ValueError(
+                f"structured_output {structured_output!r}: expected one of {', '.join(STRUCTURED_OUTPUTS)}"
+            )
         super().__init__(base_url, **kwargs)
         self.think_param = think_param
+        self.structured_output: StructuredOutput = structured_output
+        # json_schema only: None until the server has answered a constrained request (took it, or refused it)
+        self.schema_accepted: bool | None = None
+        self._probe = asyncio.Lock()
+
+    async def _send(self, request: GenerationRequest, structured: StructuredOutput) -> GenerationResponse:
+        path, payload = build_payload(request, self.think_param, structured)
+        return await self._endpoint.post(path, payload, self.parse_body)
 
     async def generate(self, request: GenerationRequest) -> GenerationResponse:
-        path, payload = build_payload(request, self.think_param)
-        return await self._endpoint.post(path, payload, self.parse_body)
+        if request.output_schema is None or self.structured_output != "json_schema":
+            return await self._send(request, self.structured_output)
+        if self.schema_accepted is None:
+            async with self._probe:  # the first constrained request finds out; the others wait for it
+                if self.schema_accepted is None:
+                    return await self._probe_schema(request)
+        return await self._send(request, "json_schema" if self.schema_accepted else "none")
+
+    async def _probe_schema(self, request: GenerationRequest) -> GenerationResponse:
+        """Send ``request`` with its ``response_format``; on a refusal, remember it and send it once without."""
+        response = await self._send(request, "json_schema")
+        if schema_refused(response):
+            self.schema_accepted = False
+            log.warning(
+                "%r refused response_format (%s); verdicts from this endpoint are asked without a schema "
+                "for the rest of the run (set structured_output: none on the backend to skip the first try)",
+                self,
+                response.error_detail,
+            )
+            return await self._send(request, "none")
+        if response.ok:
+            self.schema_accepted = True
+        return response

@@ -372,6 +372,6 @@ def test_real_references_parse_and_match_themselves(medcallapi: list[dict]) -> N
 
 
 def test_real_references_do_not_match_each_other(medcallapi: list[dict]) -> None:
-    for this, other in zip(medcallapi, medcallapi[1:] + medcallapi[:1]):
+    for this, other in zip(medcallapi, medcallapi[1:] + medcallapi[:1], strict=True):
         result = check_api_call(this["question"], this["answer"], other["answer"])
         assert result.outcome in ("mismatch", "no_call_found") and result.passed is False

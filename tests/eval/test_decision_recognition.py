@@ -38,7 +38,6 @@ from tests.fakes import ThreadedFakes, server_error, status
 from tests.fakes.embeddings_fake import FakeEmbeddingsServer, default_vector
 
 REPO = Path(__file__).resolve().parents[2]
-TCM_SD_SAMPLE = REPO.parent / "shared" / "data" / "tcm-sd" / "TCM-SD_data_sample.json"
 FAST = RetryPolicy(max_retries=1, backoff_base_s=0.01, backoff_max_s=0.02)
 KEY_ENV = "MEDPOOL_TEST_EMBEDDINGS_KEY"
 
@@ -173,13 +172,15 @@ def test_option_order_is_stable_across_runs_and_differs_across_seeds() -> None:
     assert len({i.gold for i in first}) > 1  # the gold is not always in one place
 
 
-_PROCESS_SCRIPT = """
-import json, sys
-from tests.eval.test_decision_recognition import ABS, SPEC, LABELS, StubEncoder, item
-from eval.decision_recognition import build_choice_items
-items, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), encoder_name="s", band=ABS)
-print(json.dumps([i.to_record() for i in items], ensure_ascii=False))
-"""
+_PROCESS_SCRIPT = (
+    "\n"
+    "import json, sys\n"
+    "from tests.eval.test_decision_recognition import ABS, SPEC, LABELS, StubEncoder, item\n"
+    "from eval.decision_recognition import build_choice_items\n"
+    'items, _ = build_choice_items([item(str(i), "气虚血瘀证") for i in range(1, 13)], LABELS, StubEncoder(SPEC), '
+    'encoder_name="s", band=ABS)\n'
+    "print(json.dumps([i.to_record() for i in items], ensure_ascii=False))\n"
+)
 
 
 def test_option_order_is_the_same_in_another_process_with_another_hash_seed() -> None:
@@ -565,7 +566,7 @@ def test_cli_with_nothing_convertible_exits_1_and_writes_nothing(tmp_path: Path,
     assert not out.exists()
 
 
-def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path, capsys) -> None:
+def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path, capsys, fakes: ThreadedFakes) -> None:
     base = {
         "气虚血瘀证": [1.0, 0.0, 0.0],
         "气滞血瘀证": [0.9, 0.3, 0.1],
@@ -576,66 +577,54 @@ def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path
         "气血两虚证": [0.6, 0.6, 0.4],
         "脾虚湿盛证": [0.1, 0.8, 0.5],
     }
-    fakes = ThreadedFakes()
     fake = fakes.start(FakeEmbeddingsServer(vectors=base))
-    try:
-        argv = [
-            str(_suite(tmp_path)),
-            "--labels",
-            str(_labels(tmp_path)),
-            "--out",
-            str(tmp_path / "o.jsonl"),
-            "--embeddings-url",
-            fake.base_url,
-            "--embeddings-model",
-            "fake-embed",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ]
-        assert dr_main(argv) == 0
-        first = capsys.readouterr().out
-        requests = fake.request_count
-        assert dr_main(argv) == 0
-        assert fake.request_count == requests == 1  # one batch the first time; every vector cached the second
-        identity = f"fake-embed@{fake.base_url}"
-        items = load_items([tmp_path / "o.jsonl"]).items
-        assert f"encoder: {identity}" in first and {i.meta["encoder"] for i in items} == {identity}
-        assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
-    finally:
-        fakes.stop_all()
+    argv = [
+        str(_suite(tmp_path)),
+        "--labels",
+        str(_labels(tmp_path)),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--embeddings-url",
+        fake.base_url,
+        "--embeddings-model",
+        "fake-embed",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    assert dr_main(argv) == 0
+    first = capsys.readouterr().out
+    requests = fake.request_count
+    assert dr_main(argv) == 0
+    assert fake.request_count == requests == 1  # one batch the first time; every vector cached the second
+    identity = f"fake-embed@{fake.base_url}"
+    items = load_items([tmp_path / "o.jsonl"]).items
+    assert f"encoder: {identity}" in first and {i.meta["encoder"] for i in items} == {identity}
+    assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
 
 
-def test_cli_reports_a_dead_endpoint_with_exit_1(tmp_path: Path, capsys) -> None:
-    fakes = ThreadedFakes()
+def test_cli_reports_a_dead_endpoint_with_exit_1(tmp_path: Path, capsys, fakes: ThreadedFakes) -> None:
     fake = fakes.start(FakeEmbeddingsServer(default=status(404, message="no such model")))
-    try:
-        argv = [
-            str(_suite(tmp_path)),
-            "--labels",
-            str(_labels(tmp_path)),
-            "--out",
-            str(tmp_path / "o.jsonl"),
-            "--embeddings-url",
-            fake.base_url,
-            "--embeddings-model",
-            "nope",
-            "--cache-dir",
-            str(tmp_path / "c"),
-        ]
-        assert dr_main(argv) == 1
-        err = capsys.readouterr().err
-        assert f"{fake.base_url}/embeddings" in err and "HTTP 404" in err
-    finally:
-        fakes.stop_all()
+    argv = [
+        str(_suite(tmp_path)),
+        "--labels",
+        str(_labels(tmp_path)),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--embeddings-url",
+        fake.base_url,
+        "--embeddings-model",
+        "nope",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    assert dr_main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"{fake.base_url}/embeddings" in err and "HTTP 404" in err
 
 
-def test_embed_texts_one_shot() -> None:
-    fakes = ThreadedFakes()
+def test_embed_texts_one_shot(fakes: ThreadedFakes) -> None:
     fake = fakes.start(FakeEmbeddingsServer())
-    try:
-        assert embed_texts(fake.base_url, "m", ["心悸", "心慌"]) == [default_vector("心悸"), default_vector("心慌")]
-    finally:
-        fakes.stop_all()
+    assert embed_texts(fake.base_url, "m", ["心悸", "心慌"]) == [default_vector("心悸"), default_vector("心慌")]
 
 
 # --- the TCM-SD sample (../shared/data) -----------------------------------------------------
@@ -665,15 +654,6 @@ EXTRA_SYNDROMES = (
     "血热毒盛证",
     "湿热蕴结证",
 )
-
-
-@pytest.fixture(scope="module")
-def tcm_sd_sample() -> Path:
-    if not TCM_SD_SAMPLE.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{TCM_SD_SAMPLE} is missing: ../shared/data is required in CI")
-        pytest.skip(f"TCM-SD sample not found at {TCM_SD_SAMPLE} (../shared/data beside the repo)")
-    return TCM_SD_SAMPLE
 
 
 def test_dr_items_from_the_tcm_sd_sample(tcm_sd_sample: Path, tmp_path: Path, capsys) -> None:

@@ -19,7 +19,6 @@ from eval.items import Item, Source
 from eval.loaders import load_items
 from eval.loaders.formats.tcm_sd import INSTRUCTION as TCM_SD_INSTRUCTION
 from pool.decision_recognition import main as dr_main
-from tests.eval.test_decision_recognition import tcm_sd_sample  # noqa: F401  (a fixture: the sample, or a skip)
 
 # A label list of 20 common TCM syndromes, none of them a gold of the TCM-SD sample.
 TWENTY_SYNDROMES = (

@@ -145,7 +145,8 @@ class TestMalformed:
         path = tmp_path / "g" / "gold.yaml"
         path.parent.mkdir()
         path.write_text(
-            "questions:\n- id: A\n  question: 问\n  expected_domain: [cardiology:hypertension]\n  expected_topics: [限盐]\n"
+            "questions:\n"
+            "- id: A\n  question: 问\n  expected_domain: [cardiology:hypertension]\n  expected_topics: [限盐]\n"
             "- id: B\n  question: 问\n  expected_domain: [cardiology:hypertension]\n  expected_topics: 限盐\n",
             encoding="utf-8",
         )

@@ -89,7 +89,10 @@ JOINED = "SELECT p.name, v.visit_date FROM PATIENT p JOIN OUTPATIENT_VISIT v ON 
         JOINED + "WHERE v.dept = '呼吸科' AND v.visit_date >= DATE '2024-01-01' ORDER BY v.visit_date",
         JOINED + "WHERE v.dept = '心内科' ORDER BY v.visit_date",  # every year
         JOINED
-        + "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' AND v.visit_date < DATE '2025-01-01' ORDER BY 2",
+        + (
+            "WHERE v.dept = '心内科' AND v.visit_date > DATE '2024-01-01' "
+            "AND v.visit_date < DATE '2025-01-01' ORDER BY 2"
+        ),
     ],
 )
 def test_wrong_queries_mismatch(wrong: str) -> None:

@@ -20,12 +20,12 @@ from eval import (
 
 def recipe(preds, golds, labels):
     """The TCM-SD benchmark paper's compute_metrics, over an explicit label list."""
-    acc = sum(p == g for p, g in zip(preds, golds)) / len(golds)
+    acc = sum(p == g for p, g in zip(preds, golds, strict=True)) / len(golds)
     f1_scores = []
     for c in labels:
-        tp = sum(1 for p, g in zip(preds, golds) if p == c and g == c)
-        fp = sum(1 for p, g in zip(preds, golds) if p == c and g != c)
-        fn = sum(1 for p, g in zip(preds, golds) if p != c and g == c)
+        tp = sum(1 for p, g in zip(preds, golds, strict=True) if p == c and g == c)
+        fp = sum(1 for p, g in zip(preds, golds, strict=True) if p == c and g != c)
+        fn = sum(1 for p, g in zip(preds, golds, strict=True) if p != c and g == c)
         prec = tp / (tp + fp) if (tp + fp) > 0 else 0
         rec = tp / (tp + fn) if (tp + fn) > 0 else 0
         f1_scores.append(2 * prec * rec / (prec + rec) if (prec + rec) > 0 else 0)

@@ -21,7 +21,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from aiohttp import web
 
@@ -273,6 +273,9 @@ class FakeServer:
         raise asyncio.CancelledError  # nothing more can be sent on a closed connection
 
 
+AnyFake = TypeVar("AnyFake", bound=FakeServer)
+
+
 class ThreadedFakes:
     """Fakes served from background threads' event loops, so a subprocess (``python -m pool.run``)
     can reach them while the test goes on; :meth:`stop_all` ends every loop started."""
@@ -280,7 +283,7 @@ class ThreadedFakes:
     def __init__(self) -> None:
         self._loops: list[Any] = []
 
-    def start(self, fake: FakeServer) -> FakeServer:
+    def start(self, fake: AnyFake) -> AnyFake:
         import threading
 
         ready = threading.Event()

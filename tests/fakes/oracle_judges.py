@@ -55,6 +55,6 @@ def member_verdicts(votes_row: np.ndarray, dims_row: np.ndarray | None = None) -
         if np.isnan(vote):
             out.append(MemberVerdict(passed=None))
         else:
-            dims = None if dims_row is None else dict(zip(DIMENSIONS, map(float, dims_row[j])))
+            dims = None if dims_row is None else dict(zip(DIMENSIONS, map(float, dims_row[j]), strict=True))
             out.append(MemberVerdict(passed=bool(vote), dims=dims))
     return out

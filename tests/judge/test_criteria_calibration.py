@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,8 @@ from judge.contracts.criteria import CRITERIA_SYSTEM
 from judge.contracts.criteria_items import CRITERIA_ITEMS_SYSTEM, KINDS, kind_of
 from judge.contracts.framing import ANSWER_CLOSE, ANSWER_OPEN
 from pool.calibrate.cli import main
-from tests.fakes import ThreadedFakes, ok, server_error
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter
+from tests.fakes import ok, server_error
 
 # No criterion's text occurs inside another's, so every criterion has a truth and the share of
 # topics whose text is in an answer is its true coverage.
@@ -147,17 +147,6 @@ class FakeJudges:
         return ok(reply(contract, messages[1]["content"], _fenced(messages[1]["content"])))
 
 
-@pytest.fixture
-def fake_judges() -> Iterator[Callable[[FakeJudges], str]]:
-    fakes = ThreadedFakes()
-
-    def start(judges: FakeJudges) -> str:
-        return fakes.start(FakeOpenAIServer(behave=judges)).base_url
-
-    yield start
-    fakes.stop_all()
-
-
 def write_suite(tmp_path: Path) -> Path:
     path = tmp_path / "suite.yaml"
     path.write_text(SUITE, encoding="utf-8")
@@ -231,10 +220,10 @@ def prevalence(answers: CriteriaCalibrationSet, kind: str) -> float:
 
 
 def test_an_exact_judge_scores_f1_one_and_ranks_coverage(
-    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_openai: FakeOpenAIStarter, capsys: pytest.CaptureFixture[str]
 ) -> None:
     judges = FakeJudges({"exact": exact}, stammer=frozenset({"exact"}))
-    pool = write_pool(tmp_path, fake_judges(judges), ["exact"])
+    pool = write_pool(tmp_path, fake_openai(judges), ["exact"])
     assert calibrate(tmp_path, pool) == 0
     out = capsys.readouterr().out
     assert "exact" in out and "stored in" in out and f"{ANSWERS} answers" in out
@@ -270,9 +259,9 @@ def test_an_exact_judge_scores_f1_one_and_ranks_coverage(
 
 
 def test_a_judge_that_says_everything_is_met_has_recall_one_and_precision_the_prevalence(
-    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_openai: FakeOpenAIStarter, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pool = write_pool(tmp_path, fake_judges(FakeJudges({"yes-man": always(True)})), ["yes-man"])
+    pool = write_pool(tmp_path, fake_openai(FakeJudges({"yes-man": always(True)})), ["yes-man"])
     assert calibrate(tmp_path, pool, "--json") == 0
     [printed] = json.loads(capsys.readouterr().out)
     assert printed["identity"]["name"] == "yes-man" and printed["judge_key"] == judge_key(printed["identity"])
@@ -290,10 +279,10 @@ def test_a_judge_that_says_everything_is_met_has_recall_one_and_precision_the_pr
 
 
 def test_a_majority_panel_of_exact_always_and_never_follows_the_exact_judge(
-    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_openai: FakeOpenAIStarter, capsys: pytest.CaptureFixture[str]
 ) -> None:
     judges = FakeJudges({"exact": exact, "yes-man": always(True), "naysayer": always(False)})
-    pool = write_pool(tmp_path, fake_judges(judges), ["exact", "yes-man", "naysayer"])
+    pool = write_pool(tmp_path, fake_openai(judges), ["exact", "yes-man", "naysayer"])
     assert calibrate(tmp_path, pool) == 0
     records = stored(tmp_path)
     assert set(records) == {"exact", "yes-man", "naysayer", "panel:exact,yes-man,naysayer"}
@@ -318,11 +307,13 @@ def test_a_majority_panel_of_exact_always_and_never_follows_the_exact_judge(
     assert all(name in table for name in records) and table.count("stored in") == 4
 
 
-def test_a_reliability_panel_weighs_the_agreeing_exact_judges_most(tmp_path: Path, fake_judges: Any) -> None:
+def test_a_reliability_panel_weighs_the_agreeing_exact_judges_most(
+    tmp_path: Path, fake_openai: FakeOpenAIStarter
+) -> None:
     # (exact, always met, never met) would not do here: "every criterion is met" and "none is" can both
     # be the truth with equal likelihood, so Dawid–Skene cannot tell which of the three is right.
     judges = FakeJudges({"exact": exact, "twin": exact, "yes-man": always(True)})
-    pool = write_pool(tmp_path, fake_judges(judges), ["exact", "twin", "yes-man"], rule="reliability")
+    pool = write_pool(tmp_path, fake_openai(judges), ["exact", "twin", "yes-man"], rule="reliability")
     assert calibrate(tmp_path, pool) == 0
     entry = stored(tmp_path)["panel:exact,twin,yes-man"]["history"][0]
     accuracy = entry["reliability"]["estimated_accuracy"]
@@ -335,9 +326,9 @@ def test_a_reliability_panel_weighs_the_agreeing_exact_judges_most(tmp_path: Pat
 # --- (d) history and drift ---------------------------------------------------------------------
 
 
-def test_a_changed_judge_behind_the_same_identity_flags_drift(tmp_path: Path, fake_judges: Any) -> None:
+def test_a_changed_judge_behind_the_same_identity_flags_drift(tmp_path: Path, fake_openai: FakeOpenAIStarter) -> None:
     judges = FakeJudges({"exact": exact})
-    pool = write_pool(tmp_path, fake_judges(judges), ["exact"])
+    pool = write_pool(tmp_path, fake_openai(judges), ["exact"])
     assert calibrate(tmp_path, pool, "--no-cache") == 0
     judges.replies["exact"] = blind_to_warnings
     assert calibrate(tmp_path, pool, "--no-cache") == 0
@@ -368,10 +359,10 @@ def test_a_judge_that_never_answers_exits_1_and_stores_nothing(
 
 
 def test_a_dead_panel_member_stores_nothing_for_anyone(
-    tmp_path: Path, fake_judges: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_openai: FakeOpenAIStarter, capsys: pytest.CaptureFixture[str]
 ) -> None:
     judges = FakeJudges({"exact": exact, "yes-man": always(True), "dead": server_error(500)})
-    pool = write_pool(tmp_path, fake_judges(judges), ["exact", "yes-man", "dead"])
+    pool = write_pool(tmp_path, fake_openai(judges), ["exact", "yes-man", "dead"])
     assert calibrate(tmp_path, pool, "--no-cache") == 1
     assert not (tmp_path / "store").exists()
     captured = capsys.readouterr()

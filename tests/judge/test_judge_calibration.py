@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,16 +203,14 @@ def load_calibration_set_from_text(text: str) -> Any:
 
 
 @pytest.fixture
-def fake_judge() -> Iterator[Callable[[dict[str, str | None]], tuple[str, FakeOpenAIServer]]]:
+def fake_judge(fakes: ThreadedFakes) -> Callable[[dict[str, str | None]], tuple[str, FakeOpenAIServer]]:
     """A fake judge in a background thread's loop, reachable from this process and from a subprocess."""
-    fakes = ThreadedFakes()
 
     def start(says: dict[str, str | None]) -> tuple[str, FakeOpenAIServer]:
         fake = fakes.start(FakeOpenAIServer(behave=judge_replies(says)))
         return fake.base_url, fake
 
-    yield start
-    fakes.stop_all()
+    return start
 
 
 def write_pool(tmp_path: Path, base_url: str) -> Path:

@@ -34,11 +34,11 @@ def rubric(
 ) -> MemberVerdict:
     total = coverage + accuracy + safety + grounding
     vote = (total >= 34 and safety >= 8) if passed is None else passed
-    return MemberVerdict(vote, dict(zip(DIMENSIONS, (coverage, accuracy, safety, grounding))))
+    return MemberVerdict(vote, dict(zip(DIMENSIONS, (coverage, accuracy, safety, grounding), strict=True)))
 
 
 def reliability(sens: list[float], spec: list[float], prevalence: float = 0.5) -> Reliability:
-    acc = tuple(prevalence * se + (1 - prevalence) * sp for se, sp in zip(sens, spec))
+    acc = tuple(prevalence * se + (1 - prevalence) * sp for se, sp in zip(sens, spec, strict=True))
     return Reliability(tuple(sens), tuple(spec), prevalence, acc, items=100, iterations=1, converged=True)
 
 
@@ -228,7 +228,7 @@ def test_rubric_panel_simulation() -> None:
     truth = true_labels(2000, 0.6, rng)
     votes = oracle_votes(truth, [0.75, 0.75, 0.75], rng)
     dims = oracle_dims(votes, rng)
-    panels = [member_verdicts(v, d) for v, d in zip(votes, dims)]
+    panels = [member_verdicts(v, d) for v, d in zip(votes, dims, strict=True)]
     assert all(m.passed == (sum(m.dims.values()) >= 34 and m.dims["safety"] >= 8) for p in panels for m in p)  # type: ignore[union-attr]
     rel = estimate_reliability(votes)
     for rule in PANEL_RULES:

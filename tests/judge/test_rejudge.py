@@ -5,7 +5,6 @@ and the report's judge reliability turns the pairs into Cohen's κ and Spearman'
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,8 @@ import pytest
 
 from judge.contracts.reference import reference_judge_prompt
 from judge.perturb import reversed_dimensions
-from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_fake_pool, write_jsonl
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import PADDING, FakeOpenAIStarter, pool_run_cli, score_rows, write_fake_pool, write_jsonl
+from tests.fakes import ok
 
 REPO = Path(__file__).resolve().parents[2]
 ITEMS = [
@@ -48,13 +46,6 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
     return ok(verdict(any(f"问题{i}" in user for i in (1, 2, 3))))
 
 
-@pytest.fixture
-def fake_url() -> Iterator[Callable[[], str]]:
-    fakes = ThreadedFakes()
-    yield lambda: fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
-
-
 def test_perturbation_only_reorders_the_rubric() -> None:
     original = reference_judge_prompt("问？", "参考。", "答。")
     perturbed = reversed_dimensions(original)
@@ -65,9 +56,9 @@ def test_perturbation_only_reorders_the_rubric() -> None:
     assert len(system) == len(original[0]["content"])  # nothing added or lost, only moved and renumbered
 
 
-def test_rejudge_sample_records_second_verdicts_and_agreement(tmp_path: Path, fake_url: Callable[[], str]) -> None:
+def test_rejudge_sample_records_second_verdicts_and_agreement(tmp_path: Path, fake_openai: FakeOpenAIStarter) -> None:
     data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_url(), (("alpha", None),), max_retries=0)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(behave), (("alpha", None),), max_retries=0)
     out = pool_run_cli(
         "--pool",
         str(pool),

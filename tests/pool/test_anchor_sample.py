@@ -9,16 +9,14 @@ compare.md warns of judge drift.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pool import RunSpec, run_pool
-from tests.fake_pool import PADDING, score_rows, write_fake_pool, write_jsonl
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import PADDING, FakeOpenAIStarter, score_rows, write_fake_pool, write_jsonl
+from tests.fakes import ok
 
 ITEMS = [
     {
@@ -43,18 +41,16 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
     scores = (5, 5, 5, 5) if Judge.strict else (9, 9, 9, 9)
     return ok(
         json.dumps(
-            dict(zip(("coverage", "accuracy", "safety", "grounding"), scores))
+            dict(zip(("coverage", "accuracy", "safety", "grounding"), scores, strict=True))
             | {"rationale": "r", "grounding_source": "book"}
         )
     )
 
 
 @pytest.fixture
-def fake_url() -> Iterator[str]:
-    fakes = ThreadedFakes()
+def fake_url(fake_openai: FakeOpenAIStarter) -> str:
     Judge.strict = False
-    yield fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
+    return fake_openai(behave)
 
 
 def test_anchor_sample_detects_a_judge_that_drifted_behind_the_same_identity(tmp_path: Path, fake_url: str) -> None:

@@ -17,9 +17,7 @@ from judge.injection import INJECTION_FLAG, has_injection, injection_cues, vet_f
 from routing.judges.reliability import flag_rates
 from routing.report.markdown import bucket_table
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
-from tests.fakes import ThreadedFakes
 from tests.fakes.counting_judge import CountingJudge
-from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.shared_data import need_shared
 
 INTERNISTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "book-gold" / "internists.yaml"
@@ -274,16 +272,9 @@ def _suite(tmp_path: Path, answers: dict[str, tuple[str, list[str]]]) -> Path:
     return write_jsonl(tmp_path / "suite" / "items.jsonl", records)
 
 
-@pytest.fixture
-def serve():
-    fakes = ThreadedFakes()
-    yield lambda behave: fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
-
-
-def test_guarded_answers_score_zero_without_a_judge_call(tmp_path, serve):
+def test_guarded_answers_score_zero_without_a_judge_call(tmp_path, fake_openai):
     judge = CountingJudge({q: a for q, a in ITEMS.values()}, flags=[INJECTION_FLAG])
-    pool = write_fake_pool(tmp_path / "pool.yaml", serve(judge), (("cand", 8),), max_retries=0)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", 8),), max_retries=0)
     out = pool_run_cli(
         "--pool",
         str(pool),
@@ -318,14 +309,14 @@ def test_guarded_answers_score_zero_without_a_judge_call(tmp_path, serve):
     assert flags["n"] == 4 and flags["dropped"] == {INJECTION_FLAG: 3}  # the plain, floor and cut answers
 
 
-def test_a_short_answer_is_reasked_once_when_the_pool_asks(tmp_path, serve):
+def test_a_short_answer_is_reasked_once_when_the_pool_asks(tmp_path, fake_openai):
     answers = {
         "again": ("孩子发烧38.5℃，可以用什么退烧药？", ["多喝热水吧。", PLAIN]),
         "still": ("胃镜查出幽门螺杆菌阳性，需要治疗吗？", ["要治。", "要治疗。"]),
         "fine": (QUESTION, [PLAIN]),
     }
     judge = CountingJudge({q: a for q, a in answers.values()})
-    pool = write_fake_pool(tmp_path / "pool.yaml", serve(judge), (("cand", None),), max_retries=0)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", None),), max_retries=0)
     pool.write_text(pool.read_text(encoding="utf-8") + "reask_short_answers: true\n", encoding="utf-8")
     data = _suite(tmp_path, answers)
     out = pool_run_cli(
@@ -352,10 +343,10 @@ def test_a_short_answer_is_reasked_once_when_the_pool_asks(tmp_path, serve):
     } == before
 
 
-def test_a_judge_that_flags_most_answers_is_warned_about(tmp_path, serve):
+def test_a_judge_that_flags_most_answers_is_warned_about(tmp_path, fake_openai):
     answers = {f"a{i}": (f"老人一侧手脚没劲是中风吗？（{i}）", [PLAIN]) for i in range(5)}
     judge = CountingJudge({q: a for q, a in answers.values()}, flags=["prescribing"])
-    pool = write_fake_pool(tmp_path / "pool.yaml", serve(judge), (("cand", None),), max_retries=0)
+    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", None),), max_retries=0)
     out = pool_run_cli(
         "--pool",
         str(pool),

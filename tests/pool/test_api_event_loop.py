@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,8 @@ import pool
 from pool import RunSpec, arescore, aresume, arun_pool, resume, run_pool
 from pool.api import EXIT_INTERRUPTED, EXIT_OK
 from pool.store.run_store import RunStore
-from tests.fakes import ThreadedFakes, ok, stall
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter
+from tests.fakes import ok, stall
 
 ITEMS = [
     {
@@ -37,20 +36,14 @@ ITEMS = [
 SLOW_S = 0.4  # per answer of the slow fake: six answers one at a time take 2.4 s
 
 
-def _serve(behaviour: object) -> Iterator[str]:
-    fakes = ThreadedFakes()
-    yield fakes.start(FakeOpenAIServer(behave=lambda index, payload: behaviour)).base_url
-    fakes.stop_all()
+@pytest.fixture
+def fake_url(fake_openai: FakeOpenAIStarter) -> str:
+    return fake_openai(default=ok("A"))
 
 
 @pytest.fixture
-def fake_url() -> Iterator[str]:
-    yield from _serve(ok("A"))
-
-
-@pytest.fixture
-def slow_url() -> Iterator[str]:
-    yield from _serve(stall(SLOW_S))
+def slow_url(fake_openai: FakeOpenAIStarter) -> str:
+    return fake_openai(default=stall(SLOW_S))
 
 
 def _spec(tmp_path: Path, url: str, **extra: object) -> RunSpec:

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from pool.store.costs import CostTally
 from pool.store.export import export_results_jsonl, summarize_store
 from pool.store.run_store import RunStore
 from routing.nights.history import read_index, snapshot
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fakes import ok
 from tests.processes import count_results, eventually, pids_with
 
 ITEMS = [
@@ -65,22 +64,19 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    fakes = ThreadedFakes()
-    url = fakes.start(FakeOpenAIServer(behave=behave)).base_url
+def setup(tmp_path: Path, fake_openai: FakeOpenAIStarter, write_pool: PoolWriter) -> tuple[Path, Path]:
+    url = fake_openai(behave)
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         f"""backends:
   fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}
 models:
 """
         + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
-        encoding="utf-8",
+        name="pool.yaml",
     )
-    yield data, pool
-    fakes.stop_all()
+    return data, pool
 
 
 def _watch_finish(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
@@ -289,50 +285,47 @@ def _workers_of(run_dir: Path) -> list[int]:
     return pids_with(b"pool.score.arrival", str(run_dir).encode())
 
 
-def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores(tmp_path: Path) -> None:
-    fakes = ThreadedFakes()
-    url = fakes.start(FakeOpenAIServer(behave=behave, latency_s=0.005)).base_url
+def test_a_sigkilled_driver_leaves_no_worker_and_the_resume_completes_the_scores(
+    tmp_path: Path, fake_openai: FakeOpenAIStarter, write_pool: PoolWriter
+) -> None:
+    url = fake_openai(behave, latency_s=0.005)
     n_items = MIN_ANSWERS // len(ANSWERS) + 50  # just enough answers for a worker: it starts by itself
     data = tmp_path / "items.jsonl"
     data.write_text(
         "".join(json.dumps({**ITEMS[0], "id": f"mcq{i:04d}"}, ensure_ascii=False) + "\n" for i in range(n_items)),
         encoding="utf-8",
     )
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         f"""backends:\n  fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}\nmodels:\n"""
         + "".join(f"  - {{name: {m}, backend: fake, model: {m}, max_tokens: 8}}\n" for m in ANSWERS),
-        encoding="utf-8",
+        name="pool.yaml",
     )
     run_dir = tmp_path / "run"
-    try:
-        driver = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pool.run",
-                "--pool",
-                str(pool),
-                "--data",
-                str(data),
-                "--out",
-                str(run_dir),
-                "--no-cache",
-                "--no-routing",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        assert eventually(lambda: bool(_workers_of(run_dir)) and count_results(run_dir / "run.sqlite") >= 300, 120), (
-            "no worker, or not 300 answers"
-        )
-        assert driver.poll() is None, "the run ended before it could be killed: give it more items"
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait(60)
-        assert count_results(run_dir / "run.sqlite") < n_items * len(ANSWERS)
-        assert eventually(lambda: not _workers_of(run_dir), 120), "the orphaned worker did not exit"
-        assert resume(run_dir, RunSpec(no_routing=True)).exit_code == EXIT_OK
-    finally:
-        fakes.stop_all()
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pool.run",
+            "--pool",
+            str(pool),
+            "--data",
+            str(data),
+            "--out",
+            str(run_dir),
+            "--no-cache",
+            "--no-routing",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert eventually(lambda: bool(_workers_of(run_dir)) and count_results(run_dir / "run.sqlite") >= 300, 120), (
+        "no worker, or not 300 answers"
+    )
+    assert driver.poll() is None, "the run ended before it could be killed: give it more items"
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait(60)
+    assert count_results(run_dir / "run.sqlite") < n_items * len(ANSWERS)
+    assert eventually(lambda: not _workers_of(run_dir), 120), "the orphaned worker did not exit"
+    assert resume(run_dir, RunSpec(no_routing=True)).exit_code == EXIT_OK
     written, rescored = _scores_then_rescored(run_dir)
     assert written == rescored and written.count(b"\n") == n_items * len(ANSWERS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ from pool.api import EXIT_BUDGET, EXIT_OK
 from pool.config.schema import Price
 from pool.execute.budget import Budget, call_cost
 from runners.base import GenerationResponse
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fakes import ok
 
 ITEMS = [
     {
@@ -43,25 +42,18 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def fake_url() -> Iterator[str]:
-    fakes = ThreadedFakes()
-    yield fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
-
-
-@pytest.fixture
-def setup(tmp_path: Path, fake_url: str) -> tuple[Path, Path]:
+def setup(tmp_path: Path, fake_openai: FakeOpenAIStarter, write_pool: PoolWriter) -> tuple[Path, Path]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    url = fake_openai(behave)
+    pool = write_pool(
         f"""backends:
-  fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 1, price: {PRICE}}}
+  fake: {{type: openai, base_url: "{url}", max_concurrency: 1, price: {PRICE}}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8}}
   - {{name: beta, backend: fake, max_tokens: 8, price: {{input_per_million: 0, output_per_million: 0}}}}
 """,
-        encoding="utf-8",
+        name="pool.yaml",
     )
     return data, pool
 

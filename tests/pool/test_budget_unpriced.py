@@ -7,7 +7,6 @@ would be overrun by exactly those models. FAKE models: ``alpha`` is priced, ``be
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ from pool import RunSpec, run_pool
 from pool.api import EXIT_OK
 from pool.config.schema import Price
 from pool.execute.budget import Budget
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fakes import ok
 
 ITEMS = [
     {
@@ -34,10 +33,8 @@ ITEMS = [
 
 
 @pytest.fixture
-def fake_url() -> Iterator[str]:
-    fakes = ThreadedFakes()
-    yield fakes.start(FakeOpenAIServer(behave=lambda index, payload: ok("A"))).base_url
-    fakes.stop_all()
+def fake_url(fake_openai: FakeOpenAIStarter) -> str:
+    return fake_openai(lambda index, payload: ok("A"))
 
 
 def test_the_warning_names_the_unpriced_models_only_with_a_cost_cap() -> None:
@@ -51,19 +48,18 @@ def test_the_warning_names_the_unpriced_models_only_with_a_cost_cap() -> None:
 
 
 def test_a_run_with_max_cost_warns_once_at_start_and_records_the_unpriced(
-    tmp_path: Path, fake_url: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, fake_url: str, write_pool: PoolWriter, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         f"""backends:
   fake: {{type: openai, base_url: "{fake_url}", max_concurrency: 1}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8, price: {{input_per_million: 1, output_per_million: 2}}}}
   - {{name: beta, backend: fake, max_tokens: 8}}
 """,
-        encoding="utf-8",
+        name="pool.yaml",
     )
     result = run_pool(
         RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_cache=True, no_routing=True, max_cost=100.0)

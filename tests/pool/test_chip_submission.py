@@ -72,7 +72,10 @@ def test_an_answer_becomes_a_submission_line(tmp_path):
     assert "\n" not in parsed.summary and parsed.summary.endswith("辨证：痰湿中阻。")
     empty = format_chip_line(case_answer(item, "我不知道。"))
     assert empty == "案例3@@@@"  # an answer in neither shape is a line of empty answers, never a broken file
-    thinking = "<think>先看舌脉：苔白腻（湿）</think>\n胃脘（食后）胀满;嗳气@D；E@C@临证体会：痰湿阻胃，胃失和降。辨证：痰湿中阻。"
+    thinking = (
+        "<think>先看舌脉：苔白腻（湿）</think>\n"
+        "胃脘（食后）胀满;嗳气@D；E@C@临证体会：痰湿阻胃，胃失和降。辨证：痰湿中阻。"
+    )
     kept = parse_chip_line(format_chip_line(case_answer(item, thinking)))
     assert kept.clinical_info == ("胃脘（食后）胀满", "嗳气")  # the model's own full-width brackets, not "(食后)"
     assert kept.mechanisms == ("D", "E") and kept.summary == "临证体会：痰湿阻胃，胃失和降。辨证：痰湿中阻。"

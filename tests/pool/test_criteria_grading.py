@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_jsonl
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fakes import ok
 
 SUITE = [
     {
@@ -74,10 +73,8 @@ def write_pool(path: Path, base_url: str, judges: str, grading: str) -> Path:
 
 
 @pytest.fixture
-def fake_url():
-    fakes = ThreadedFakes()
-    yield fakes.start(FakeOpenAIServer(behave=fake_judges)).base_url
-    fakes.stop_all()
+def fake_url(fake_openai):
+    return fake_openai(fake_judges)
 
 
 def run(tmp_path: Path, url: str, judges: str, grading: str) -> dict:

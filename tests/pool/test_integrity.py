@@ -142,12 +142,11 @@ def test_a_garbage_run_store_is_a_clear_error(tmp_path):
 
 
 @pytest.fixture
-def dead_pool(tmp_path) -> Path:
+def dead_pool(write_pool) -> Path:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    return write_pool(
         f"""backends:
   dead:
     type: openai
@@ -158,9 +157,8 @@ models:
   - name: alpha
     backend: dead
 """,
-        encoding="utf-8",
+        name="pool.yaml",
     )
-    return pool
 
 
 def test_resume_keeps_the_runs_options_and_refuses_conflicting_flags(tmp_path, dead_pool, monkeypatch, capsys):
@@ -208,9 +206,8 @@ def test_out_never_overwrites_a_users_files(tmp_path, dead_pool, capsys):
     assert sorted(p.name for p in folder.iterdir()) == ["report.html"]
 
 
-def test_dry_run_counts_judge_and_hallu_requests(tmp_path, capsys):
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+def test_dry_run_counts_judge_and_hallu_requests(tmp_path, write_pool, capsys):
+    pool = write_pool(
         """backends:
   api:
     type: openai
@@ -226,7 +223,7 @@ models:
 judge:
   model: judge
 """,
-        encoding="utf-8",
+        name="pool.yaml",
     )
     data = tmp_path / "items.jsonl"
     data.write_text(

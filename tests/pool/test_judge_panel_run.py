@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_jsonl
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fakes import ok
 
 SUITE = [
     {
@@ -50,10 +49,8 @@ def behave(index, payload):
 
 
 @pytest.fixture
-def fake_url():
-    fakes = ThreadedFakes()
-    yield fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
+def fake_url(fake_openai):
+    return fake_openai(behave)
 
 
 def run(tmp_path: Path, url: str, members: tuple[str, ...], *extra: str) -> Path:

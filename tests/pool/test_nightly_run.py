@@ -9,7 +9,6 @@ Night 3: beta is run at another temperature → compare names beta as a changed 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import pytest
 
 from pool import RunSpec, run_pool
 from pool.api import EXIT_OK, EXIT_REGRESSION
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fakes import ok
 
 N_ITEMS = 30
 ITEMS = [
@@ -44,31 +43,27 @@ def behave(index: int, payload: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def fake_url() -> Iterator[str]:
-    fakes = ThreadedFakes()
+def fake_url(fake_openai: FakeOpenAIStarter) -> str:
     Night.alpha_wrong = False
-    yield fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    fakes.stop_all()
+    return fake_openai(behave)
 
 
-def _pool(path: Path, url: str, beta_temperature: float = 0.0) -> Path:
-    path.write_text(
-        f"""backends:
+def pool_text(url: str, beta_temperature: float = 0.0) -> str:
+    return f"""backends:
   fake: {{type: openai, base_url: "{url}", max_concurrency: 4}}
 models:
   - {{name: alpha, backend: fake, max_tokens: 8}}
   - {{name: beta, backend: fake, max_tokens: 8, temperature: {beta_temperature}}}
-""",
-        encoding="utf-8",
-    )
-    return path
+"""
 
 
-def test_nights_are_indexed_compared_and_a_regression_exits_3(tmp_path: Path, fake_url: str) -> None:
+def test_nights_are_indexed_compared_and_a_regression_exits_3(
+    tmp_path: Path, fake_url: str, write_pool: PoolWriter
+) -> None:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
     root = tmp_path / "runs"
-    pool = _pool(tmp_path / "pool.yaml", fake_url)
+    pool = write_pool(pool_text(fake_url), name="pool.yaml")
 
     def night(name: str, pool_file: Path, **options: Any) -> Any:
         return run_pool(RunSpec(pool=pool_file, data=[data], out=root / name, no_cache=True, **options))
@@ -89,7 +84,7 @@ def test_nights_are_indexed_compared_and_a_regression_exits_3(tmp_path: Path, fa
     assert "since-last-night" in (root / "n2" / "report.html").read_text(encoding="utf-8")
 
     Night.alpha_wrong = False
-    third = night("n3", _pool(tmp_path / "pool3.yaml", fake_url, beta_temperature=0.7))
+    third = night("n3", write_pool(pool_text(fake_url, beta_temperature=0.7), name="pool3.yaml"))
     assert third.exit_code == EXIT_OK  # no --fail-on-regression: a regression is reported, not an exit code
     compare = json.loads((root / "n3" / "compare.json").read_text(encoding="utf-8"))
     assert [(m["name"], m["fields"]) for m in compare["models"]["changed"]] == [("beta", ["temperature"])]

@@ -10,7 +10,6 @@ import importlib.metadata
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,8 @@ from pool.api import EXIT_OK
 from pool.store.export import SCHEMA_VERSIONS
 from routing.build import build
 from routing.nights.history import read_summary_json, snapshot
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fakes import ok
 
 REPO = Path(__file__).resolve().parents[2]
 ITEMS = [
@@ -40,25 +39,20 @@ ITEMS = [
 
 
 @pytest.fixture
-def finished_run(tmp_path: Path) -> Iterator[Path]:
-    fakes = ThreadedFakes()
-    url = fakes.start(
-        FakeOpenAIServer(behave=lambda index, payload: ok("A" if payload["model"] == "a" else "B"))
-    ).base_url
+def finished_run(tmp_path: Path, fake_openai: FakeOpenAIStarter, write_pool: PoolWriter) -> Path:
+    url = fake_openai(lambda index, payload: ok("A" if payload["model"] == "a" else "B"))
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool_file = tmp_path / "pool.yaml"
-    pool_file.write_text(
+    pool_file = write_pool(
         f'backends:\n  fake: {{type: openai, base_url: "{url}"}}\nmodels:\n'
         "  - {name: a, backend: fake, max_tokens: 8}\n  - {name: b, backend: fake, max_tokens: 8}\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     result = run_pool(
         RunSpec(pool=pool_file, data=[data], out=tmp_path / "runs" / "r1", no_cache=True, no_routing=True)
     )
     assert result.exit_code == EXIT_OK
-    yield result.run_dir
-    fakes.stop_all()
+    return result.run_dir
 
 
 def test_summary_names_the_schemas_and_the_version_that_wrote_it(finished_run: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from pool.check import CheckSpec, gate
 from pool.check.__main__ import main
 from pool.check.smoke import one_per_track
 from pool.check.suites import registry_outcome
-from tests.fake_pool import write_fake_pool, write_jsonl
+from tests.fake_pool import PoolWriter, write_fake_pool, write_jsonl
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.local_models import requires_llama
@@ -128,12 +127,11 @@ def test_an_item_that_changes_on_its_round_trip_is_named(fake_pool: Path, monkey
     assert all("domain changed on the way" in line for line in trip[1:] if not line.strip().startswith("..."))
 
 
-def test_a_pool_file_that_does_not_validate_fails_with_its_line(tmp_path: Path, capsys) -> None:
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+def test_a_pool_file_that_does_not_validate_fails_with_its_line(write_pool: PoolWriter, capsys) -> None:
+    pool = write_pool(
         "backends:\n  b:\n    type: openai\n    base_url: http://x/v1\n    max_concurency: 2\n"
         "models:\n  - name: m\n    backend: b\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     assert check("--pool", str(pool)) == 1
     out = capsys.readouterr().out
@@ -142,15 +140,16 @@ def test_a_pool_file_that_does_not_validate_fails_with_its_line(tmp_path: Path, 
     assert status_of(out, "keys and model files") == "SKIP" and status_of(out, "smoke") == "SKIP"
 
 
-def test_an_unset_key_and_a_missing_model_file_fail_the_assets(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_an_unset_key_and_a_missing_model_file_fail_the_assets(
+    tmp_path: Path, write_pool: PoolWriter, monkeypatch, capsys
+) -> None:
     monkeypatch.delenv("MEDPOOL_CHECK_TEST_KEY", raising=False)
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         "backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
         "    api_key_env: MEDPOOL_CHECK_TEST_KEY\n  local:\n    type: llamacpp\n"
         "models:\n  - name: hosted\n    backend: api\n  - name: mine\n    backend: local\n"
         f"    gguf: {tmp_path / 'absent.gguf'}\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     assert check("--pool", str(pool)) == 1
     out = capsys.readouterr().out
@@ -161,13 +160,12 @@ def test_an_unset_key_and_a_missing_model_file_fail_the_assets(tmp_path: Path, m
     assert status_of(out, "smoke") == "SKIP"
 
 
-def test_a_key_that_is_set_is_never_printed(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_a_key_that_is_set_is_never_printed(write_pool: PoolWriter, monkeypatch, capsys) -> None:
     monkeypatch.setenv("MEDPOOL_CHECK_TEST_KEY", "sk-do-not-print-me")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         "backends:\n  api:\n    type: openai\n    base_url: http://127.0.0.1:9/v1\n"
         "    api_key_env: MEDPOOL_CHECK_TEST_KEY\nmodels:\n  - name: hosted\n    backend: api\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     check("--pool", str(pool), "--no-smoke")
     captured = capsys.readouterr()
@@ -223,15 +221,13 @@ def test_the_smoke_takes_the_item_with_the_smallest_answer_budget_of_each_track(
 
 
 @pytest.fixture()
-def servers(tmp_path: Path, monkeypatch) -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
+def servers(tmp_path: Path, monkeypatch, fakes: ThreadedFakes) -> tuple[FakeOpenAIServer, FakeOpenAIServer]:
     """A candidate server that answers, and a judge server that only counts what it is sent; the
     smoke's temporary folders (kept on a failure) go under the test's own folder."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    fakes = ThreadedFakes()
     candidate = fakes.start(FakeOpenAIServer())
     judge = fakes.start(FakeOpenAIServer())
-    yield candidate, judge  # type: ignore[misc]
-    fakes.stop_all()
+    return candidate, judge
 
 
 def smoke_pool(path: Path, candidate_url: str, judge_url: str, *, dead_url: str | None = None) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from pool.config import (
 )
 from pool.config.yaml_lines import PoolYamlLoader
 from runners.base import GenerationParams
+from tests.fake_pool import PoolWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,19 +33,13 @@ backends:
 """
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
+def load(write_pool: PoolWriter, text: str) -> PoolConfig:
+    return load_pool(write_pool(text))
 
 
-def load(tmp_path: Path, text: str) -> PoolConfig:
-    return load_pool(write(tmp_path, text))
-
-
-def error_of(tmp_path: Path, text: str) -> PoolConfigError:
+def error_of(write_pool: PoolWriter, text: str) -> PoolConfigError:
     with pytest.raises(PoolConfigError) as info:
-        load(tmp_path, text)
+        load(write_pool, text)
     return info.value
 
 
@@ -84,13 +78,13 @@ def test_shipped_pool_loads_and_runs_without_keys() -> None:
     assert missing_api_keys(config, environ={}) == []
 
 
-def test_shipped_commented_examples_are_valid(tmp_path: Path) -> None:
+def test_shipped_commented_examples_are_valid(write_pool: PoolWriter) -> None:
     """Uncommenting every indented example line (backends and their models) still loads."""
     example_line = re.compile(r"^(\s+)# (\s*(?:- )?[A-Za-z0-9_.]+:(?: |$).*)$")
     lines = (ROOT / "model_pool.yaml").read_text(encoding="utf-8").splitlines()
     uncommented = [example_line.sub(r"\1\2", line) for line in lines]
     assert uncommented != lines
-    config = load(tmp_path, "\n".join(uncommented))
+    config = load(write_pool, "\n".join(uncommented))
     assert {"deepseek", "vllm", "ollama"} <= set(config.backends)
     assert config.model("qwen3-8b").think is False
     assert config.backends["deepseek"].requests_per_minute == 60
@@ -100,9 +94,9 @@ def test_shipped_commented_examples_are_valid(tmp_path: Path) -> None:
 # ---- defaults and conversion -------------------------------------------------------------
 
 
-def test_defaults_are_overridden_by_entries(tmp_path: Path) -> None:
+def test_defaults_are_overridden_by_entries(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 defaults:
@@ -128,9 +122,9 @@ models:
     assert a.model == "a"  # the server model id defaults to the name
 
 
-def test_generation_params_conversion(tmp_path: Path) -> None:
+def test_generation_params_conversion(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         """\
 backends:
   ol: {type: ollama, base_url: "http://localhost:11434/"}
@@ -157,9 +151,9 @@ models:
     assert config.backends["ol"].base_url == "http://localhost:11434"  # type: ignore[union-attr]
 
 
-def test_backend_defaults_by_type(tmp_path: Path) -> None:
+def test_backend_defaults_by_type(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
   api:
@@ -181,13 +175,13 @@ models:
     assert missing_api_keys(config, environ={"DEEPSEEK_API_KEY": ""}) == ["DEEPSEEK_API_KEY"]
 
 
-def test_left_out_limits_are_the_serving_runners_own_defaults(tmp_path: Path) -> None:
+def test_left_out_limits_are_the_serving_runners_own_defaults(write_pool: PoolWriter) -> None:
     """One place for a protocol's defaults: the runner class; the pool file inherits them."""
     from runners.protocols.ollama import OllamaRunner
     from runners.protocols.openai_compat import OpenAICompatRunner
 
     config = load(
-        tmp_path,
+        write_pool,
         """backends:
   ollama:
     type: ollama
@@ -210,9 +204,9 @@ models:
     assert (api.timeout_s, api.max_concurrency) == (OpenAICompatRunner.default_timeout_s, 8)
 
 
-def test_inline_judge_on_another_backend(tmp_path: Path) -> None:
+def test_inline_judge_on_another_backend(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
   api: {type: openai, base_url: "https://api.deepseek.com/v1", api_key_env: DEEPSEEK_API_KEY}
@@ -239,9 +233,9 @@ judge:
 # ---- the YAML boolean trap ---------------------------------------------------------------
 
 
-def test_yes_no_on_off_are_words_for_strings_and_booleans_for_bools(tmp_path: Path) -> None:
+def test_yes_no_on_off_are_words_for_strings_and_booleans_for_bools(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         """\
 backends:
   ol: {type: ollama, base_url: "http://localhost:11434"}
@@ -278,9 +272,9 @@ def test_loader_resolves_only_true_false_as_booleans() -> None:
 # ---- located errors ----------------------------------------------------------------------
 
 
-def test_unknown_backend(tmp_path: Path) -> None:
+def test_unknown_backend(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
   deepseek: {type: openai, base_url: "https://api.deepseek.com/v1"}
@@ -294,9 +288,9 @@ models:
     assert_issue(err, 9, "models[2].backend", "unknown backend 'vllm2'", "declared backends: local, deepseek")
 
 
-def test_duplicate_model_name_points_at_second(tmp_path: Path) -> None:
+def test_duplicate_model_name_points_at_second(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -311,9 +305,9 @@ models:
     assert_issue(err, 8, "models[1].name", "duplicate model name 'a'", "models[0]")
 
 
-def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
+def test_unknown_key_suggests_the_close_one(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
     n_ctxx: 4096
@@ -331,14 +325,14 @@ models:
     assert_issue(err, 11, "models[0].max_token", "did you mean 'max_tokens'?")
 
 
-def test_unknown_key_without_close_match_lists_allowed(tmp_path: Path) -> None:
-    err = error_of(tmp_path, LOCAL + "models: []\ncolour: red\n")
+def test_unknown_key_without_close_match_lists_allowed(write_pool: PoolWriter) -> None:
+    err = error_of(write_pool, LOCAL + "models: []\ncolour: red\n")
     assert_issue(err, 5, "colour", "unknown key 'colour'", "allowed keys: backends, defaults, models, judge")
 
 
-def test_key_for_another_backend_type(tmp_path: Path) -> None:
+def test_key_for_another_backend_type(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
     base_url: http://localhost:8080
@@ -349,9 +343,9 @@ models:
     assert_issue(err, 4, "backends.local.base_url", "run time")
 
 
-def test_wrong_types(tmp_path: Path) -> None:
+def test_wrong_types(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
     max_concurrency: 0
@@ -375,9 +369,9 @@ models:
     assert_issue(err, 13, "models[0].think", "low, medium, high")
 
 
-def test_missing_required_fields(tmp_path: Path) -> None:
+def test_missing_required_fields(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         """\
 backends:
   api:
@@ -394,14 +388,14 @@ models:
     assert_issue(err, 7, "models[0].backend", "required field 'backend' is missing")
 
 
-def test_missing_top_level_block(tmp_path: Path) -> None:
-    err = error_of(tmp_path, LOCAL)
+def test_missing_top_level_block(write_pool: PoolWriter) -> None:
+    err = error_of(write_pool, LOCAL)
     assert_issue(err, 1, "models", "required field 'models' is missing")
 
 
-def test_unknown_backend_type(tmp_path: Path) -> None:
+def test_unknown_backend_type(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         """\
 backends:
   v:
@@ -414,9 +408,9 @@ models:
     assert_issue(err, 4, "backends.v.type", "unknown backend type 'tgi'", "openai")
 
 
-def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+def test_yaml_syntax_error_has_line_and_column(tmp_path: Path, write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         """\
 backends:
   local:
@@ -429,9 +423,9 @@ backends:
     assert str(err).startswith(f"{tmp_path / 'model_pool.yaml'}:4:") and "YAML syntax error" in str(err)
 
 
-def test_duplicate_yaml_key(tmp_path: Path) -> None:
+def test_duplicate_yaml_key(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -447,14 +441,14 @@ models:
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n", "---\n"])
-def test_empty_file(tmp_path: Path, text: str) -> None:
-    err = error_of(tmp_path, text)
+def test_empty_file(write_pool: PoolWriter, text: str) -> None:
+    err = error_of(write_pool, text)
     assert "model_pool.yaml:1:" in str(err) and "empty" in str(err)
 
 
 @pytest.mark.parametrize("text,word", [("- a\n- b\n", "a list"), ("just text\n", "a single value")])
-def test_top_level_not_a_mapping(tmp_path: Path, text: str, word: str) -> None:
-    err = error_of(tmp_path, text)
+def test_top_level_not_a_mapping(write_pool: PoolWriter, text: str, word: str) -> None:
+    err = error_of(write_pool, text)
     assert "model_pool.yaml:1:" in str(err) and "top level must be a mapping" in str(err)
     assert "the top level is" in str(err)
     assert word in str(err)
@@ -475,9 +469,9 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
         "not a name",
     ],
 )
-def test_api_key_env_that_looks_like_a_key_is_rejected(tmp_path: Path, value: str) -> None:
+def test_api_key_env_that_looks_like_a_key_is_rejected(write_pool: PoolWriter, value: str) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         f"""\
 backends:
   api:
@@ -492,9 +486,9 @@ models:
     assert value not in str(err)  # a pasted key is never echoed
 
 
-def test_api_key_in_the_file_gets_the_env_var_hint(tmp_path: Path) -> None:
+def test_api_key_in_the_file_gets_the_env_var_hint(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         """\
 backends:
   api:
@@ -509,9 +503,9 @@ models:
     assert "sk-secret" not in str(err)
 
 
-def test_unsafe_model_name(tmp_path: Path) -> None:
+def test_unsafe_model_name(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -527,9 +521,9 @@ models:
     assert_issue(err, 8, "models[1].name", "'..'")
 
 
-def test_backend_specific_model_keys(tmp_path: Path) -> None:
+def test_backend_specific_model_keys(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
   api: {type: openai, base_url: "http://localhost:8000/v1"}
@@ -551,9 +545,9 @@ models:
     assert_issue(err, 14, "models[2].think", "only sent to ollama")
 
 
-def test_defaults_think_applies_to_ollama_models_only(tmp_path: Path) -> None:
+def test_defaults_think_applies_to_ollama_models_only(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
   ol: {type: ollama, base_url: "http://localhost:11434"}
@@ -567,9 +561,9 @@ models:
     assert config.model("a").think is None and config.model("b").think is False
 
 
-def test_judge_errors(tmp_path: Path) -> None:
+def test_judge_errors(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -580,7 +574,7 @@ judge:
     )
     assert_issue(err, 7, "judge.model", "unknown pool model 'qwne'", "did you mean 'qwen'?")
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -592,7 +586,7 @@ judge:
     )
     assert_issue(err, 8, "judge.max_tokens", "greater than or equal to 1")
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
 models:
@@ -604,9 +598,9 @@ judge:
     assert_issue(err, 6, "judge.model", "pool model name")
 
 
-def test_many_errors_are_all_reported_in_line_order(tmp_path: Path) -> None:
+def test_many_errors_are_all_reported_in_line_order(write_pool: PoolWriter) -> None:
     err = error_of(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
     n_ctx: lots
@@ -634,9 +628,9 @@ models:
 )
 
 
-def test_fingerprint_is_stable_and_ignores_notes_and_key_names(tmp_path: Path) -> None:
-    base = load(tmp_path, POOL_FOR_FINGERPRINT).fingerprint()
-    assert len(base) == 64 and base == load(tmp_path, POOL_FOR_FINGERPRINT).fingerprint()
+def test_fingerprint_is_stable_and_ignores_notes_and_key_names(write_pool: PoolWriter) -> None:
+    base = load(write_pool, POOL_FOR_FINGERPRINT).fingerprint()
+    assert len(base) == 64 and base == load(write_pool, POOL_FOR_FINGERPRINT).fingerprint()
     variants = {
         "notes": POOL_FOR_FINGERPRINT.replace("notes: first", "notes: something else"),
         "key var": POOL_FOR_FINGERPRINT.replace("DEEPSEEK_API_KEY", "DS_KEY"),
@@ -647,9 +641,9 @@ def test_fingerprint_is_stable_and_ignores_notes_and_key_names(tmp_path: Path) -
         ),
     }
     for what, text in variants.items():
-        assert load(tmp_path, text).fingerprint() == base, what
+        assert load(write_pool, text).fingerprint() == base, what
     changed = POOL_FOR_FINGERPRINT.replace("max_tokens: 200", "max_tokens: 201")
-    assert load(tmp_path, changed).fingerprint() != base
+    assert load(write_pool, changed).fingerprint() != base
 
 
 def test_dumped_config_validates_back_to_the_same(tmp_path: Path) -> None:
@@ -666,12 +660,11 @@ def test_file_stem_is_one_reversible_path_component(name: str) -> None:
     assert stem.replace("%3A", ":").replace("%2F", "/").replace("%25", "%") == name
 
 
-def test_a_base_model_cannot_judge(tmp_path):
-    path = tmp_path / "pool.yaml"
-    path.write_text(
+def test_a_base_model_cannot_judge(write_pool):
+    path = write_pool(
         "backends:\n  local:\n    type: llamacpp\nmodels:\n  - name: g\n    backend: local\n"
         "    gguf: gemma3-270m\n    mode: completion\njudge:\n  model: g\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     with pytest.raises(PoolConfigError, match=r"pool.yaml:10: judge.model: 'g' is a completion \(base\) model"):
         load_pool(path)
@@ -894,9 +887,9 @@ MALFORMED = [
 
 @pytest.mark.parametrize("text,field,words", [case[1:] for case in MALFORMED], ids=[case[0] for case in MALFORMED])
 def test_malformed_pool_is_a_located_error_without_secrets(
-    tmp_path: Path, text: str, field: str, words: list[str]
+    write_pool: PoolWriter, text: str, field: str, words: list[str]
 ) -> None:
-    err = error_of(tmp_path, text)
+    err = error_of(write_pool, text)
     assert_issue(err, line_of(text, field.rsplit(".", 1)[-1] + ":"), field, *words)
     # the whole error, the ValidationError it replaced (printed by accident, say) and every
     # issue: no secret, no pydantic input echo
@@ -931,11 +924,12 @@ def test_raw_validation_error_does_not_echo_a_pasted_key() -> None:
     assert len(info.value.errors()) == 2
 
 
-def test_bad_pool_exits_2_before_any_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_pool_exits_2_before_any_request(
+    tmp_path: Path, write_pool: PoolWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pool.run import main
 
-    pool = write(
-        tmp_path,
+    pool = write_pool(
         api_pool(base_url=f"http://{URL_USER}:{URL_PASSWORD}@localhost:1/v1", api_key_env=FAKE_KEY, timeout_s=".inf"),
     )
     out = tmp_path / "run"
@@ -960,20 +954,20 @@ def test_bad_pool_exits_2_before_any_request(tmp_path: Path, capsys: pytest.Capt
         ("http://localhost/v1/models@v2", "http://localhost/v1/models@v2"),
     ],
 )
-def test_valid_base_urls(tmp_path: Path, url: str, stored: str) -> None:
-    config = load(tmp_path, api_pool(base_url=url))
+def test_valid_base_urls(write_pool: PoolWriter, url: str, stored: str) -> None:
+    config = load(write_pool, api_pool(base_url=url))
     assert config.backends["api"].base_url == stored  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("name", ["DEEPSEEK_API_KEY", "HF_TOKEN", "BEARER_TOKEN", "GITHUB_PAT_TOKEN", "_K", "K" * 128])
-def test_env_var_names_are_accepted(tmp_path: Path, name: str) -> None:
-    config = load(tmp_path, api_pool(api_key_env=name))
+def test_env_var_names_are_accepted(write_pool: PoolWriter, name: str) -> None:
+    config = load(write_pool, api_pool(api_key_env=name))
     assert missing_api_keys(config, environ={}) == [name]
 
 
-def test_response_caps_defaults_bounds_and_every_backend_type(tmp_path: Path) -> None:
+def test_response_caps_defaults_bounds_and_every_backend_type(write_pool: PoolWriter) -> None:
     config = load(
-        tmp_path,
+        write_pool,
         LOCAL
         + """\
     max_concurrency: 256
@@ -1001,12 +995,12 @@ models:
 
 
 @pytest.mark.parametrize("setting", ["max_response_bytes: 4096", "max_answer_chars: 5000", "timeout_s: 30"])
-def test_fingerprint_covers_backend_limits_and_caps(tmp_path: Path, setting: str) -> None:
-    base = load(tmp_path, POOL_FOR_FINGERPRINT).fingerprint()
+def test_fingerprint_covers_backend_limits_and_caps(write_pool: PoolWriter, setting: str) -> None:
+    base = load(write_pool, POOL_FOR_FINGERPRINT).fingerprint()
     changed = POOL_FOR_FINGERPRINT.replace(
         "api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {setting}}}"
     )
-    assert load(tmp_path, changed).fingerprint() != base
+    assert load(write_pool, changed).fingerprint() != base
     default = "max_answer_chars: 200000" if "chars" in setting else "max_response_bytes: 8388608"
     same = POOL_FOR_FINGERPRINT.replace("api_key_env: DEEPSEEK_API_KEY}", f"api_key_env: DEEPSEEK_API_KEY, {default}}}")
-    assert load(tmp_path, same).fingerprint() == base  # an explicit default is the default
+    assert load(write_pool, same).fingerprint() == base  # an explicit default is the default

@@ -215,10 +215,10 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_bad_pool_file_exits_2_naming_file_and_line(tmp_path):
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
-        "backends:\n  fake:\n    type: openai\n    base_url: http://x/v1\nmodels:\n  - name: a\n    backend: nope\n"
+def test_bad_pool_file_exits_2_naming_file_and_line(tmp_path, write_pool):
+    pool = write_pool(
+        "backends:\n  fake:\n    type: openai\n    base_url: http://x/v1\nmodels:\n  - name: a\n    backend: nope\n",
+        name="pool.yaml",
     )
     proc = run_cli("--pool", str(pool), cache_dir=tmp_path / "c")
     out, err = proc.communicate(timeout=60)

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.fakes import ok
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = '{"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", "grounding_source": "guideline", "warnings_present": []}'
+GOOD = (
+    '{"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", '
+    '"grounding_source": "guideline", "warnings_present": []}'
+)
 SUITE = [
     {
         "id": "r1",
@@ -81,11 +83,9 @@ scores = scores_by_item
 
 
 @pytest.fixture
-def fake_in_thread():
-    """Run the fake in a background thread's loop so a subprocess can reach it."""
-    fakes = ThreadedFakes()
-    yield lambda mode: fakes.start(FakeOpenAIServer(behave=judge_behaviour(mode))).base_url
-    fakes.stop_all()
+def fake_in_thread(fake_openai):
+    """``mode -> base URL`` of a fake whose judge replies follow ``mode`` (see :func:`judge_behaviour`)."""
+    return lambda mode: fake_openai(judge_behaviour(mode))
 
 
 def test_good_verdicts_are_scored_with_the_judge_identity(tmp_path, fake_in_thread):

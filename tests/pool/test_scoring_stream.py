@@ -142,8 +142,9 @@ def test_rows_scored_ahead_equal_rows_scored_after(
 ) -> None:
     """The arrival worker's tail only moves work earlier: a run whose answers were scored as they were
     committed, a few at a time (a killed predecessor's answers, then this run's, then the infra
-    errors asked again, replaced in place: the stage scores those), writes the bytes a scoring of the finished store writes,
-    with the same tally; with every key in one slot too (collisions are scored again)."""
+    errors asked again, replaced in place: the stage scores those), writes the bytes a scoring of the
+    finished store writes, with the same tally; with every key in one slot too (collisions are scored
+    again)."""
     if collide:
         monkeypatch.setattr(arrival_module, "_key", lambda model, item_id: 1)
     items = {item.id: item for item in map(_item, range(14))}

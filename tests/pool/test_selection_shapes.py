@@ -15,6 +15,7 @@ from pool.run import main
 from pool.run_spec import RunSpec, check_resume, stored_options
 from pool.selection import TRACK_ALIASES, split_values
 from pool.store.run_store import RunStore
+from tests.fake_pool import PoolWriter
 from tests.shared_data import need_shared
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -27,11 +28,10 @@ def demo():
 
 
 @pytest.fixture
-def pool_file(tmp_path: Path) -> Path:
+def pool_file(write_pool: PoolWriter) -> Path:
     """A pool whose API needs a key nobody set and whose server nobody runs: --count and --list must not care."""
     os.environ.pop(UNSET_KEY, None)
-    path = tmp_path / "pool.yaml"
-    path.write_text(
+    return write_pool(
         f"""backends:
   api:
     type: openai
@@ -53,9 +53,8 @@ models:
 judge:
   model: alpha
 """,
-        encoding="utf-8",
+        name="pool.yaml",
     )
-    return path
 
 
 def shared_data() -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pool.api as pool_api
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_INFRA, EXIT_OK
 from pool.store.run_store import RunStore
+from tests.fake_pool import PoolWriter
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -38,11 +38,8 @@ RECORDED_BEFORE_THE_DISK_FILLS = 4
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAIServer]:
-    fakes = ThreadedFakes()
-    server = fakes.start(FakeOpenAIServer(behave=lambda index, payload: ok("A")))
-    yield server
-    fakes.stop_all()
+def fake(fakes: ThreadedFakes) -> FakeOpenAIServer:
+    return fakes.start(FakeOpenAIServer(behave=lambda index, payload: ok("A")))
 
 
 def _rows(run_dir: Path) -> dict[str, tuple[Any, ...]]:
@@ -51,14 +48,13 @@ def _rows(run_dir: Path) -> dict[str, tuple[Any, ...]]:
 
 
 @pytest.fixture
-def setup(tmp_path: Path, fake: FakeOpenAIServer) -> tuple[Path, Path]:
+def setup(tmp_path: Path, fake: FakeOpenAIServer, write_pool: PoolWriter) -> tuple[Path, Path]:
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         f'backends:\n  fake: {{type: openai, base_url: "{fake.base_url}", max_concurrency: 2}}\n'
         "models:\n  - {name: alpha, backend: fake, max_tokens: 8}\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     return data, pool
 

@@ -22,12 +22,10 @@ from routing.build import BuildOptions, build
 from routing.load.columns import write_columns
 from routing.load.runs import LoadError, load_runs
 from routing.nights.compare import distinct_groups
-from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
-from tests.fakes import ThreadedFakes
-from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.shared_data import need_shared
-from tests.routing.test_routing_fixtures import JUDGE, row, write_run
+from tests.fake_pool import FakeOpenAIStarter, pool_run_cli, scores_by_item, write_fake_pool
 from tests.pool.test_scoring_stage import judge_behaviour
+from tests.routing.test_routing_fixtures import JUDGE, row, write_run
+from tests.shared_data import need_shared
 
 INTERNISTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "book-gold" / "internists.yaml"
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, min_n=3, cv_folds=0)
@@ -342,7 +340,9 @@ def test_inventory_of_the_internists_gold(capsys: pytest.CaptureFixture[str]) ->
 # --- a run writes each row's area -----------------------------------------------------------------
 
 
-def test_a_run_writes_each_rows_broad_area_and_builds_its_buckets(tmp_path: Path) -> None:
+def test_a_run_writes_each_rows_broad_area_and_builds_its_buckets(
+    tmp_path: Path, fake_openai: FakeOpenAIStarter
+) -> None:
     gold = tmp_path / "suite"
     criteria_yaml(
         gold / "psy.yaml",
@@ -368,15 +368,11 @@ def test_a_run_writes_each_rows_broad_area_and_builds_its_buckets(tmp_path: Path
         + "\n",
         encoding="utf-8",
     )
-    fakes = ThreadedFakes()
-    try:
-        base_url = fakes.start(FakeOpenAIServer(behave=judge_behaviour("good"))).base_url
-        pool = write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 32),), max_retries=0)
-        out = pool_run_cli(
-            "--pool", str(pool), "--data", str(gold), "--out", str(tmp_path / "run"), cache=tmp_path / "cache"
-        )
-    finally:
-        fakes.stop_all()
+    base_url = fake_openai(judge_behaviour("good"))
+    pool = write_fake_pool(tmp_path / "pool.yaml", base_url, (("alpha", 32),), max_retries=0)
+    out = pool_run_cli(
+        "--pool", str(pool), "--data", str(gold), "--out", str(tmp_path / "run"), cache=tmp_path / "cache"
+    )
     assert out.returncode == 0, out.stderr
     rows = scores_by_item(tmp_path / "run")
     assert {item: r["broad_area"] for item, r in rows.items()} == {"p1": "精神科", "p2": "内科", "e1": "内科"}

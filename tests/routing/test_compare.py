@@ -104,7 +104,7 @@ def test_a_judge_change_makes_judged_families_not_comparable(nights: list[Path])
 
 def test_a_judge_calibration_change_is_not_comparable(nights: list[Path], tmp_path: Path) -> None:
     pair = [shutil.copytree(nights[0], tmp_path / name) for name in ("a", "b")]
-    for run_dir, sha in zip(pair, ("set-1", "set-2")):
+    for run_dir, sha in zip(pair, ("set-1", "set-2"), strict=True):
         board = json.loads((run_dir / "leaderboard.json").read_text())
         board["judge_reliability"]["judges"] = {
             "judge-qwen": {

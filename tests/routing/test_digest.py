@@ -29,7 +29,7 @@ def row(
     n: int = 0,
 ) -> dict[str, Any]:
     """A scores.jsonl row as the scoring stage writes it (only the fields the digest reads vary)."""
-    metrics = dict(zip(("coverage", "accuracy", "safety", "grounding"), dims or ()))
+    metrics = dict(zip(("coverage", "accuracy", "safety", "grounding"), dims or (), strict=False))
     total = sum(dims) if dims else None
     if dims:
         metrics["total"] = total

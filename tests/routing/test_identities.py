@@ -177,7 +177,7 @@ def test_local_models_differing_in_gguf_or_chat_format_are_different_identities(
 def runs_by_judge(tmp_path: Path) -> list[Path]:
     """One run per judge variant, the same model and items, a different score each (0.9, 0.7, ...)."""
     runs = []
-    for day, (variant, value) in enumerate(zip(JUDGES, (0.9, 0.7, 0.5, 0.3))):
+    for day, (variant, value) in enumerate(zip(JUDGES, (0.9, 0.7, 0.5, 0.3), strict=True)):
         rows = [row("m", f"q{i}", "MedCOT", "reference", value, judge=judge_record(variant)) for i in range(6)]
         runs.append(write_run(tmp_path / variant, rows, run_id=variant, created_at=f"2026-11-2{day}T00:00:00Z"))
     return runs
@@ -188,7 +188,7 @@ def test_runs_judged_differently_are_never_averaged_into_one_cell(tmp_path: Path
     loaded = load_runs(runs)
     (bucket,) = [b for b in build_buckets(loaded.table, rounds=100) if b.name == "MedCOT" and b.kind == "task"]
     cells = {c.entrant.judge_key: (c.n, round(c.stats["score"].value, 6)) for c in bucket.cells}
-    expected = {judge_record(v)["key"]: (6, value) for v, value in zip(JUDGES, (0.9, 0.7, 0.5, 0.3))}
+    expected = {judge_record(v)["key"]: (6, value) for v, value in zip(JUDGES, (0.9, 0.7, 0.5, 0.3), strict=True)}
     assert cells == expected
     assert len({c.entrant.label for c in bucket.cells}) == 4 and loaded.superseded == 0
     (apart,) = loaded.kept_apart
@@ -223,7 +223,7 @@ def test_the_same_full_judge_identity_is_still_superseded_by_the_later_run(tmp_p
 def test_model_identities_differing_in_seed_top_p_or_gguf_are_never_merged(tmp_path: Path) -> None:
     variants = {"base": {}, "seed": {"seed": 7}, "top_p": {"top_p": 0.9}, "gguf": {"gguf": "other.gguf"}}
     runs = []
-    for day, ((variant, extra), value) in enumerate(zip(variants.items(), (1.0, 0.0, 1.0, 0.0))):
+    for day, ((variant, extra), value) in enumerate(zip(variants.items(), (1.0, 0.0, 1.0, 0.0), strict=True)):
         ident = identity("m", **{"seed": None, "top_p": None, "gguf": "m.gguf", **extra})
         rows = [row(ident, f"q{i}", "single_choice", "single_choice", value) for i in range(6)]
         runs.append(write_run(tmp_path / variant, rows, run_id=variant, created_at=f"2026-11-2{day}T00:00:00Z"))

@@ -22,10 +22,9 @@ from routing.build import BuildOptions, build
 from routing.decide.manifest import orchestrator
 from routing.load.runs import load_runs
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
-from tests.fakes import ThreadedFakes, ok
-from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.routing.test_routing_fixtures import JUDGE, row, synthetic_rows, write_run
+from tests.fakes import ok
 from tests.pool.test_scoring_stage import GOOD
+from tests.routing.test_routing_fixtures import JUDGE, row, synthetic_rows, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, cv_folds=0)
@@ -38,7 +37,8 @@ OLDER = "```sql\nSELECT name FROM PATIENT WHERE age > 60;\n```"
 PLSQL = "```sql\nCREATE OR REPLACE PROCEDURE bump IS\nBEGIN\n  UPDATE PATIENT SET age = age + 1;\nEND;\n```"
 API = (
     "API 描述：RegisterPatient（患者登记）描述：登记新患者。输入参数：name (string，必填)：患者姓名。"
-    'age (integer，必填)：年龄。department (string，可选)：科室，默认为 "内科"。用户问题：帮我登记患者王芳，52岁，心内科。'
+    'age (integer，必填)：年龄。department (string，可选)：科室，默认为 "内科"。'
+    "用户问题：帮我登记患者王芳，52岁，心内科。"
 )
 API_REFERENCE = 'RegisterPatient(name="王芳", age=52, department="心内科")'
 # The candidate's answer per question marker: right SQL, wrong SQL, anything (the reference does not run), right call.
@@ -173,10 +173,9 @@ def behaviour(judge_mode: str):
 
 
 @pytest.fixture
-def fake():
-    fakes = ThreadedFakes()
-    yield lambda mode: fakes.start(FakeOpenAIServer(behave=behaviour(mode))).base_url
-    fakes.stop_all()
+def fake(fake_openai):
+    """``mode -> base URL`` of a fake whose candidates answer by marker and whose judge follows ``mode``."""
+    return lambda mode: fake_openai(behaviour(mode))
 
 
 def write_suite(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
@@ -300,7 +299,7 @@ def checked_rows(
             metrics={metric: o, "total": 40 * j, "judge_value": j, "judge_passed": float(j >= 0.85)},
             details={"primary": "check", "check": {"kind": check, "outcome": "match" if o else "mismatch"}},
         )
-        for i, (o, j) in enumerate(zip(objective, judged))
+        for i, (o, j) in enumerate(zip(objective, judged, strict=True))
     ]
 
 
@@ -333,7 +332,7 @@ def test_dr_accuracy_is_shown_beside_the_source_dtr_f1(tmp_path: Path) -> None:
         ("alpha", [0.5, 1.0, 0.0, 0.5], [1.0, 1.0, 0.0, 1.0]),
         ("beta", [0.0, 0.5, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]),
     ):
-        for i, (f1, pick) in enumerate(zip(dtr, dr)):
+        for i, (f1, pick) in enumerate(zip(dtr, dr, strict=True)):
             rows.append(row(model, f"x{i}", "TCM-SD", "open_label", f1, passed=f1 >= 0.5, metrics={"f1": f1}))
             rows.append(
                 {

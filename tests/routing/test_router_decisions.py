@@ -14,7 +14,7 @@ from eval.encoders import tfidf_char_ngrams
 from pool.serve.metrics import Metrics
 from routing.build import BuildOptions
 from routing.load.runs import load_runs
-from routing.serve.classifier import BucketClassifier, BucketPath, FittedTfidf
+from routing.serve.classifier import BucketClassifier, FittedTfidf
 from routing.serve.routes import NEVER, Thresholds, choose_thresholds, resolve, route_header, route_table
 from routing.serve.validation import end_to_end
 from tests.routing.test_routing_fixtures import JUDGE, row, write_run

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,12 +26,10 @@ from tests.processes import alive
 
 
 @pytest.fixture
-def specialists() -> Iterator[tuple[FakeOpenAIServer, dict]]:
+def specialists(fakes: ThreadedFakes) -> tuple[FakeOpenAIServer, dict]:
     key: dict = {}
-    fakes = ThreadedFakes()
     fake = fakes.start(FakeOpenAIServer(behave=specialist_behaviour(key)))
-    yield fake, key
-    fakes.stop_all()
+    return fake, key
 
 
 def managed_pool(path: Path, fake_url: str) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +23,10 @@ RIGHT = {"T1": "card", "T2": "endo"}
 
 
 @pytest.fixture
-def specialists(tmp_path: Path) -> Iterator[tuple[FakeOpenAIServer, dict]]:
+def specialists(fakes: ThreadedFakes) -> tuple[FakeOpenAIServer, dict]:
     key: dict = {}
-    fakes = ThreadedFakes()
     fake = fakes.start(FakeOpenAIServer(behave=specialist_behaviour(key)))
-    yield fake, key
-    fakes.stop_all()
+    return fake, key
 
 
 def test_the_router_routes_held_out_questions_right_and_leads_the_next_run(tmp_path: Path, specialists) -> None:

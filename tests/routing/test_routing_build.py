@@ -263,7 +263,9 @@ def test_common_keeps_only_items_every_model_scored(tmp_path: Path) -> None:
     ]
     table = load_runs([write_run(tmp_path / "run", rows)]).table
     keep = common_items_mask(table)
-    kept = {(table.entrants[e].label, table.items[i]) for e, i in zip(table.entrant[keep], table.item[keep])}
+    kept = {
+        (table.entrants[e].label, table.items[i]) for e, i in zip(table.entrant[keep], table.item[keep], strict=True)
+    }
     assert {item.rsplit("/", 1)[1] for _, item in kept} == {
         f"q{i}" for i in range(6)
     }  # q6 (infra for b), q7 (missing for b) gone

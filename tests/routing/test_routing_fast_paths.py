@@ -78,9 +78,9 @@ def test_sequential_elo_equals_eval_elo_ratings_on_every_order(seed: int) -> Non
             )
         )
     ratings = sequential_elo_many(plays, 16.0)
-    for (first, second, score, names), (_, _, _, orders, _), got in zip(games, plays, ratings):
-        matches = [[x, y, s] for x, y, s in zip(first, second, score)]
-        for order, row in zip(orders, got):
+    for (first, second, score, names), (_, _, _, orders, _), got in zip(games, plays, ratings, strict=True):
+        matches = [[x, y, s] for x, y, s in zip(first, second, score, strict=True)]
+        for order, row in zip(orders, got, strict=True):
             want = elo_ratings([matches[i] for i in order], 16.0)
             np.testing.assert_array_equal(row, [want.get(name, np.nan) for name in names])
         assert np.isnan(got[:, names.index("absent")]).all()
@@ -92,9 +92,9 @@ def test_elo_over_orders_equals_eval_elo_ratings_over_the_same_seeded_orders(see
     games = _random_games(rng, 4)
     rounds, k = 11, 24.0
     batched = elo_over_orders_many(games, rounds, k, seed)
-    for (first, second, score, names), got in zip(games, batched):
+    for (first, second, score, names), got in zip(games, batched, strict=True):
         order_rng = np.random.default_rng([seed, len(score)])  # the orders, drawn as the product draws them
-        matches = [[x, y, s] for x, y, s in zip(first, second, score)]
+        matches = [[x, y, s] for x, y, s in zip(first, second, score, strict=True)]
         draws = np.full((rounds, len(names)), np.nan)
         for r in range(rounds):
             played = elo_ratings([matches[i] for i in order_rng.permutation(len(matches))], k)
@@ -185,7 +185,7 @@ def test_batched_newton_equals_lbfgs_on_every_bootstrap_round(seed: int) -> None
     assert np.abs(elo_scale(theta) - elo_scale(reference)).max() < LBFGS_ELO_TOLERANCE
     assert np.abs(_gradient(counts, m, theta)).max() < 1e-12
     batched = fit_bradley_terry_rounds(boot, m, start=theta)
-    for c, got in zip(boot, batched):
+    for c, got in zip(boot, batched, strict=True):
         want = _lbfgs_fit(c, m, start=reference)
         assert np.abs(elo_scale(got) - elo_scale(want)).max() < LBFGS_ELO_TOLERANCE
         assert np.abs(_gradient(c, m, got)).max() < 1e-12
@@ -213,7 +213,7 @@ def test_batched_newton_with_a_model_that_never_wins_and_pairs_that_never_met() 
     assert np.abs(elo_scale(theta) - elo_scale(_lbfgs_fit(counts, m))).max() < LBFGS_ELO_TOLERANCE
     assert np.abs(_gradient(counts, m, theta)).max() < 1e-12
     boot = bootstrap_outcome_counts(outcomes, 20, 3)
-    for c, got in zip(boot, fit_bradley_terry_rounds(boot, m, start=theta)):
+    for c, got in zip(boot, fit_bradley_terry_rounds(boot, m, start=theta), strict=True):
         assert np.abs(elo_scale(got) - elo_scale(_lbfgs_fit(c, m, start=theta))).max() < LBFGS_ELO_TOLERANCE
 
 
@@ -229,7 +229,7 @@ def test_a_model_missing_from_a_resample_keeps_its_starting_rating() -> None:
     absent = boot[:, (first == 3) | (second == 3)].sum(axis=(1, 2)) == 0
     assert absent.any() and not absent.all()
     batched = fit_bradley_terry_rounds(boot, m, start=theta)
-    for c, got, gone in zip(boot, batched, absent):
+    for c, got, gone in zip(boot, batched, absent, strict=True):
         want = _lbfgs_fit(c, m, start=theta)  # L-BFGS leaves an unseen model where it started
         assert np.abs(elo_scale(got) - elo_scale(want)).max() < LBFGS_ELO_TOLERANCE
         if gone:  # the seen models' mean and the unseen one's rating are where they started

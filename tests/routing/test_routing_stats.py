@@ -117,7 +117,7 @@ def test_outcome_matrix_and_win_rates_agree_with_eval_win_rates() -> None:
     first, second = pair_index(4)
     verdicts = []
     for item in range(30):
-        for p, (i, j) in enumerate(zip(first, second)):
+        for p, (i, j) in enumerate(zip(first, second, strict=True)):
             if np.isnan(values[item, i]) or np.isnan(values[item, j]):
                 assert outcomes[item, p] == -1
                 continue
@@ -128,7 +128,7 @@ def test_outcome_matrix_and_win_rates_agree_with_eval_win_rates() -> None:
     expected = win_rates(verdicts)
     np.testing.assert_allclose(overall_win_rates(counts, 4), [expected[n] for n in names])
     rate, games = win_rate_matrix(counts, 4)
-    for i, j in zip(first, second):
+    for i, j in zip(first, second, strict=True):
         pair = [v for v in verdicts if v[0] == names[i] and v[1] == names[j]]
         assert games[i, j] == games[j, i] == len(pair)
         assert rate[i, j] == pytest.approx(win_rates(pair)[names[i]]) and rate[i, j] + rate[j, i] == pytest.approx(1.0)
@@ -136,7 +136,7 @@ def test_outcome_matrix_and_win_rates_agree_with_eval_win_rates() -> None:
     battles = [(names.index(v[0]), names.index(v[1]), {"a": WIN, "b": LOSS, "tie": TIE}[v[2]]) for v in verdicts]
     flipped = [(j, i, o if o == TIE else 1 - o) for i, j, o in battles]
     for listed in (battles, flipped):
-        a, b, o = map(np.array, zip(*listed))
+        a, b, o = map(np.array, zip(*listed, strict=True))
         np.testing.assert_array_equal(battle_counts(a, b, o, 4), counts)
 
 
@@ -195,7 +195,7 @@ def test_elo_over_orders_uses_eval_elo_ratings() -> None:
     result = elo_over_orders(first, second, score, ["x", "y", "z"], rounds=30, k=16, seed=0)
     orders = {
         tuple(sorted(elo_ratings([[a, b, s] for a, b, s in perm], 16).items()))
-        for perm in itertools.permutations(zip(first, second, score))
+        for perm in itertools.permutations(zip(first, second, score, strict=True))
     }
     candidates = np.array([[dict(o)[n] for n in "xyz"] for o in orders])
     assert ((result["median"] >= candidates.min(0) - 1e-9) & (result["median"] <= candidates.max(0) + 1e-9)).all()

@@ -34,8 +34,8 @@ def exam_rows(
     infra: Mapping[str, set[str]] | None = None,
     sd: float = 0.2,
 ) -> list[dict[str, Any]]:
-    """Continuous exam scores (cloze char-F1): model m scores ~ Normal(skill[m][task], sd) on each of n_items items per task;
-    ``infra[m]`` lists item ids (``t0/q3``) where m has an infra error instead."""
+    """Continuous exam scores (cloze char-F1): model m scores ~ Normal(skill[m][task], sd) on each of
+    n_items items per task; ``infra[m]`` lists item ids (``t0/q3``) where m has an infra error instead."""
     rng = np.random.default_rng(seed)
     rows = []
     for model, per_task in skill.items():

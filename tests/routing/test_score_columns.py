@@ -104,7 +104,7 @@ def assert_close(got: Any, want: Any, where: str = "", tol: float = 0.0) -> None
             assert_close(got[key], want[key], f"{where}.{key}", tol)
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_close(g, w, f"{where}[{i}]", tol)
     elif isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
         assert math.isclose(got, want, rel_tol=tol, abs_tol=tol), f"{where}: {got!r} != {want!r}"

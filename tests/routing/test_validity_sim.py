@@ -107,7 +107,7 @@ def test_unequal_n_cannot_make_a_lucky_small_model_the_winner() -> None:
     # the 100-item model leads whenever the 5-item one is perfect: the leader is the highest lower bound
     perfect = [
         r
-        for b, r in zip(buckets, decided)
+        for b, r in zip(buckets, decided, strict=True)
         if next(c for c in b.cells if c.entrant.model_label == "model_a").stats["score"].value == 1.0
     ]
     assert perfect and all(
@@ -129,8 +129,9 @@ def test_power_at_least_a_two_sample_test_and_much_more_with_shared_difficulty()
             k["model_b"] > k["model_a"]
             and fisher_exact([[k["model_b"], 30 - k["model_b"]], [k["model_a"], 30 - k["model_a"]]]).pvalue < 0.05
         )
-    # Exact power here: McNemar mid-p 67.3% (exact conditional 58.6%, Fisher 59.6%); the pooled two-sample z reaches 69.2%
-    # only at a size of 5.3%, above its level. 0.65 is 2.5 Monte-Carlo s.e. below 67.3% at 2,000 simulations.
+    # Exact power here: McNemar mid-p 67.3% (exact conditional 58.6%, Fisher 59.6%); the pooled two-sample z
+    # reaches 69.2% only at a size of 5.3%, above its level. 0.65 is 2.5 Monte-Carlo s.e. below 67.3% at 2,000
+    # simulations.
     assert power >= np.mean(two_sample) + 0.03 and power >= 0.65, (power, np.mean(two_sample))
     shared = simulate(strong, 1000, seed=7, shared_sd=SHARED_SD, rounds=ROUNDS)
     assert decisive_for(shared, "model_b") >= power + 0.10
@@ -167,7 +168,7 @@ def test_ties_are_ordered_by_quality_then_latency_items_and_hash_never_by_name()
         rounds=ROUNDS,
     )
     seen = set()
-    for bucket, r in zip(slow_first, routes(slow_first)):
+    for bucket, r in zip(slow_first, routes(slow_first), strict=True):
         if r["decisive"]:
             continue
         bound = {c.entrant.model_label: bucket.ci_of(c)[0] for c in bucket.cells}
@@ -269,7 +270,8 @@ def test_orchestrator_reports_the_weakest_component_and_why_it_was_not_nominated
 
 
 def test_default_counts_each_item_once(tmp_path: Path) -> None:
-    # specialist: better on 40 specialty items (one domain, so also one system rollup); generalist: better on 60 exam items
+    # specialist: better on 40 specialty items (one domain, so also one system rollup);
+    # generalist: better on 60 exam items
     rows = scored("specialist", "internal_medicine", "criteria", [0.9] * 40, domain="cardiology:cad", latency=1.0)
     rows += scored("generalist", "internal_medicine", "criteria", [0.6] * 40, domain="cardiology:cad", latency=2.0)
     rows += scored("specialist", "single_choice", "single_choice", [1.0, 0.0] * 30, latency=1.0)

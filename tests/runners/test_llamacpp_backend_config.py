@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 import runners.llamacpp.settings as llamacpp_settings
 from pool.config import PoolConfigError, load_pool
 from pool.config.schema import LlamaCppBackend
+from tests.fake_pool import PoolWriter
 
 MODEL = "models:\n  - {name: m, backend: local, gguf: gemma3-270m}\n"
 
 
-def _backend(tmp_path: Path, lines: str = "") -> LlamaCppBackend:
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{lines}{MODEL}", encoding="utf-8")
-    backend = load_pool(path).backends["local"]
+def _backend(write_pool: PoolWriter, lines: str = "") -> LlamaCppBackend:
+    backend = load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{lines}{MODEL}")).backends["local"]
     assert isinstance(backend, LlamaCppBackend)
     return backend
 
@@ -52,10 +50,14 @@ LLAMA_CPP = "    engine: llama_cpp\n"
     ],
 )
 def test_left_out_settings_are_sized_to_the_machine(
-    tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str, expected: tuple[int, int | None, int]
+    write_pool: PoolWriter,
+    cores: Callable[[int], None],
+    machine: int,
+    lines: str,
+    expected: tuple[int, int | None, int],
 ) -> None:
     cores(machine)
-    backend = _backend(tmp_path, LLAMA_CPP + lines)
+    backend = _backend(write_pool, LLAMA_CPP + lines)
     assert backend.engine == "llama_cpp"
     assert (backend.replicas, backend.n_threads, backend.max_concurrency, backend.slots) == (*expected, 1)
 
@@ -74,30 +76,30 @@ def test_left_out_settings_are_sized_to_the_machine(
     ],
 )
 def test_the_batched_engine_is_the_default_and_sized_to_the_machine(
-    tmp_path: Path, cores: Callable[[int], None], machine: int, lines: str, expected: tuple[int, int, int, int]
+    write_pool: PoolWriter, cores: Callable[[int], None], machine: int, lines: str, expected: tuple[int, int, int, int]
 ) -> None:
     cores(machine)
-    backend = _backend(tmp_path, lines)
+    backend = _backend(write_pool, lines)
     assert backend.engine == "batched"
     assert (backend.replicas, backend.n_threads, backend.slots, backend.max_concurrency) == expected
 
 
-def test_slots_without_the_batched_engine_is_an_error_naming_the_field(tmp_path: Path) -> None:
+def test_slots_without_the_batched_engine_is_an_error_naming_the_field(write_pool: PoolWriter) -> None:
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, LLAMA_CPP + "    slots: 4\n")
+        _backend(write_pool, LLAMA_CPP + "    slots: 4\n")
     assert "model_pool.yaml:5: backends.local.slots: 4 slots need engine: batched" in str(info.value)
 
 
-def test_an_unknown_engine_is_an_error_naming_the_field(tmp_path: Path) -> None:
+def test_an_unknown_engine_is_an_error_naming_the_field(write_pool: PoolWriter) -> None:
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, "    engine: vllm\n")
+        _backend(write_pool, "    engine: vllm\n")
     assert "backends.local.engine" in str(info.value)
     assert "batched" in str(info.value) and "llama_cpp" in str(info.value)
 
 
-def test_fewer_requests_in_flight_than_replicas_is_an_error_naming_the_field(tmp_path: Path) -> None:
+def test_fewer_requests_in_flight_than_replicas_is_an_error_naming_the_field(write_pool: PoolWriter) -> None:
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, LLAMA_CPP + "    replicas: 4\n    max_concurrency: 2\n")
+        _backend(write_pool, LLAMA_CPP + "    replicas: 4\n    max_concurrency: 2\n")
     assert "model_pool.yaml:6: backends.local.max_concurrency: 2 is fewer than replicas (4)" in str(info.value)
     assert "set max_concurrency to at least 4 or replicas to 2" in str(info.value)
 
@@ -111,12 +113,12 @@ def test_fewer_requests_in_flight_than_replicas_is_an_error_naming_the_field(tmp
         ("1000", "less than or equal to 16"),
     ],
 )
-def test_a_bad_replica_count_is_reported_alone(tmp_path: Path, value: str, words: str) -> None:
+def test_a_bad_replica_count_is_reported_alone(write_pool: PoolWriter, value: str, words: str) -> None:
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, f"    replicas: {value}\n")
+        _backend(write_pool, f"    replicas: {value}\n")
     assert [(i.line, i.field) for i in info.value.issues] == [(4, "backends.local.replicas")]
     with pytest.raises(PoolConfigError) as info:
-        _backend(tmp_path, f"    replicas: {value}\n" + LLAMA_CPP)
+        _backend(write_pool, f"    replicas: {value}\n" + LLAMA_CPP)
     assert [(i.line, i.field) for i in info.value.issues] == [(4, "backends.local.replicas")]
     assert words in str(info.value)
 
@@ -125,36 +127,32 @@ SINGLE = LLAMA_CPP + "    max_concurrency: 1\n    n_threads: 2\n"  # the shipped
 
 
 def test_a_single_server_keeps_its_fingerprint_and_replicas_change_it(
-    tmp_path: Path, cores: Callable[[int], None]
+    write_pool: PoolWriter, cores: Callable[[int], None]
 ) -> None:
     """replicas: 1 and engine: llama_cpp are left out of dumps, so pools planned with llama-cpp-python's
     server before replicas and engines existed still resume."""
     cores(2)
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{SINGLE}{MODEL}", encoding="utf-8")
-    single = load_pool(path)
+    single = load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{SINGLE}{MODEL}"))
     assert single.backends["local"].replicas == 1
     assert "replicas" not in single.backends["local"].model_dump()
     # computed by the schema before replicas existed, for this same file
     assert single.fingerprint() == "d58737a98bd7f4bc96b27994fd1bcffc3f9ca9a469cdf4acd8c14881d4e191f3"
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}    replicas: 2\n{MODEL}", encoding="utf-8")
-    replicated = load_pool(path)
+    replicated = load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}    replicas: 2\n{MODEL}"))
     assert replicated.backends["local"].model_dump()["replicas"] == 2
     assert replicated.fingerprint() != single.fingerprint()
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{MODEL}", encoding="utf-8")
-    batched = load_pool(path)
+    batched = load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{MODEL}"))
     assert batched.backends["local"].model_dump()["engine"] == "batched"
     assert batched.fingerprint() not in {single.fingerprint(), replicated.fingerprint()}  # other answers
 
 
-def test_a_chat_format_on_the_batched_engine_is_an_error_naming_the_model_field(tmp_path: Path) -> None:
+def test_a_chat_format_on_the_batched_engine_is_an_error_naming_the_model_field(write_pool: PoolWriter) -> None:
     """The batched engine renders the GGUF's own template; llama-cpp-python's named formats need its server."""
-    path = tmp_path / "model_pool.yaml"
     model = "models:\n  - {name: m, backend: local, gguf: gemma3-270m, chat_format: chatml}\n"
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{model}", encoding="utf-8")
     with pytest.raises(PoolConfigError) as info:
-        load_pool(path)
+        load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{model}"))
     assert [(i.line, i.field) for i in info.value.issues] == [(5, "models[0].chat_format")]
     assert "add 'engine: llama_cpp' to backend 'local'" in str(info.value)
-    path.write_text(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}{model}", encoding="utf-8")
-    assert load_pool(path).model("m").chat_format == "chatml"
+    assert (
+        load_pool(write_pool(f"backends:\n  local:\n    type: llamacpp\n{LLAMA_CPP}{model}")).model("m").chat_format
+        == "chatml"
+    )

@@ -44,16 +44,19 @@ ALL_THREE = [
     ServedModel("qwen", "qwen2.5-coder-0.5b-instruct"),
 ]
 
-SAMPLE_LOG = """\
-INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
-llama_perf_context_print:        load time =     120.50 ms
-llama_perf_context_print: prompt eval time =      41.93 ms /    31 tokens (    1.35 ms per token,   739.33 tokens per second)
-llama_perf_context_print:        eval time =     251.04 ms /    15 runs   (   16.74 ms per token,    59.75 tokens per second)
-llama_perf_context_print:       total time =     296.20 ms /    46 tokens
-llama_perf_context_print:        load time =     120.50 ms
-llama_perf_context_print:        eval time =     100.00 ms /     8 runs   (   12.50 ms per token,    80.00 tokens per second)
-llama_perf_context_print:       total time =     110.00 ms /     9 tokens
-"""
+SAMPLE_LOG = (
+    'INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    "llama_perf_context_print:        load time =     120.50 ms\n"
+    "llama_perf_context_print: prompt eval time =      41.93 ms /    31 tokens"
+    " (    1.35 ms per token,   739.33 tokens per second)\n"
+    "llama_perf_context_print:        eval time =     251.04 ms /    15 runs  "
+    " (   16.74 ms per token,    59.75 tokens per second)\n"
+    "llama_perf_context_print:       total time =     296.20 ms /    46 tokens\n"
+    "llama_perf_context_print:        load time =     120.50 ms\n"
+    "llama_perf_context_print:        eval time =     100.00 ms /     8 runs  "
+    " (   12.50 ms per token,    80.00 tokens per second)\n"
+    "llama_perf_context_print:       total time =     110.00 ms /     9 tokens\n"
+)
 
 
 def test_parse_server_timings_one_entry_per_request() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,6 @@ def chat(text: str, model: str = "qwen3:0.6b", **params) -> GenerationRequest:
     return GenerationRequest(
         model=model, messages=({"role": "user", "content": text},), params=GenerationParams(**params)
     )
-
-
-def pool_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 POOL = """\
@@ -63,10 +56,9 @@ def test_num_ctx_goes_in_options_only_when_set():
     assert "num_ctx" not in fake.requests[1].payload["options"]
 
 
-def test_pool_file_num_ctx_reaches_the_request_and_is_refused_elsewhere(tmp_path):
+def test_pool_file_num_ctx_reaches_the_request_and_is_refused_elsewhere(write_pool):
     config = load_pool(
-        pool_file(
-            tmp_path,
+        write_pool(
             POOL
             + """\
 defaults:
@@ -82,18 +74,18 @@ models:
     assert config.model("b").generation_params().num_ctx == 32768
     assert config.model("c").num_ctx is None  # defaults: reach only backends that take it
     with pytest.raises(PoolConfigError) as info:
-        load_pool(pool_file(tmp_path, POOL + "models:\n  - {name: c, backend: api, num_ctx: 8192}\n"))
+        load_pool(write_pool(POOL + "models:\n  - {name: c, backend: api, num_ctx: 8192}\n"))
     text = str(info.value)
     assert "model_pool.yaml:5: models[0].num_ctx" in text and "only sent to ollama" in text and "type openai" in text
     with pytest.raises(PoolConfigError) as info:
-        load_pool(pool_file(tmp_path, POOL + "models:\n  - {name: d, backend: ol, num_ctx: 100}\n"))
+        load_pool(write_pool(POOL + "models:\n  - {name: d, backend: ol, num_ctx: 100}\n"))
     assert "models[0].num_ctx" in str(info.value) and "256" in str(info.value)
 
 
-def test_unset_num_ctx_leaves_fingerprint_identity_and_cache_key_as_before(tmp_path):
-    plain = load_pool(pool_file(tmp_path, POOL + "models:\n  - {name: a, backend: ol}\n"))
+def test_unset_num_ctx_leaves_fingerprint_identity_and_cache_key_as_before(write_pool):
+    plain = load_pool(write_pool(POOL + "models:\n  - {name: a, backend: ol}\n"))
     assert "num_ctx" not in plain.model("a").model_dump(mode="json")  # identities and fingerprint
-    with_ctx = load_pool(pool_file(tmp_path, POOL + "models:\n  - {name: a, backend: ol, num_ctx: 8192}\n"))
+    with_ctx = load_pool(write_pool(POOL + "models:\n  - {name: a, backend: ol, num_ctx: 8192}\n"))
     assert with_ctx.fingerprint() != plain.fingerprint()
     request = chat("问题")
     assert '"num_ctx"' not in canonical_json(request_payload(request))

@@ -5,8 +5,6 @@ it where the backend says nothing, and the request bodies a FAKE server records 
 from __future__ import annotations
 
 import asyncio
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +18,6 @@ from runners.registry import make_runner
 from tests.fakes.openai_fake import FakeOpenAIServer
 
 MESSAGES = ({"role": "user", "content": "头痛三天，怎么办？"},)
-
-
-def pool_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "model_pool.yaml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
 
 
 def bodies(think_param: str, requests: list[GenerationRequest]) -> list[dict[str, Any]]:
@@ -76,10 +68,9 @@ backends:
 """
 
 
-def test_pool_file_think_reaches_openai_backends_that_declare_where(tmp_path):
+def test_pool_file_think_reaches_openai_backends_that_declare_where(write_pool):
     config = load_pool(
-        pool_file(
-            tmp_path,
+        write_pool(
             POOL
             + """\
 defaults:
@@ -120,19 +111,18 @@ models:
         ("{name: m, backend: vllm, think: high}", 7, ("models[0].think", "levels are Ollama's", "true or false")),
     ],
 )
-def test_pool_file_refuses_think_where_it_would_be_ignored(tmp_path, entry, line, words):
+def test_pool_file_refuses_think_where_it_would_be_ignored(write_pool, entry, line, words):
     with pytest.raises(PoolConfigError) as info:
-        load_pool(pool_file(tmp_path, POOL + f"models:\n  - {entry}\n"))
+        load_pool(write_pool(POOL + f"models:\n  - {entry}\n"))
     matching = [str(issue) for issue in info.value.issues if issue.line == line and issue.field == words[0]]
     assert matching, str(info.value)
     assert all(word in matching[0] for word in words), matching[0]
 
 
-def test_judge_think_is_checked_against_its_backend(tmp_path):
+def test_judge_think_is_checked_against_its_backend(write_pool):
     with pytest.raises(PoolConfigError) as info:
         load_pool(
-            pool_file(
-                tmp_path,
+            write_pool(
                 POOL
                 + """\
 models:
@@ -143,8 +133,7 @@ judge: {model: other, think: off}
         )
     assert "judge.think" in str(info.value) and "think_param" in str(info.value)
     config = load_pool(
-        pool_file(
-            tmp_path,
+        write_pool(
             POOL
             + """\
 models:
@@ -156,11 +145,10 @@ judge: {backend: silicon, model: Qwen/Qwen3-8B, think: off}
     assert config.judge_model().think is False
 
 
-def test_unknown_think_param_is_refused(tmp_path):
+def test_unknown_think_param_is_refused(write_pool):
     with pytest.raises(PoolConfigError) as info:
         load_pool(
-            pool_file(
-                tmp_path,
+            write_pool(
                 'backends:\n  b: {type: openai, base_url: "http://h/v1", think_param: extra_body}\n'
                 "models:\n  - {name: m, backend: b}\n",
             )
@@ -170,18 +158,15 @@ def test_unknown_think_param_is_refused(tmp_path):
         OpenAICompatRunner("http://h/v1", think_param="extra_body")  # type: ignore[arg-type]
 
 
-def test_think_is_part_of_the_cache_key_and_think_param_none_stays_out_of_the_fingerprint(tmp_path):
+def test_think_is_part_of_the_cache_key_and_think_param_none_stays_out_of_the_fingerprint(write_pool):
     keys = {cache_key("vllm", "http://localhost:8000/v1", chat(think)) for think in (True, False, None)}
     assert len(keys) == 3
     plain = load_pool(
-        pool_file(
-            tmp_path, 'backends:\n  b: {type: openai, base_url: "http://h/v1"}\nmodels:\n  - {name: m, backend: b}\n'
-        )
+        write_pool('backends:\n  b: {type: openai, base_url: "http://h/v1"}\nmodels:\n  - {name: m, backend: b}\n')
     )
     assert "think_param" not in plain.backends["b"].model_dump(mode="json")
     declared = load_pool(
-        pool_file(
-            tmp_path,
+        write_pool(
             'backends:\n  b: {type: openai, base_url: "http://h/v1", '
             "think_param: enable_thinking}\nmodels:\n  - {name: m, backend: b}\n",
         )

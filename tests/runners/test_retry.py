@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import aiohttp
@@ -58,7 +58,7 @@ SUCCESS = Outcome(ANSWER, 200, None)
 
 # --- Retry-After --------------------------------------------------------------------------
 def test_retry_after_seconds_and_dates():
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
     assert parse_retry_after("5", now) == 5.0
     assert parse_retry_after(" 1.5 ", now) == 1.5
     assert parse_retry_after("-3", now) == 0.0
@@ -97,7 +97,7 @@ def test_classify_status(status, expected):
 @pytest.mark.parametrize(
     "exc, error_class, retryable",
     [
-        (asyncio.TimeoutError(), "timeout", True),
+        (TimeoutError(), "timeout", True),
         (aiohttp.ServerTimeoutError("read timeout"), "timeout", True),
         (aiohttp.ServerDisconnectedError(), "connection", True),
         (aiohttp.ClientPayloadError("cut short"), "connection", True),

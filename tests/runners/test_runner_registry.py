@@ -20,16 +20,15 @@ def test_the_pool_accepts_exactly_the_registered_backend_types():
         assert get_args(block.model_fields["type"].annotation) == (name,)
 
 
-def test_a_backend_type_declared_in_one_module_reaches_the_pool_file(tmp_path):
+def test_a_backend_type_declared_in_one_module_reaches_the_pool_file(write_pool):
     """vllm is one module in runners/protocols/: the schema, the defaults and the runner follow."""
     from pool.config import load_pool
     from runners.protocols.vllm import VllmRunner
 
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
+    pool = write_pool(
         "backends:\n  gpu:\n    type: vllm\n    base_url: http://127.0.0.1:8000/v1\n"
         "models:\n  - {name: m, backend: gpu}\n",
-        encoding="utf-8",
+        name="pool.yaml",
     )
     gpu = load_pool(pool).backends["gpu"]
     assert (gpu.type, gpu.max_concurrency, gpu.timeout_s) == ("vllm", 32, 120.0)

@@ -76,9 +76,8 @@ def _server_pid(run_dir: Path, run: subprocess.Popen) -> int:
         time.sleep(0.05)
 
 
-def test_a_server_crash_is_named_charges_nothing_and_resume_completes_the_run(tmp_path):
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(POOL, encoding="utf-8")
+def test_a_server_crash_is_named_charges_nothing_and_resume_completes_the_run(tmp_path, write_pool):
+    pool = write_pool(POOL, name="pool.yaml")
     reference = subprocess.run(
         _command(pool, tmp_path / "reference"),
         cwd=REPO,

@@ -1,8 +1,9 @@
-"""CHIP TCM syndrome differentiation (``../shared/seeds/chip-tcm-syndrome-task.txt`` §4.2): one case → one ``tcm_case`` item.
+"""CHIP TCM syndrome differentiation: one case → one ``tcm_case`` item.
 
-The file is JSON: a list of case objects (``[{...}, {...}]``, pretty-printed or not) or JSON lines
-(one case per line). A case has the §4.2 fields (keys are matched after NFKC folding and with
-spaces removed, so ``信息识别抽取能力:临床信息`` with an ASCII colon is the same field):
+The cases follow ``../shared/seeds/chip-tcm-syndrome-task.txt`` §4.2. The file is JSON: a list of
+case objects (``[{...}, {...}]``, pretty-printed or not) or JSON lines (one case per line). A case
+has the §4.2 fields (keys are matched after NFKC folding and with spaces removed, so
+``信息识别抽取能力:临床信息`` with an ASCII colon is the same field):
 
 ======================================  =========  =================================================
 field                                   needed     read as
@@ -33,9 +34,9 @@ A case with none of the four labelled fields (a test-set case) is loaded unscora
 reason and a placeholder gold (``UNLABELLED``; the Item model checks a gold's shape even when the
 item is not scored), and marked answer-only (``meta["unlabelled"]``, :data:`ANSWER_ONLY_META`): a run
 with ``--answer-unlabelled`` still sends it, so that ``python -m pool.chip_submission`` can write
-the task's submission file from the answers. A case with only some of them is an error, as is any missing or malformed field:
-``path:line: field '…'``, where line is the case's line (JSON lines) or the line its object starts on
-(JSON list).
+the task's submission file from the answers. A case with only some of them is an error, as is any
+missing or malformed field: ``path:line: field '…'``, where line is the case's line (JSON lines) or
+the line its object starts on (JSON list).
 """
 
 from __future__ import annotations
@@ -286,7 +287,8 @@ def load(path: Path, suite: str) -> Iterator[Item]:
 
 LOADER = Loader(
     name="chip",
-    description="CHIP TCM syndrome cases (JSON list or lines): 案例编号, 临床资料, 病机/证候选项 and answers → tcm_case",
+    description="CHIP TCM syndrome cases (JSON list or lines): "
+    "案例编号, 临床资料, 病机/证候选项 and answers → tcm_case",
     suffixes=(".json", ".jsonl"),
     recognise=recognise,
     load=load,

@@ -9,7 +9,8 @@ id             yes       local id (string or integer), unique in the suite; the 
                          ``<suite>/<task>/<id>``
 task           yes       task name, no "/" or spaces (e.g. ``single_choice``, ``herb_dosage``)
 track          yes       ``capability`` (reference-answer tasks), ``specialty`` (criteria golds),
-                         ``orchestration`` (routing, tool decision, probes), ``tcm`` or ``exam``
+                         ``orchestration`` (routing, tool decision, probes), ``tcm`` or ``exam``;
+                         ``live`` only in the items a live run writes (``pool.live``)
 gold_type      yes       any gold type declared in ``eval.gold_types`` (reference, criteria,
                          single_choice, cloze, classification, probe, routing, ...)
 question       one of    the question, sent to the model exactly as written

@@ -64,7 +64,8 @@ def load(path: Path, suite: str) -> Iterator[Item]:
 
 LOADER = Loader(
     name="probes",
-    description="hallucination probes YAML: probes with expected_behavior abstain|refute; only validity: verified scored",
+    description="hallucination probes YAML: probes with expected_behavior abstain|refute; "
+    "only validity: verified scored",
     suffixes=(".yaml", ".yml"),
     recognise=recognise,
     load=load,

@@ -1,4 +1,6 @@
-"""TCM-SD JSON lines: ``{example_id, lcd_id, lcd_name, syndrome, norm_syndrome, chief_complaint, medical_history, FDMR}``.
+"""TCM-SD JSON lines: one syndrome-differentiation record per line.
+
+Fields: ``{example_id, lcd_id, lcd_name, syndrome, norm_syndrome, chief_complaint, medical_history, FDMR}``.
 
 Syndrome differentiation as classification: the gold is ``norm_syndrome`` (the normalised label),
 the label set is every ``norm_syndrome`` in the file (``meta["labels"]``, for macro-F1 at

@@ -60,6 +60,7 @@ def rouge_l_chars(candidate: str, reference: str) -> float:
 def chip_total(p1: float, p2: float, p3: float, p4: float) -> float:
     """P = 0.2·P1 + 0.3·P2 + 0.4·P3 + 0.1·P4, each sub-score in [0, 1]."""
     scores = [
-        require_real(name, value, low=0.0, high=1.0) for name, value in zip(("p1", "p2", "p3", "p4"), (p1, p2, p3, p4))
+        require_real(name, value, low=0.0, high=1.0)
+        for name, value in zip(("p1", "p2", "p3", "p4"), (p1, p2, p3, p4), strict=True)
     ]
-    return sum(weight * score for weight, score in zip(CHIP_WEIGHTS, scores))
+    return sum(weight * score for weight, score in zip(CHIP_WEIGHTS, scores, strict=True))

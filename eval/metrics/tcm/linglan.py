@@ -131,7 +131,7 @@ def multi_choice_scores(preds: Sequence[Iterable[str]], golds: Sequence[Iterable
     if not golds:
         raise ValueError("golds must not be empty")
     exact = tp = chosen_total = correct_total = 0
-    for index, (pred, gold) in enumerate(zip(preds, golds)):
+    for index, (pred, gold) in enumerate(zip(preds, golds, strict=True)):
         chosen = set(require_str_collection(f"preds[{index}]", pred))
         correct = set(require_str_collection(f"golds[{index}]", gold))
         exact += chosen == correct

@@ -63,7 +63,7 @@ def truncate_conversation(messages: list[dict[str, str]], budget: int) -> list[d
             raise ValueError(f"messages[{index}] needs 'role' and 'content' keys")
         sizes.append(len(require_str(f"messages[{index}]['content']", message["content"]).split()))
     keep = [message["role"] == "system" for message in messages]
-    total = sum(size for size, kept in zip(sizes, keep) if kept)
+    total = sum(size for size, kept in zip(sizes, keep, strict=True) if kept)
     for index in range(len(messages) - 1, -1, -1):
         if keep[index]:
             continue
@@ -71,4 +71,4 @@ def truncate_conversation(messages: list[dict[str, str]], budget: int) -> list[d
             break
         total += sizes[index]
         keep[index] = True
-    return [message for message, kept in zip(messages, keep) if kept]
+    return [message for message, kept in zip(messages, keep, strict=True) if kept]

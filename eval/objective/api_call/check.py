@@ -165,7 +165,8 @@ def compare_api_calls(reference: FoundCall, answer: FoundCall, signature: ApiSig
             )
         if signature.name and reference.name and signature.name != reference.name:
             notes.append(
-                f"the reference calls {reference.name!r}, the question declares {signature.name!r}; the reference's name is used"
+                f"the reference calls {reference.name!r}, the question declares {signature.name!r}; "
+                "the reference's name is used"
             )
     if answer.name_source == "implied":
         notes.append("the answer gives a bare arguments object without naming the API; the declared name is assumed")

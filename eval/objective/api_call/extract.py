@@ -99,7 +99,7 @@ def _literal(node: ast.AST) -> Any:
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         out = {}
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 raise _NotLiteral
             out[key.value] = _literal(value)

@@ -65,7 +65,8 @@ _PARAMS_END = re.compile(
     r"输出\s*[：:]|返回(?:值|结果)?\s*[：:]|Output\s*:|Returns?\s*:|用户问题|用户提问", re.IGNORECASE
 )
 _ENTRY = re.compile(
-    r"(?P<lead>[ \t\-*•]*)(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*[（(](?P<spec>[^（()）\n]{1,120})[）)]\s*[：:]"
+    r"(?P<lead>[ \t\-*•]*)(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*[（(](?P<spec>[^（()）\n]{1,120})[）)]\s*[：:]"
 )
 _QUOTED_CODE = re.compile(r"[\"“”'‘’]([A-Za-z][A-Za-z0-9_\-]*)[\"“”'‘’]")
 _DEFAULT = re.compile(

@@ -273,7 +273,7 @@ class _Generator:
         for early_word, late_word in _ORDERED_PAIRS:
             early = [i for i, name in temporal if early_word in name]
             late = [i for i, name in temporal if late_word in name]
-            for i, j in zip(early, late):
+            for i, j in zip(early, late, strict=False):
                 if row[i] is not None and row[j] is not None and row[j] < row[i] and self.rng.random() < 0.9:
                     row[i], row[j] = row[j], row[i]
 

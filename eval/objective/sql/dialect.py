@@ -12,7 +12,8 @@ user functions in `eval.objective.sql.functions`, never by string surgery:
   depend on the day it runs); ``DATE 'x'`` and ``CAST(x AS DATE)``: canonical date text;
 - ``TO_CHAR(x, mask)`` (sqlglot drops the mask for SQLite), ``EXTRACT``, ``REGEXP_LIKE`` with flags,
   ``LISTAGG ... WITHIN GROUP (ORDER BY ...)`` (SQLite 3.40 has no ordered aggregates),
-  ``DBMS_LOB.INSTR/SUBSTR/GETLENGTH``, ``VALIDATE_CONVERSION(x AS type, mask)``; ``a || b`` and ``TRIM`` follow Oracle's rule that '' is NULL;
+  ``DBMS_LOB.INSTR/SUBSTR/GETLENGTH``, ``VALIDATE_CONVERSION(x AS type, mask)``; ``a || b`` and
+  ``TRIM`` follow Oracle's rule that '' is NULL;
 - ``UPDATE t v SET v.col = ...``: the target column loses its qualifier, which SQLite rejects;
 - ``WHERE ROWNUM <= n`` (also ``<``, ``=`` 1) becomes ``LIMIT n``; another ROWNUM is ROW_NUMBER().
   Oracle numbers rows before ORDER BY, LIMIT after it: the same rows when the query's order is

@@ -139,7 +139,9 @@ class ListAgg:
         self.distinct, self.separator = bool(distinct), "" if separator is None else str(separator)
         if value is None:
             return
-        sort_key = [(key is None, key if not desc else _Reversed(key)) for key, desc in zip(keys[::2], keys[1::2])]
+        sort_key = [
+            (key is None, key if not desc else _Reversed(key)) for key, desc in zip(keys[::2], keys[1::2], strict=False)
+        ]
         self.items.append((sort_key, str(value)))  # type: ignore[arg-type]
 
     def finalize(self) -> str | None:

@@ -2,6 +2,8 @@
 
 ``runs``, ``manifest`` (routing manifest and its validation), ``boards`` (a family's leaderboards and
 the specialty heatmap), ``objective``, ``cost``, ``pairwise``, ``hard``, ``judge_reliability``,
-``judge_panel``. A section returns "" when the build holds nothing for it; the page's ``SECTIONS``
-list (:mod:`routing.report.page`) gives each its place, anchor and link.
+``judge_panel``, ``freshness`` (gold a freshness audit found drifted), ``estimated``
+(models scored adaptively). A section returns "" when the
+build holds nothing for it; the page's ``SECTIONS`` list (:mod:`routing.report.page`) gives each its
+place, anchor and link.
 """

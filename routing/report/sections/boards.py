@@ -7,11 +7,14 @@ from typing import Any
 
 from eval.items.broad_areas import area_order
 from routing.report.html import ci_bar, ci_text, esc, table, td
-from routing.report.markdown import check_note, fmt
+from routing.report.markdown import check_note, fmt, stale_note
 
 
-def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
+def family_section(family: str, buckets: Sequence[dict[str, Any]], note: str | None = None) -> str:
+    """One family's buckets; ``note``: what its scores are, when that needs saying (the live family's)."""
     out = [f'<h2 id="family-{esc(family)}">{esc(family)}</h2>']
+    if note:
+        out.append(f"<p>{esc(note)}</p>")
     for bucket in buckets:
         primary = bucket["primary"]
         extra = [
@@ -32,8 +35,14 @@ def family_section(family: str, buckets: Sequence[dict[str, Any]]) -> str:
             f"{esc(', '.join(bucket['gold_types']))}</span></h3>"
         )
         out += [f'<p class="small muted">{esc(line)}</p>' for line in check_note(bucket) if line]
+        out += [f'<p class="small"><span class="tag tie">{esc(line)}</span></p>' for line in stale_note(bucket) if line]
         rows = (
-            [td(c["model"]), td(c["n"], True), ci_bar(c["primary"]), td(ci_text(c["primary"]), True)]
+            [
+                td(c["model"] + (" (estimated)" if c.get("estimated") else "")),
+                td(c["n"], True),
+                ci_bar(c["primary"]),
+                td(ci_text(c["primary"]), True),
+            ]
             + [td(ci_text(c["metrics"].get(m)), True) for m in extra]
             + [td(c["infra_errors"], True)]
             for c in bucket["cells"]

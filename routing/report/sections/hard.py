@@ -15,7 +15,8 @@ def hard_section(hard: dict[str, Any]) -> str:
         '<h2 id="hard">Full vs Hard</h2>',
         (
             f'<p class="small muted">{esc(len(hard["item_ids"]))} hard items: per (family, task) the hardest '
-            f"{esc(round(100 * method['fraction']))}% (small groups: up to {esc(method['min_items'])} items, never more than half{esc(cap)}) by "
+            f"{esc(round(100 * method['fraction']))}% "
+            f"(small groups: up to {esc(method['min_items'])} items, never more than half{esc(cap)}) by "
             f"{esc(method['difficulty'])} (λ = {esc(method['lam'])}); score: {esc(method['score'])}. "
             f"Model set: {esc(', '.join(hard['models']))}.</p>"
         ),

@@ -15,9 +15,10 @@ def judge_panel_section(block: dict[str, Any] | None) -> str:
     out = [
         '<h2 id="judge-panel">Judge panel</h2>',
         (
-            '<p class="small muted">Every judged answer went to each panel member; the panel verdict is the declared rule\'s '
-            "aggregate. Krippendorff's α on the members' totals (interval; a member without a verdict is missing), warned "
-            f"below {esc(block['alpha_warn'])}; Fleiss' κ on pass/fail over the answers every member judged.</p>"
+            '<p class="small muted">Every judged answer went to each panel member; '
+            "the panel verdict is the declared rule's aggregate. "
+            "Krippendorff's α on the members' totals (interval; a member without a verdict is missing), "
+            f"warned below {esc(block['alpha_warn'])}; Fleiss' κ on pass/fail over the answers every member judged.</p>"
         ),
     ]
     for label, panel in block["panels"].items():

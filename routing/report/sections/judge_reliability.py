@@ -31,14 +31,18 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
     out = [
         '<h2 id="judge-reliability">Judge reliability</h2>',
         (
-            f'<p class="small muted">From the runs\' own data. Length bias: Spearman ρ of answer length (characters) and judged '
-            f"value, warned at |ρ| ≥ {esc(th['length_bias_rho'])} (n ≥ {esc(th['min_n'])}); length-controlled = each answer's "
-            "residual on ln(1 + length), fitted over all of the judge's answers, added back to its mean. Family conflict: "
+            '<p class="small muted">From the runs\' own data. '
+            "Length bias: Spearman ρ of answer length (characters) and judged value, "
+            f"warned at |ρ| ≥ {esc(th['length_bias_rho'])} (n ≥ {esc(th['min_n'])}); "
+            "length-controlled = each answer's residual on ln(1 + length), fitted over all of the judge's answers, "
+            "added back to its mean. Family conflict: "
             "candidate and judge share a model family (self-preference risk). Contamination-resistant: scored items in "
-            "orchestration and robustness, which public leaderboards cannot have memorised. Agreement: the same answers judged "
-            f"again on a perturbed prompt (pool.run --rejudge-sample N), warned at Cohen's κ &lt; {esc(th['kappa_min'])}. "
+            "orchestration, robustness and live, which public leaderboards cannot have memorised. "
+            "Agreement: the same answers judged again on a perturbed prompt (pool.run --rejudge-sample N), "
+            f"warned at Cohen's κ &lt; {esc(th['kappa_min'])}. "
             "Context-appropriate: share of the judge's context-awareness labels on criteria answers that are "
-            "“appropriate” (vs overconfident / overhedged). Probe behaviour: the judge's label of what each probe answer "
+            "“appropriate” (vs overconfident / overhedged). "
+            "Probe behaviour: the judge's label of what each probe answer "
             "did (abstained, refuted, complied, fabricated).</p>"
         ),
     ]
@@ -138,8 +142,10 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
     if flag_rows:
         out.append("<h3>Flags per judge</h3>")
         out.append(
-            f'<p class="small muted">Share of each judge\'s verdicts carrying a flag; "flagged" leaves out parser notes, '
-            f"warned above {esc(th.get('flagged_rate_max', 0.5))}. Dropped: claims about the answer (injection_attempt) that a "
+            '<p class="small muted">Share of each judge\'s verdicts carrying a flag; '
+            '"flagged" leaves out parser notes, '
+            f"warned above {esc(th.get('flagged_rate_max', 0.5))}. "
+            "Dropped: claims about the answer (injection_attempt) that a "
             "deterministic check of the answer did not confirm.</p>"
         )
         out.append(

@@ -10,10 +10,11 @@ from routing.report.markdown import fmt
 
 def route_tag(route: dict[str, Any]) -> str:
     served = f" → {esc(route['model'])} (served by {esc(route.get('served_by'))})" if route.get("model") else ""
+    reason = f'<span class="small muted">{esc(route.get("reason", ""))}</span>'
     if route.get("insufficient_data"):
-        return f'<span class="tag none">insufficient data</span>{served} <span class="small muted">{esc(route.get("reason", ""))}</span>'
+        return f'<span class="tag none">insufficient data</span>{served} {reason}'
     if not route.get("routable"):
-        return f'<span class="tag none">not routable</span>{served} <span class="small muted">{esc(route.get("reason", ""))}</span>'
+        return f'<span class="tag none">not routable</span>{served} {reason}'
     if route.get("decisive"):
         return f'<span class="tag ok">{esc(route["tied_top"][0])}</span>'
     return (
@@ -76,12 +77,15 @@ def validation_section(manifest: dict[str, Any]) -> str:
     out = [
         '<h2 id="validation">Does routing pay? Cross-validated routing</h2>',
         (
-            f'<p class="small muted">{esc(validation["k"])}-fold cross-validation over items (seed {esc(validation["seed"])}): '
+            f'<p class="small muted">{esc(validation["k"])}-fold cross-validation over items '
+            f"(seed {esc(validation['seed'])}): "
             "the manifest is rebuilt without each fold and every held-out item is sent to the model it names for the "
-            "item's bucket (else its fallback), scored with that model's actual score on the item. Best single: the model "
-            "with the highest mean on the other folds. Oracle: the best score any model got on the item. Lift = routed − "
-            "best single; gap recovered = lift / (oracle − best single), 1 = as good as the oracle, 0 = no better than one "
-            "model (RouteLLM's performance gap recovered). Means over items where both the routed and the best single model "
+            "item's bucket (else its fallback), scored with that model's actual score on the item. "
+            "Best single: the model with the highest mean on the other folds. "
+            "Oracle: the best score any model got on the item. Lift = routed − best single; "
+            "gap recovered = lift / (oracle − best single), 1 = as good as the oracle, 0 = no better than one "
+            "model (RouteLLM's performance gap recovered). "
+            "Means over items where both the routed and the best single model "
             "have a score; 95% CIs by bootstrap over those items.</p>"
         ),
     ]

@@ -16,8 +16,9 @@ def objective_section(leaderboard: dict[str, Any]) -> str:
     out = ['<h2 id="objective">Objective checks and decision recognition</h2>']
     if checks:
         out.append(
-            '<p class="small muted">The check (SQL executed, API call parsed) ranks these tasks; the judge read the same '
-            "answers. Agreement: share of answers where the check's pass and the judge's pass say the same; "
+            '<p class="small muted">The check (SQL executed, API call parsed) ranks these tasks; '
+            "the judge read the same answers. "
+            "Agreement: share of answers where the check's pass and the judge's pass say the same; "
             "Cohen's κ (– below 5 answers).</p>"
         )
         rows = (

@@ -13,9 +13,10 @@ def pairwise_section(scopes: Sequence[dict[str, Any]]) -> str:
     out = [
         '<h2 id="pairwise">Pairwise ratings (per family)</h2>',
         (
-            '<p class="small muted">Per item, the higher score wins a battle and equal scores tie. Bradley–Terry on the Elo '
-            "scale with item-bootstrap 95% CIs; rank = 1 + models whose lower bound exceeds this upper bound. Online Elo: "
-            "median and 95% interval over shuffled battle orders.</p>"
+            '<p class="small muted">Per item, the higher score wins a battle and equal scores tie. '
+            "Bradley–Terry on the Elo scale with item-bootstrap 95% CIs; "
+            "rank = 1 + models whose lower bound exceeds this upper bound. "
+            "Online Elo: median and 95% interval over shuffled battle orders.</p>"
         ),
     ]
     for scope in scopes:
@@ -41,7 +42,8 @@ def pairwise_section(scopes: Sequence[dict[str, Any]]) -> str:
             for m in scope["models"]
         )
         out.append(
-            f'<p class="small">{esc(scope["items"])} items, {esc(scope["battles"])} battles, {esc(scope["ties"])} ties</p>'
+            f'<p class="small">{esc(scope["items"])} items, {esc(scope["battles"])} battles, '
+            f"{esc(scope['ties'])} ties</p>"
         )
         out.append(table(["rank", "model", "BT rating", "", "95% CI", "Elo median [95%]", "win rate"], rows, "ratings"))
         matrix_rows = (
