@@ -63,12 +63,12 @@ def test_a_request_without_a_schema_or_a_backend_set_to_none_is_sent_as_before(s
     assert ollama.build_payload(request(), "none") == ollama.build_payload(request(None))
 
 
-def test_the_backend_types_defaults_grammar_for_managed_llamacpp_json_schema_elsewhere() -> None:
+def test_server_side_schemas_by_default_and_the_llamacpp_grammar_opt_in() -> None:
     from pool.config.schema import BACKEND_CLASSES  # noqa: F401 (the registry's types, loaded)
     from runners.registry import settings_classes
 
     defaults = {name: cls.model_fields["structured_output"].default for name, cls in settings_classes().items()}
-    assert defaults == {"llamacpp": "grammar", "ollama": "json_schema", "openai": "json_schema", "vllm": "json_schema"}
+    assert defaults == {"llamacpp": "none", "ollama": "json_schema", "openai": "json_schema", "vllm": "json_schema"}
     with pytest.raises(ValueError, match="Ollama takes a JSON schema"):
         make_runner("ollama", "http://127.0.0.1:9", options={"structured_output": "grammar"})
 
