@@ -26,7 +26,7 @@ from . import Behavior, ok
 from .openai_fake import FakeOpenAIServer
 
 _FENCED = re.compile(re.escape(ANSWER_OPEN) + r"\n(.*?)\n" + re.escape(ANSWER_CLOSE), re.S)
-GUIDELINE = "中国高血压防治指南 2024"
+GUIDELINE = "高血压指南 2024"
 
 
 class FreshnessJudge:

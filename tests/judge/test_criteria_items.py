@@ -27,12 +27,12 @@ from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
 
 INTERNISTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "book-gold" / "internists.yaml"
 GOLD = {
-    "expected_topics": ["限盐（具体克数）", "增加膳食钾", "限酒", "减重"],
-    "must_warn": ["不可自行停药"],
+    "expected_topics": ["每日盐量（克数）", "增加膳食钾", "限酒", "减重"],
+    "must_warn": ["勿擅自停药"],
     "must_not": ["具体降压药名称加剂量"],
 }
 IDS = ("T1", "T2", "T3", "T4", "W1", "N1")
-QUESTION = "我爸有高血压，平时饮食要注意什么？"
+QUESTION = "家里老人血压偏高，日常吃饭该注意什么？"
 
 
 def make_item(local_id: str, gold: dict, question: str = QUESTION) -> Item:
@@ -63,7 +63,7 @@ def verdict(met: dict[str, bool], missing: tuple[str, ...] = ()) -> CriteriaItem
 
 def test_prompt_lists_every_criterion_under_its_id_and_explains_forbidden_items():
     system, user = prompt("回答")
-    for line in ("T1. 限盐（具体克数）", "T4. 减重", "W1. 不可自行停药", "N1. 具体降压药名称加剂量"):
+    for line in ("T1. 每日盐量（克数）", "T4. 减重", "W1. 勿擅自停药", "N1. 具体降压药名称加剂量"):
         assert line in user["content"]
     assert "T1、T2、T3、T4、W1、N1" in user["content"] and QUESTION in user["content"]
     assert "met = true 表示回答【说了】这条不该说的内容" in system["content"] and '"items"' in system["content"]
@@ -261,7 +261,7 @@ ITEMS = [
         "hbv",
         {
             "expected_topics": ["定期复查肝功能"],
-            "must_warn": ["不可自行停药", "不可自行停药（停药反弹可能导致肝衰竭）"],
+            "must_warn": ["勿擅自停药", "勿擅自停药（停药反弹可能导致肝衰竭）"],
         },
     ),
 ]
@@ -297,7 +297,7 @@ def test_truth_matches_the_text():
         assert len(said) == (1 if number % 3 == 0 and by_id[answer.item_id].gold.get("must_not") else 0)
         lines = answer.text.split("\n")
         assert lines[0] in NEUTRAL_OPENINGS and lines[-1] in NEUTRAL_CLOSINGS
-    # "不可自行停药" sits inside W2's text: when only W2 is put in, W1 has no clear truth
+    # "勿擅自停药" sits inside W2's text: when only W2 is put in, W1 has no clear truth
     hbv = [a for a in built.answers if a.item_id == ITEMS[2].id]
     assert any("W1" not in a.truth for a in hbv)
     assert all(a.truth.get("W1", True) for a in hbv if a.truth.get("W2"))

@@ -28,29 +28,29 @@ REPO = Path(__file__).resolve().parents[2]
 SUITE = """\
 questions:
 - id: HTN_01
-  question: 我爸有高血压，平时饮食要注意什么？
+  question: 家里老人血压偏高，日常吃饭该注意什么？
   expected_domain: [cardiology:hypertension]
-  expected_topics: [限盐（具体克数）, 限酒, 减重]
-  must_warn: [不可自行停药]
-  source_refs: [西氏内科学精要]
+  expected_topics: [每日盐量（克数）, 限酒, 减重]
+  must_warn: [勿擅自停药]
+  source_refs: [内科学教材]
   must_not: []
 - id: HTN_02
-  question: 高血压患者血压控制到多少才算达标？
+  question: 高血压病人的血压降到多少算合适？
   expected_domain: [cardiology:hypertension]
-  expected_topics: [一般目标<140/90, 限酒。]
-  must_warn: [不可自行停药]
-  source_refs: [中国高血压防治指南2024]
+  expected_topics: [血压目标<140/90, 限酒。]
+  must_warn: [勿擅自停药]
+  source_refs: [高血压指南2024]
   must_not: []
 - id: DM_01
-  question: 糖尿病患者糖化血红蛋白控制目标是多少？
+  question: 糖尿病人的糖化血红蛋白该控制在多少？
   expected_domain: [endocrine:diabetes_t2]
-  expected_topics: [一般目标<7%]
+  expected_topics: [血糖目标<7%]
   must_warn: []
-  source_refs: [西氏内科学精要]
+  source_refs: [内科学教材]
   must_not: []
 """
-DRIFTED = {"一般目标<140/90", "减重"}
-HTN_POINTS = ["限盐（具体克数）", "限酒", "减重", "不可自行停药", "一般目标<140/90"]
+DRIFTED = {"血压目标<140/90", "减重"}
+HTN_POINTS = ["每日盐量（克数）", "限酒", "减重", "勿擅自停药", "血压目标<140/90"]
 
 
 def write_suite(tmp_path: Path) -> Path:
@@ -97,12 +97,12 @@ def test_gold_points_are_the_union_of_topics_and_warnings_deduplicated_per_domai
     items = load_run_items([str(write_suite(tmp_path))]).scorable_items
     groups = domain_groups(items, ["cardiology"])  # a system takes every cardiology:* item
     points = gold_points("cardiology", groups["cardiology"])
-    assert [p.text for p in points] == HTN_POINTS  # "限酒。" is "限酒"; 不可自行停药 once
+    assert [p.text for p in points] == HTN_POINTS  # "限酒。" is "限酒"; 勿擅自停药 once
     by_text = {p.text: p for p in points}
-    assert by_text["不可自行停药"].kinds == ("must_warn",)
-    assert by_text["不可自行停药"].item_ids == ("book-gold/internists/HTN_01", "book-gold/internists/HTN_02")
-    assert by_text["限酒"].source_refs == ("西氏内科学精要", "中国高血压防治指南2024")
-    assert by_text["限酒"].carrier.gold["source_refs"] == ("西氏内科学精要", "中国高血压防治指南2024")
+    assert by_text["勿擅自停药"].kinds == ("must_warn",)
+    assert by_text["勿擅自停药"].item_ids == ("book-gold/internists/HTN_01", "book-gold/internists/HTN_02")
+    assert by_text["限酒"].source_refs == ("内科学教材", "高血压指南2024")
+    assert by_text["限酒"].carrier.gold["source_refs"] == ("内科学教材", "高血压指南2024")
     assert normalised(" 限酒 。") == normalised("限酒") and points[0].id.startswith("cardiology/")
     assert set(domain_groups(items, [])) == {"cardiology", "endocrine"}  # every system on its own
     assert gold_points("cardiology", groups["cardiology"], max_points=2) == points[:2]
@@ -154,9 +154,9 @@ def test_the_report_lists_exactly_the_drifted_points_and_the_suite_is_untouched(
     report = (tmp_path / "audit" / "freshness" / "cardiology.md").read_text(encoding="utf-8")
     rows = [line for line in report.splitlines() if line.startswith("| ") and "book-gold/" in line]
     assert [r.split(" | ")[1] for r in rows if " | drifted | " in r] == ["drifted", "drifted"]
-    assert {r.split(" | ")[0][2:] for r in rows if " | drifted | " in r} == {"一般目标&lt;140/90", "减重"}
+    assert {r.split(" | ")[0][2:] for r in rows if " | drifted | " in r} == {"血压目标&lt;140/90", "减重"}
     assert "| 3 | 2 | 0 | 5 |" in report  # counts first: current, drifted, uncertain, points
-    assert "中国高血压防治指南 2024" in report and "cutoff" in report
+    assert "高血压指南 2024" in report and "cutoff" in report
     assert (tmp_path / "audit" / "freshness" / "endocrine.md").is_file()
     assert sum(judge.asked.values()) == 6 and set(judge.asked.values()) == {1}
 
@@ -254,7 +254,7 @@ def test_a_run_whose_pool_names_the_audit_flags_the_items_carrying_a_drifted_poi
     from tests.fakes.counting_judge import CountingJudge
 
     suite = write_suite(tmp_path)
-    audit_pool = write_pool(pool_text(fake_openai(FreshnessJudge({"一般目标<140/90"}))), name="audit_pool.yaml")
+    audit_pool = write_pool(pool_text(fake_openai(FreshnessJudge({"血压目标<140/90"}))), name="audit_pool.yaml")
     assert run_audit(spec(suite, audit_pool, tmp_path / "audit")).exit_code == EXIT_OK
     run_url = fake_openai(CountingJudge({}, judge="judgey"))
     pool = write_pool(pool_text(run_url) + "freshness: audit/freshness.json\n")  # read from the pool file's folder

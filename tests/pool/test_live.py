@@ -28,7 +28,7 @@ from tests.pool.test_pool_run_cli import ServedFake, run_cli, stop_or_dump
 from tests.processes import count_results, eventually
 
 AGREEMENT = {"exact": 1.0, "half": 0.5, "none": 0.0}
-QUESTIONS = [f"我爸有高血压，第{n}个问题：平时饮食和用药要注意什么？" for n in "一二三四五六"]
+QUESTIONS = [f"家里老人血压偏高，第{n}个问题：日常吃饭和用药该注意什么？" for n in "一二三四五六"]
 DOMAIN = "cardiology:hypertension"
 
 
@@ -81,8 +81,8 @@ def jsonl(path: Path) -> list[dict]:
 
 
 def test_ids_come_from_the_normalised_question_never_its_position() -> None:
-    first = LiveQuestion("我爸有高血压，平时饮食要注意什么？")
-    same = LiveQuestion("  我爸有高血压,  平时饮食要注意什么?  ")  # full-width punctuation and spaces: NFKC
+    first = LiveQuestion("家里老人血压偏高，日常吃饭该注意什么？")
+    same = LiveQuestion("  家里老人血压偏高,  日常吃饭该注意什么?  ")  # full-width punctuation and spaces: NFKC
     assert first.live_id("patient") == same.live_id("patient") != first.live_id("doctor")
     assert first.live_id("patient").startswith("patient-") and len(first.live_id("patient")) == len("patient-") + 12
     kept, notes = distinct([first, LiveQuestion("另一个问题"), same])

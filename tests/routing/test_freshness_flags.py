@@ -29,7 +29,7 @@ def audit(points: list[dict[str, Any]]) -> dict[str, Any]:
 
 POINTS = [
     {
-        "text": "一般目标<140/90",
+        "text": "血压目标<140/90",
         "verdict": "drifted",
         "current_guideline": "指南 2024",
         "note": "收紧",
@@ -52,7 +52,7 @@ def test_drifted_points_flag_their_items_buckets_and_keep_every_statistic(tmp_pa
     summary = build([run], flagged, FAST)  # found in the run folder, as a run whose pool file names it leaves it
     assert summary["stale_gold_items"] == 2
     block = board(flagged)["gold_freshness"]
-    assert [p["text"] for p in block["drifted_points"]] == ["一般目标<140/90"] and block["points"] == 2
+    assert [p["text"] for p in block["drifted_points"]] == ["血压目标<140/90"] and block["points"] == 2
     assert block["flagged_items"] == 2 and block["drifted_points"][0]["items_in_build"] == DRIFTED_ITEMS
     assert block["buckets"] == [
         "specialty/broad_area/内科",
@@ -71,10 +71,10 @@ def test_drifted_points_flag_their_items_buckets_and_keep_every_statistic(tmp_pa
     assert cells(flagged) == cells(plain)
     markdown = (flagged / "leaderboard.md").read_text(encoding="utf-8")
     assert "## Gold may be stale" in markdown and "⚠ gold may be stale: 2 of its items" in markdown
-    assert "一般目标&lt;140/90" in markdown and "⚠ gold may be stale" not in (plain / "leaderboard.md").read_text()
+    assert "血压目标&lt;140/90" in markdown and "⚠ gold may be stale" not in (plain / "leaderboard.md").read_text()
     html = (flagged / "report.html").read_text(encoding="utf-8")
     assert '<h2 id="gold-freshness">Gold may be stale</h2>' in html and 'href="#gold-freshness"' in html
-    assert "一般目标&lt;140/90" in html and "gold-freshness" not in (plain / "report.html").read_text()
+    assert "血压目标&lt;140/90" in html and "gold-freshness" not in (plain / "report.html").read_text()
 
 
 def test_an_explicit_audit_wins_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
