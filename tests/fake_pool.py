@@ -37,6 +37,22 @@ class FakeOpenAIStarter(Protocol):
     def __call__(self, behave: Callable[[int, dict[str, Any]], Any] | None = None, **fields: Any) -> str: ...
 
 
+def two_option_items(count: int, *, prefix: str = "q", width: int = 0) -> list[dict[str, Any]]:
+    """``count`` single-choice exam items whose gold is A: answering "A" scores 1, anything else 0."""
+    return [
+        {
+            "id": f"{prefix}{i:0{width}d}",
+            "task": "mcq",
+            "track": "exam",
+            "gold_type": "single_choice",
+            "question": f"第{i}题？",
+            "options": {"A": "甲", "B": "乙"},
+            "gold": "A",
+        }
+        for i in range(count)
+    ]
+
+
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
     """``records`` as a UTF-8 JSONL file (parent folders created)."""
     path.parent.mkdir(parents=True, exist_ok=True)

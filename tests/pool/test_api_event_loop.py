@@ -18,21 +18,10 @@ import pool
 from pool import RunSpec, arescore, aresume, arun_pool, resume, run_pool
 from pool.api import EXIT_INTERRUPTED, EXIT_OK
 from pool.store.run_store import RunStore
-from tests.fake_pool import FakeOpenAIStarter
+from tests.fake_pool import FakeOpenAIStarter, two_option_items
 from tests.fakes import ok, stall
 
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(6)
-]
+ITEMS = two_option_items(6)
 SLOW_S = 0.4  # per answer of the slow fake: six answers one at a time take 2.4 s
 
 

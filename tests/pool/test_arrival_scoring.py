@@ -27,23 +27,12 @@ from pool.store.costs import CostTally
 from pool.store.export import export_results_jsonl, summarize_store
 from pool.store.run_store import RunStore
 from routing.nights.history import read_index, snapshot
-from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 from tests.processes import count_results, eventually, pids_with
 
 ITEMS = [
-    *(
-        {
-            "id": f"mcq{i:02d}",
-            "task": "mcq",
-            "track": "exam",
-            "gold_type": "single_choice",
-            "question": f"第{i}题？",
-            "options": {"A": "甲", "B": "乙"},
-            "gold": "A",
-        }
-        for i in range(12)
-    ),
+    *two_option_items(12, prefix="mcq", width=2),
     *(
         {
             "id": f"qa{i:02d}",

@@ -19,21 +19,10 @@ from pool.api import EXIT_BUDGET, EXIT_OK
 from pool.config.schema import Price
 from pool.execute.budget import Budget, call_cost
 from runners.base import GenerationResponse
-from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 
-ITEMS = [
-    {
-        "id": f"q{i:02d}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(20)
-]
+ITEMS = two_option_items(20, width=2)
 PRICE = "{input_per_million: 1000, output_per_million: 2000}"  # a call costs about 0.01: easy arithmetic
 
 

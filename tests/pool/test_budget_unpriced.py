@@ -15,21 +15,10 @@ from pool import RunSpec, run_pool
 from pool.api import EXIT_OK
 from pool.config.schema import Price
 from pool.execute.budget import Budget
-from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(4)
-]
+ITEMS = two_option_items(4)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from routing.screen.__main__ import main as screen_main
-from tests.fake_pool import pool_run_cli, write_jsonl
+from tests.fake_pool import pool_run_cli, two_option_items, write_jsonl
 from tests.fakes import ok
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "screen" / "evidence"
@@ -17,18 +17,7 @@ EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "screen" / "evidence"
 # smollm2-135m 0.4 (the prior) optional, mistral-nemo 0.0735 skip (tests/routing/test_screen.py)
 SCREENED = "qwen2.5-7b-instruct,llama3-8b-q4,smollm2-135m,mistral-nemo"
 IN_POOL = ("qwen2.5-7b-instruct", "smollm2-135m", "mistral-nemo", "other")  # llama3-8b-q4 is not
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(3)
-]
+ITEMS = two_option_items(3)
 
 
 def _shortlist(tmp_path: Path) -> Path:

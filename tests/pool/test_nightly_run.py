@@ -16,22 +16,11 @@ import pytest
 
 from pool import RunSpec, run_pool
 from pool.api import EXIT_OK, EXIT_REGRESSION
-from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 
 N_ITEMS = 30
-ITEMS = [
-    {
-        "id": f"q{i:02d}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(N_ITEMS)
-]
+ITEMS = two_option_items(N_ITEMS, width=2)
 
 
 class Night:

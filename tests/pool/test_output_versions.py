@@ -20,22 +20,11 @@ from pool.api import EXIT_OK
 from pool.store.export import SCHEMA_VERSIONS
 from routing.build import build
 from routing.nights.history import read_summary_json, snapshot
-from tests.fake_pool import FakeOpenAIStarter, PoolWriter
+from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 
 REPO = Path(__file__).resolve().parents[2]
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(6)
-]
+ITEMS = two_option_items(6)
 
 
 @pytest.fixture

@@ -18,22 +18,11 @@ import pool.api as pool_api
 from pool import RunSpec, resume, run_pool
 from pool.api import EXIT_INFRA, EXIT_OK
 from pool.store.run_store import RunStore
-from tests.fake_pool import PoolWriter
+from tests.fake_pool import PoolWriter, two_option_items
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
-ITEMS = [
-    {
-        "id": f"q{i:02d}",
-        "task": "mcq",
-        "track": "exam",
-        "gold_type": "single_choice",
-        "question": f"第{i}题？",
-        "options": {"A": "甲", "B": "乙"},
-        "gold": "A",
-    }
-    for i in range(12)
-]
+ITEMS = two_option_items(12, width=2)
 RECORDED_BEFORE_THE_DISK_FILLS = 4
 
 
