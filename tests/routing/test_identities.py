@@ -62,6 +62,25 @@ JUDGES = {
 }
 
 
+# Every field that shapes an answer, which a model's identity and a judge's identity both hold.
+ANSWER_FIELDS = {
+    "name",
+    "backend",
+    "backend_type",
+    "endpoint",
+    "model",
+    "temperature",
+    "max_tokens",
+    "stop",
+    "top_p",
+    "seed",
+    "mode",
+    "think",
+    "gguf",
+    "chat_format",
+}
+
+
 def judge_record(variant: str) -> dict[str, Any]:
     return judge_of(JUDGES[variant]).identity(None, contract="reference").to_record()  # type: ignore[arg-type]
 
@@ -69,23 +88,7 @@ def judge_record(variant: str) -> dict[str, Any]:
 def test_judge_identity_holds_every_field_and_the_key_is_short_and_stable() -> None:
     record = judge_record("base")
     full = record["identity"]
-    assert {
-        "name",
-        "backend",
-        "backend_type",
-        "endpoint",
-        "model",
-        "temperature",
-        "max_tokens",
-        "stop",
-        "top_p",
-        "seed",
-        "mode",
-        "think",
-        "gguf",
-        "chat_format",
-        "prompt_version",
-    } <= set(full)
+    assert ANSWER_FIELDS | {"prompt_version"} <= set(full)
     assert (full["name"], full["backend"], full["backend_type"], full["endpoint"], full["model"]) == (
         "judge",
         "api",
@@ -130,22 +133,7 @@ def identity_of(extra: str) -> dict[str, Any]:
 
 def test_model_identity_holds_every_field_that_shapes_an_answer() -> None:
     ident = identity_of("")
-    assert {
-        "name",
-        "backend",
-        "backend_type",
-        "endpoint",
-        "model",
-        "temperature",
-        "max_tokens",
-        "stop",
-        "top_p",
-        "seed",
-        "mode",
-        "think",
-        "gguf",
-        "chat_format",
-    } <= set(ident)
+    assert ANSWER_FIELDS <= set(ident)
     assert "enabled" not in ident and "notes" not in ident
     assert ident["endpoint"] == DEEPSEEK and ident["model"] == "m-chat"
     config = parse_pool(pool_text())
