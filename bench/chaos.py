@@ -2,9 +2,10 @@
 
 The long version of ``tests/pool/test_chaos.py``: the FAKE chaos pool (good, weak and hostile models, a
 judge, 20% injected faults, a dead endpoint), ``--hallu`` on, ≥ 10 SIGKILLs in each phase
-(answering, judging, claim checks, routing build) plus SIGTERMs, then a final resume; the three
-artefacts are compared with an uninterrupted run of the same pool. A second scenario takes the
-judge down (its backend unreachable) to check that the judge, not the candidates, is charged.
+(answering, judging, claim checks, routing build; one while re-asking short answers) plus SIGTERMs,
+then a final resume; the three artefacts are compared with an uninterrupted run of the same pool.
+A second scenario takes the judge down (its backend unreachable) to check that the judge, not the candidates,
+is charged.
 Then the table of malformed inputs (``bench/harness/malformed_cases.py``).
 
 Options: ``--kills N`` per phase (default 10), ``--items N`` (default 24), ``--fault-rate``,

@@ -3,9 +3,10 @@
 Shared by the short test (``tests/pool/test_chaos.py``) and the long benchmark (``python -m bench.chaos``).
 The pool is the FAKE chaos server (``tests/fakes/chaos_server.py``: good, weak and hostile models,
 a judge, injected faults) plus a dead endpoint nobody listens on. Phases are read off the run
-store while the run goes: ``answering`` (answer rows still missing), ``judging`` (verdict rows being
-written), ``hallu`` (claim-check rows being written) and ``routing`` (``scores.jsonl`` written,
-manifest not yet). Each kill waits for its phase, then a random 0–``jitter_s`` more.
+store while the run goes: ``answering`` (answer rows still missing), ``reasking`` (short answers asked
+once more, ``reask_short_answers: true``), ``judging`` (verdict rows being written), ``hallu`` (claim-check
+rows being written) and ``routing`` (``scores.jsonl`` written, manifest not yet). Each kill waits for its
+phase, then a random 0–``jitter_s`` more.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ import yaml
 from runners.llamacpp.server import free_loopback_port
 
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("answering", "judging", "hallu", "routing")
+PHASES = ("answering", "reasking", "judging", "hallu", "routing")
+# Phases too brief for a random wait: the kill lands as soon as the phase is seen.
+BRIEF_PHASES = ("reasking", "routing")
+# Phases whose few rows are done by the first resume after a kill: a second kill would find them gone.
+ONCE_PHASES = ("reasking",)
 # Fields that record how a row was obtained (timing, retries, cache), not what it says.
 VOLATILE_RESULT_FIELDS = ("attempts", "retries", "latency_s", "cached", "extra")
 VOLATILE_SCORE_FIELDS = ("latency_s",)
@@ -143,6 +148,7 @@ judges:
     timeout_s: 2
 defaults:
   max_tokens: 256
+reask_short_answers: true  # the fakes' criteria answers are short: each is asked once more
 models:
   - name: good
     backend: fake
@@ -199,7 +205,9 @@ def phase_of(run_dir: Path, started: float) -> str | None:
     if row is None:
         return None
     stage = row[0]
-    return "answering" if stage == "answer" else "hallu" if ":hallu" in stage else "judging"
+    if stage in ("answer", "answer:reask"):
+        return "answering" if stage == "answer" else "reasking"
+    return "hallu" if ":hallu" in stage else "judging"
 
 
 def kill_in_phase(
@@ -214,7 +222,7 @@ def kill_in_phase(
     """Wait for ``phase``, then a random moment more, then signal; False if the run ended first."""
     while proc.poll() is None:
         if phase_of(run_dir, started) == phase:
-            time.sleep(rng.uniform(0, jitter_s) if phase != "routing" else 0)
+            time.sleep(rng.uniform(0, jitter_s) if phase not in BRIEF_PHASES else 0)
             if proc.poll() is not None:
                 return False
             proc.send_signal(sig)
@@ -255,7 +263,7 @@ def run_with_kills(
     report = KillReport()
     schedule = []
     for phase in phases:  # SIGTERMs (exit 130, then resume) in the first and the last phase
-        schedule += [(phase, signal.SIGKILL)] * kills_per_phase
+        schedule += [(phase, signal.SIGKILL)] * (min(kills_per_phase, 1) if phase in ONCE_PHASES else kills_per_phase)
         if phase in (PHASES[0], PHASES[-1]):
             schedule += [(phase, signal.SIGTERM)] * sigterms
     first = True

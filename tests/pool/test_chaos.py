@@ -1,6 +1,6 @@
 """Resume equals an uninterrupted run, whatever phase the process dies in (short chaos run).
 
-SIGKILLs while answering, judging, checking claims (--hallu) and building the routing
+SIGKILLs while answering, re-asking short answers, judging, checking claims (--hallu) and building the routing
 artefacts, plus a SIGTERM, against the FAKE chaos pool (20% injected faults, a hostile model, a
 dead endpoint); the long version is ``python -m bench.chaos``.
 """
