@@ -41,6 +41,7 @@ def _start(test: FamilyTest, options: Mapping[str, Any], seed: int) -> AdaptiveT
         budget=test.budget,
         target_se=float(options.get("adaptive_se") or 1.0) / 100.0,
         seed=seed,
+        check=test.bank.check,
     )
 
 
@@ -90,7 +91,7 @@ async def run_adaptive(
                 state.tell(j, value)
     out: dict[str, Any] = {"schema": 1, "models": {}, **adaptive.to_json(), "rounds": rounds}
     for test, state in running:
-        estimate = state.estimate([(a[test.index], b[test.index]) for a, b in test.bank.alternates])
+        estimate = state.estimate()
         out["models"].setdefault(test.model, {})[test.family] = estimate.to_json()
     for model, families in out["models"].items():
         shown = ", ".join(

@@ -5,27 +5,60 @@ it implies, with an interval. Pure: the caller asks the model and tells the outc
 - **Selection**: maximum Fisher information ``a² P (1 − P)`` at the current ability, with exposure
   control by randomesque choice — one of the ``top_k`` most informative items, uniformly — so that
   several new models do not all see the same few items.
-- **Estimate**: the full-suite score the model would get, on 0–1, as the posterior mean of
+- **Estimate**: the full-suite score the model would get, on 0–1. At each grid ability θ it is
 
       S(θ) = (Σ answered y + Σ unanswered P_j(θ)) / N
 
-  and its variance ``Var_post S(θ) + E_post Σ unanswered P(1 − P) / N²``: the ability's uncertainty
-  plus the luck of the items not asked (each a Bernoulli draw around ``P``). The interval is
-  ``mean ± z·sd``, clipped to [0, 1].
+  with a spread ``V(θ) = Σ unanswered P (1 − P) / N² + (U/N)² (D(θ)² + C(θ))``: the luck of the ``U``
+  items not asked (each a draw around ``P``) and the bank's check against the history
+  (:class:`CurveCheck`: the bank's predicted full-suite score disagrees with the history's actual
+  scores by ``D(θ)`` at that ability, known to within variance ``C(θ)``). The score is the posterior
+  mean of ``S``; its interval the 2.5% and 97.5% quantiles of the posterior mixture of
+  ``N(S(θ), V(θ))`` — not mean ± 1.96 sd, because near 0 or 100 ``S`` bends and the mixture is skewed.
 - **Stop** when the score's sd is at most ``target_se`` or ``budget`` items were asked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit, logit
+from scipy.stats import norm
 
 from routing.bank.irt import probability
 
 GRID = np.linspace(-6.0, 6.0, 241)
-Z95 = 1.959964
+QUANTILE_GRID = np.linspace(0.0, 1.0, 4001)  # score values the interval's quantiles are read on
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class CurveCheck:
+    """How well the bank's predicted full-suite score matches the history's actual ones:
+    ``logit F_i = c₀ + c₁ logit T(θ_i)`` over the bank's models (``T``: the bank's mean curve, ``F``: the
+    model's actual score), least squares, with the coefficients' covariance. A 2PL fitted on a few
+    dozen models bends its mean curve too far at the ends of the ability range (1–2 points at the
+    extremes, measured on a simulated bank); the line measures that bend and its uncertainty."""
+
+    coef: np.ndarray
+    cov: np.ndarray
+
+    @classmethod
+    def fit(cls, predicted: np.ndarray, actual: np.ndarray) -> CurveCheck:
+        x = np.column_stack([np.ones(len(predicted)), logit(np.clip(predicted, 1e-4, 1 - 1e-4))])
+        t = logit(np.clip(actual, 1e-4, 1 - 1e-4))
+        coef, *_ = np.linalg.lstsq(x, t, rcond=None)
+        resid = t - x @ coef
+        s2 = float(resid @ resid) / max(len(t) - 2, 1)
+        return cls(coef, s2 * np.linalg.pinv(x.T @ x))
+
+    def discrepancy(self, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """At each predicted score ``T``: the line's ``F − T`` and the variance of the line's ``F``."""
+        x = np.column_stack([np.ones(len(predicted)), logit(np.clip(predicted, 1e-4, 1 - 1e-4))])
+        f = expit(x @ self.coef)
+        slope = f * (1.0 - f)
+        return f - predicted, slope * slope * np.einsum("gi,ij,gj->g", x, self.cov, x)
 
 
 @dataclass(frozen=True)
@@ -59,8 +92,9 @@ class Estimate:
 class AdaptiveTest:
     """One model's adaptive test on one family's bank (``a``, ``b`` per item).
 
-    ``budget``: items at most; ``target_se``: stop when the score's sd (0–1) is at most this;
-    ``min_items``: ask at least these before stopping on the sd; ``top_k``: randomesque width.
+    ``check``: the bank's :class:`CurveCheck` (none: no bank error added). ``budget``:
+    items at most; ``target_se``: stop when the score's sd (0–1) is at most this; ``min_items``: ask at
+    least these before stopping on the sd; ``top_k``: randomesque width.
     """
 
     a: np.ndarray
@@ -70,6 +104,7 @@ class AdaptiveTest:
     min_items: int = 10
     top_k: int = 5
     seed: int = 0
+    check: CurveCheck | None = None
     answered: dict[int, float] = field(default_factory=dict)
     asked: set[int] = field(default_factory=set)
 
@@ -77,8 +112,11 @@ class AdaptiveTest:
         self.a = np.asarray(self.a, dtype=float)
         self.b = np.asarray(self.b, dtype=float)
         self._rng = np.random.default_rng(self.seed)
-        self._p_grid = probability(self.a, self.b, GRID)  # grid × items, computed once
+        self._p_grid = np.clip(probability(self.a, self.b, GRID), 1e-12, 1 - 1e-12)  # grid × items, computed once
         self._log_post = -0.5 * GRID**2
+        self._check = (
+            self.check.discrepancy(self._p_grid.mean(axis=1)) if self.check is not None else (0.0 * GRID, 0.0 * GRID)
+        )
 
     @property
     def n_items(self) -> int:
@@ -119,53 +157,40 @@ class AdaptiveTest:
         y = float(min(max(y, 0.0), 1.0))
         self.asked.add(item)
         self.answered[item] = y
-        p = np.clip(self._p_grid[:, item], 1e-12, 1 - 1e-12)
+        p = self._p_grid[:, item]
         self._log_post = self._log_post + y * np.log(p) + (1.0 - y) * np.log(1.0 - p)
 
-    def _score(self, p_grid: np.ndarray, log_post: np.ndarray) -> tuple[float, float]:
-        """(mean, variance) of the full-suite score under one bank's item curves ``p_grid``."""
-        w = np.exp(log_post - log_post.max())
-        w /= w.sum()
+    def _score_grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Posterior weights, ``S(θ)`` and ``V(θ)`` on the grid (see the module docstring)."""
+        w = self.posterior()
         unanswered = np.ones(self.n_items, dtype=bool)
         unanswered[list(self.answered)] = False
-        p = p_grid[:, unanswered]
-        s_grid = (sum(self.answered.values()) + p.sum(axis=1)) / self.n_items  # S(θ) on the grid
-        mean = float(w @ s_grid)
-        luck = float(w @ (p * (1.0 - p)).sum(axis=1)) / self.n_items**2
-        return mean, max(float(w @ (s_grid - mean) ** 2), 0.0) + luck
+        p = self._p_grid[:, unanswered]
+        n, left = self.n_items, int(unanswered.sum())
+        s = (sum(self.answered.values()) + p.sum(axis=1)) / n
+        gap, gap_var = self._check
+        v = (p * (1.0 - p)).sum(axis=1) / n**2 + (left / n) ** 2 * (gap * gap + gap_var)
+        return w, s, v
 
-    def _log_post_under(self, p_grid: np.ndarray) -> np.ndarray:
-        log_post = -0.5 * GRID**2
-        for item, y in self.answered.items():
-            p = np.clip(p_grid[:, item], 1e-12, 1 - 1e-12)
-            log_post = log_post + y * np.log(p) + (1.0 - y) * np.log(1.0 - p)
-        return log_post
+    def _moments(self) -> tuple[float, float]:
+        w, s, v = self._score_grid()
+        mean = float(w @ s)
+        return mean, float(np.sqrt(max(float(w @ (s - mean) ** 2 + w @ v), 0.0)))
 
-    def estimate(self, alternates: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> Estimate:
-        """The full-suite score. ``alternates``: other fits of the same bank (``(a, b)`` each, e.g.
-        :func:`routing.bank.irt.bootstrap_fits`); the spread of the score across them is added to the
-        variance, so the interval also covers the bank's own uncertainty."""
-        mean, var = self._score(self._p_grid, self._log_post)
-        if alternates:
-            means = []
-            for a, b in alternates:
-                p_grid = probability(np.asarray(a), np.asarray(b), GRID)
-                means.append(self._score(p_grid, self._log_post_under(p_grid))[0])
-            var += float(np.var(means, ddof=1)) if len(means) > 1 else 0.0
-        se = float(np.sqrt(var))
+    def estimate(self) -> Estimate:
+        """The full-suite score, its sd and its 95% interval (quantiles of the posterior mixture)."""
+        w, s, v = self._score_grid()
+        mean = float(w @ s)
+        se = float(np.sqrt(max(float(w @ (s - mean) ** 2 + w @ v), 0.0)))
+        keep = w > 1e-9
+        sd = np.sqrt(np.maximum(v[keep], 1e-12))[:, None]
+        cdf = w[keep] @ norm.cdf((QUANTILE_GRID[None, :] - s[keep, None]) / sd) / w[keep].sum()
+        tail = (1.0 - LEVEL) / 2
+        low, high = (float(np.interp(q, cdf, QUANTILE_GRID)) for q in (tail, 1.0 - tail))
         theta, theta_se = self.ability()
-        return Estimate(
-            mean,
-            se,
-            max(0.0, mean - Z95 * se),
-            min(1.0, mean + Z95 * se),
-            theta,
-            theta_se,
-            len(self.answered),
-            self.n_items,
-        )
+        return Estimate(mean, se, low, high, theta, theta_se, len(self.answered), self.n_items)
 
     def done(self) -> bool:
         if len(self.asked) >= min(self.budget, self.n_items):
             return True
-        return len(self.answered) >= self.min_items and self.estimate().se <= self.target_se
+        return len(self.answered) >= self.min_items and self._moments()[1] <= self.target_se

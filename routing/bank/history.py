@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from routing.bank.irt import ItemFit, bootstrap_fits, fit_2pl, negative_discrimination
+from routing.bank.adaptive import CurveCheck
+from routing.bank.irt import ItemFit, fit_2pl, negative_discrimination, probability
 from routing.load.runs import LoadError, load_runs
 from routing.load.table import SCORED, ScoreTable
 from routing.nights.history import read_index
 
 MIN_MODELS = 8  # fully evaluated models a family's bank needs (fewer: fall back to full evaluation)
 FULL_SHARE = 0.9  # share of a family's items a model must have answered to count as fully evaluated
-BOOTSTRAP_ROUNDS = 8  # refits on resampled models that widen each estimate's interval
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,15 @@ class FamilyMatrix:
 
 @dataclass(frozen=True)
 class Bank:
-    """A family's fitted bank: the items' ``a`` and ``b``, the fit models' abilities, the bootstrap
-    refits (``alternates``) and the items whose slope on ability is negative (likely a bad gold)."""
+    """A family's fitted bank: the items' ``a`` and ``b``, the fit models' abilities, the check of its
+    predicted full-suite scores against the models' actual ones (``check``) and the items whose slope on
+    ability is negative (likely a bad gold)."""
 
     family: str
     items: tuple[str, ...]
     models: tuple[str, ...]
     fit: ItemFit
-    alternates: tuple[tuple[np.ndarray, np.ndarray], ...]
+    check: CurveCheck
     negative: tuple[str, ...]
 
     def to_json(self) -> dict[str, object]:
@@ -88,9 +89,7 @@ def family_matrices(table: ScoreTable) -> dict[str, FamilyMatrix]:
     return out
 
 
-def fit_bank(
-    matrix: FamilyMatrix, *, leave_out: Iterable[str] = (), min_models: int = MIN_MODELS, seed: int = 0
-) -> Bank | str:
+def fit_bank(matrix: FamilyMatrix, *, leave_out: Iterable[str] = (), min_models: int = MIN_MODELS) -> Bank | str:
     """The family's bank from its fully evaluated models (``leave_out`` excluded), or why none can be
     fitted (a sentence for the user)."""
     skip = set(leave_out)
@@ -102,16 +101,25 @@ def fit_bank(
         )
     y = matrix.y[full]
     fit = fit_2pl(y)
-    boots = bootstrap_fits(y, fit, BOOTSTRAP_ROUNDS, seed=seed)
+    check = curve_check(y, fit)
     slope = negative_discrimination(y, fit.theta)
     return Bank(
         matrix.family,
         matrix.items,
         tuple(matrix.models[i] for i in full),
         fit,
-        tuple((f.a, f.b) for f in boots),
+        check,
         tuple(matrix.items[j] for j in np.flatnonzero(slope < 0)),
     )
+
+
+def curve_check(y: np.ndarray, fit: ItemFit) -> CurveCheck:
+    """The bank's predicted full-suite score of each of its models (the mean of ``P(θ_i)`` over the
+    items the model answered) against the model's actual score."""
+    seen = ~np.isnan(y)
+    p = probability(fit.a, fit.b, fit.theta)
+    predicted = np.where(seen, p, 0.0).sum(axis=1) / seen.sum(axis=1)
+    return CurveCheck.fit(predicted, np.nanmean(y, axis=1))
 
 
 def history_table(root: Path) -> tuple[ScoreTable | None, list[str]]:

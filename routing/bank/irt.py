@@ -113,17 +113,3 @@ def negative_discrimination(y: np.ndarray, theta: np.ndarray, *, prior_sd: float
         c = c - (h_dd * g_c - h_cd * g_d) / det
         d = d - (h_cc * g_d - h_cd * g_c) / det
     return c
-
-
-def bootstrap_fits(y: np.ndarray, fit: ItemFit, rounds: int, seed: int = 0) -> list[ItemFit]:
-    """Fits of ``y``'s models resampled with replacement, each started from ``fit``: how much the
-    item parameters depend on which models happen to be in the history (the part of an estimate's
-    error that the ability's posterior does not see)."""
-    rng = np.random.default_rng(seed)
-    n_models = y.shape[0]
-    out = []
-    for _ in range(rounds):
-        pick = rng.integers(0, n_models, n_models)
-        start = ItemFit(fit.a, fit.b, fit.theta[pick], fit.converged, fit.iterations)
-        out.append(fit_2pl(y[pick], start=start, max_iter=200))
-    return out

@@ -1,16 +1,20 @@
 """``pool.run --adaptive`` with FAKE models of known ability: a new model answers a tenth of the items
 and its estimated full-suite score's interval holds its true full-suite score; it is marked estimated
-in the leaderboard, report and manifest and is never a decision's pick."""
+in the leaderboard, report and manifest and is never a decision's pick; a judged family is asked in full."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import yaml
 
 from bench.harness.specialists import LETTERS, question, unit
 from pool import RunSpec, run_pool
+from pool.adaptive import tests as adaptive_tests
+from routing.bank.history import FamilyMatrix, fit_bank
 from tests.fake_pool import FakeOpenAIStarter, score_rows, write_jsonl
 from tests.fakes.irt_models import answers_right, irt_behaviour
 
@@ -118,3 +122,25 @@ def test_too_small_a_history_falls_back_to_full_evaluation(
     assert "3 fully evaluated model(s) in the history, 8 needed" in capsys.readouterr().err
     assert not (runs / "n2" / "adaptive.json").exists()
     assert sum(r["model"] == "newbie" for r in score_rows(runs / "n2")) == ITEMS
+
+
+def test_a_judged_family_is_evaluated_in_full_and_says_why(monkeypatch) -> None:
+    """Adaptive selection is judge-free: a family with a bank but judged items (here ``capability``,
+    gold type ``reference``) is asked in full beside an adaptive ``exam`` test, and the run says why."""
+    rng = np.random.default_rng(0)
+    banks = {}
+    for family, prefix in (("exam", "e"), ("capability", "r")):
+        y = (rng.random((9, 40)) < 0.6).astype(float)
+        matrix = FamilyMatrix(family, tuple(HISTORY), tuple(f"{prefix}{j}" for j in range(40)), y)
+        banks[family] = fit_bank(matrix)
+    monkeypatch.setattr(adaptive_tests, "banks_from_history", lambda root, families, leave_out: (banks, []))
+    items = [SimpleNamespace(id=f"e{j}", gold_type="single_choice") for j in range(40)]
+    items += [SimpleNamespace(id=f"r{j}", gold_type="reference") for j in range(40)]
+    plan = SimpleNamespace(items=items, models=[SimpleNamespace(name=n) for n in [*HISTORY, "newbie"]])
+    adaptive = adaptive_tests.adaptive_plan(plan, {"adaptive_budget": 0.1}, Path("."))
+    assert {(t.model, t.family) for t in adaptive.tests} == {("newbie", "exam")}
+    assert any(n.startswith("capability: judged items; evaluated in full") for n in adaptive.notes)
+    plan.units = lambda: iter(SimpleNamespace(model=m.name, item_id=i.id) for m in plan.models for i in plan.items)
+    initial = {(u.model, u.item_id) for u in adaptive.initial_units(plan)}
+    assert {("newbie", f"r{j}") for j in range(40)} <= initial  # every judged item asked outright
+    assert not any(("newbie", f"e{j}") in initial for j in range(40))  # exam items chosen adaptively

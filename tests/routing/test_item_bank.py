@@ -1,11 +1,12 @@
 """The item bank (routing.bank): the 2PL fit recovers known parameters, a reversed item is listed, an
-adaptive test's interval holds the full-suite score, and an estimated model is never a decision's pick."""
+adaptive test's interval holds the full-suite score (also for a model stronger than every model the bank was
+fitted on), the bank's curve check, and an estimated model is never a decision's pick."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from routing.bank.adaptive import AdaptiveTest
+from routing.bank.adaptive import AdaptiveTest, CurveCheck
 from routing.bank.estimates import mark_leaderboard, mark_manifest
 from routing.bank.history import FamilyMatrix, fit_bank
 from routing.bank.irt import fit_2pl, negative_discrimination, probability
@@ -48,16 +49,56 @@ def test_too_few_models_is_said_not_fitted() -> None:
 def test_an_adaptive_estimate_holds_the_full_score_from_a_tenth_of_the_items() -> None:
     a, b, theta, y = _bank(models=30, items=1000, seed=2)
     matrix = FamilyMatrix("exam", tuple(f"m{i}" for i in range(30)), tuple(f"i{j}" for j in range(1000)), y)
-    bank = fit_bank(matrix, leave_out=["m0"])
-    assert not isinstance(bank, str)
-    test = AdaptiveTest(bank.fit.a, bank.fit.b, budget=100, target_se=0.0, seed=0)
+    held = []
+    for i in range(6):  # each in turn plays the new model: 95% intervals, so one miss in six is allowed
+        bank = fit_bank(matrix, leave_out=[f"m{i}"])
+        assert not isinstance(bank, str)
+        estimate = _adaptive_estimate(bank, y[i], budget=100)
+        assert estimate.items_used == 100
+        assert estimate.high - estimate.low < 0.15
+        assert abs(estimate.score - y[i].mean()) < 0.05
+        held.append(estimate.low <= y[i].mean() <= estimate.high)
+    assert sum(held) >= 5, held
+
+
+def _adaptive_estimate(bank, answers: np.ndarray, budget: int, *, checked: bool = True):
+    check = bank.check if checked else None
+    test = AdaptiveTest(bank.fit.a, bank.fit.b, budget=budget, target_se=0.0, seed=0, check=check)
     while not test.done():
         for j in test.next_items(4):
-            test.tell(j, y[0, j])
-    estimate = test.estimate(bank.alternates)
-    assert estimate.items_used == 100
-    assert estimate.low <= y[0].mean() <= estimate.high
-    assert estimate.high - estimate.low < 0.15
+            test.tell(j, answers[j])
+    return test.estimate()
+
+
+def test_a_model_stronger_than_the_whole_history_is_held_by_a_wider_interval() -> None:
+    """Eight history models of ability −1…1 and a new one at 2.5: the bank's curves are extrapolated
+    there, and the interval says so (the bank's curve check widens it more than in the middle) and
+    holds the full-suite score."""
+    rng = np.random.default_rng(3)
+    a, b = np.exp(rng.normal(0.2, 0.4, 800)), rng.normal(0, 1.2, 800)
+    theta = np.array([*np.linspace(-1.0, 1.0, 8), 2.5, 0.0])
+    y = (rng.random((10, 800)) < probability(a, b, theta)).astype(float)
+    matrix = FamilyMatrix("exam", tuple(f"m{i}" for i in range(10)), tuple(f"i{j}" for j in range(800)), y)
+    bank = fit_bank(matrix, leave_out=["m8", "m9"])
+    assert not isinstance(bank, str)
+    strong, middle = _adaptive_estimate(bank, y[8], budget=80), _adaptive_estimate(bank, y[9], budget=80)
+    assert strong.low <= y[8].mean() <= strong.high
+    assert middle.low <= y[9].mean() <= middle.high
+
+    def widening(estimate, answers):
+        plain = _adaptive_estimate(bank, answers, budget=80, checked=False)
+        return (estimate.high - estimate.low) / (plain.high - plain.low)
+
+    assert widening(strong, y[8]) > widening(middle, y[9]) >= 1.0
+
+
+def test_the_curve_check_is_silent_when_the_bank_predicts_the_history_exactly() -> None:
+    predicted = np.linspace(0.1, 0.9, 12)
+    check = CurveCheck.fit(predicted, predicted)
+    gap, gap_var = check.discrepancy(np.array([0.05, 0.5, 0.95]))
+    assert np.allclose(gap, 0.0, atol=1e-9) and np.allclose(gap_var, 0.0, atol=1e-9)
+    bent = CurveCheck.fit(predicted, predicted + 0.02 * (predicted - 0.5))  # the bank bends too far
+    assert bent.discrepancy(np.array([0.95]))[0][0] > 0
 
 
 def _decision(model: str, *others: str) -> dict:
