@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +70,15 @@ FAMILY_LAYOUT = (  # (family, gold_type, task, share of items)
 BINARY_GOLD_TYPES = ("routing", "tool_decision", "probe", "single_choice", "classification")
 
 
-def synthetic_table(n_models: int, n_items: int, seed: int = 0) -> ScoreTable:
-    """A ScoreTable with every row scored except ~2% infra errors; models differ in skill."""
+def synthetic_table(
+    n_models: int, n_items: int, seed: int = 0, families: Sequence[tuple[str, str, str, float]] = FAMILY_LAYOUT
+) -> ScoreTable:
+    """A ScoreTable with every row scored except ~2% infra errors; models differ in skill.
+    ``families``: (family, gold_type, task, share of the items) rows (default :data:`FAMILY_LAYOUT`)."""
     rng = np.random.default_rng(seed)
     skill = np.linspace(0.3, 0.9, n_models)
     layout = []
-    for family, gold_type, task, share in FAMILY_LAYOUT:
+    for family, gold_type, task, share in families:
         layout += [(family, gold_type, task)] * round(share * n_items)
     layout = layout[:n_items]
     n = len(layout) * n_models

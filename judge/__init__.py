@@ -20,6 +20,8 @@ Rooms, in the order a verdict travels:
 - ``panel``        — a panel of judges → one verdict (majority, mean, reliability; Dawid–Skene), and
                      ``combine_votes``, the one rule for a whole set of binary votes (criteria, runs and calibration)
 - ``pairwise``     — two orders of one pair → one battle (a win only when both agree), position consistency
+- ``weighting/``   — probability-weighted verdicts from the judge's token logprobs: expected 0–10 scores,
+                     P(met), and a Score read from them (``details.weighted``, ``score_variant``)
 - ``perturb``      — the reordered rubric request of ``--rejudge-sample``
 - ``calibration/`` — labelled claim set, criteria set with known truth, the calibration store
 - ``calibrate``    — ``python -m judge.calibrate``, the former name of ``python -m pool.calibrate``

@@ -47,6 +47,7 @@ from pool.execute.session import Session
 from pool.freshness.attach import attach_audit, check_audit
 from pool.items_source import DataError
 from pool.live import prepare as live
+from pool.pairwise.settings import pairwise_plan, stage_budget
 from pool.plan import ANSWER_STAGE, JUDGED_GOLD_TYPES, Plan, plan_from_options
 from pool.run_spec import RunSpec, check_new_out, check_resume, rescore_options, stored_options
 from pool.run_thread import Interrupt, call, wait_for
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pool.run")
 
 EXIT_OK, EXIT_INFRA, EXIT_INPUT, EXIT_REGRESSION, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_INCONCLUSIVE = 5  # with fail_on_inconclusive: the night's comparison could not see a drop of min_drop
 INLINE_POOL_FILENAME = "model_pool.yaml"
 ARTEFACTS = (
     "results.jsonl",
@@ -76,6 +78,8 @@ ARTEFACTS = (
     "hard.yaml",
     "routing_manifest.yaml",
     "report.html",
+    "battles.jsonl",
+    "pairwise_judged.json",
     "compare.json",
     "compare.md",
 )
@@ -88,7 +92,8 @@ class RunInputError(ValueError):
 @dataclass(frozen=True)
 class RunResult:
     """What a run produced. ``exit_code``: 0 every unit answered, 1 some infra errors, 3 a significant
-    regression against the last comparable night (with ``fail_on_regression``), 4 the cost or token cap
+    regression against the last comparable night (with ``fail_on_regression``), 5 an inconclusive comparison (with
+    ``fail_on_inconclusive``), 4 the cost or token cap
     was reached (the rest of the plan is left for :func:`resume`), 130 interrupted."""
 
     run_dir: Path
@@ -207,6 +212,7 @@ def describe_plan(spec: RunSpec) -> dict[str, Any]:
     _preflight(plan, options, judges, mode="new")
     return {
         **plan.describe(judges, hallu=bool(options.get("hallu"))),
+        **pairwise_plan(plan, options, len(judges)),
         "skipped_items": loaded_skipped,
         "selection_notes": notes,
     }
@@ -293,6 +299,11 @@ def _start(spec: RunSpec, options: dict[str, Any], run_dir: Path, interrupt: Int
         print(note, file=sys.stderr)
     _preflight(plan, options, run_judges(plan, options), mode=mode)
     _checked(lambda: check_audit(plan.config, options["pool"]))  # the pool file's freshness: audit, if named
+    if stage_budget(options, plan.config) is not None and not plan.config.judge_models():
+        raise RunInputError(
+            f"--pairwise (or the pool's pairwise: block): {options['pool']} has no judge: or judges: block, and "
+            "pairwise judging asks the judge; add one, or drop --pairwise / set pairwise: {enabled: false}"
+        )
     executor = _checked(lambda: _executor_choice(spec, plan))
     try:
         with RunLock(run_dir):
@@ -449,6 +460,8 @@ class _Run:
                 self.run_dir, time.monotonic() - started, run_id=self.run_id, extra=extra, counted=counted
             )
             attach_audit(self.plan.config, self.options["pool"], self.run_dir)  # for routing.build, now or later
+            if status == EXIT_OK and (pairwise := stage_budget(self.options, self.plan.config)) is not None:
+                status = self._pairwise(pairwise)
             if status == EXIT_OK and not self.options.get("no_routing"):
                 routing = build_routing(self.run_dir)
                 status = EXIT_INFRA if routing is None else status
@@ -467,14 +480,38 @@ class _Run:
         base, warnings = None, []
         if status in (EXIT_OK, EXIT_INFRA) and files_written:
             try:
-                base, regressed, warnings = self._nightly()
+                base, gate, warnings = self._nightly()
             except KeyboardInterrupt:
                 status = EXIT_INTERRUPTED
             else:
-                status = EXIT_REGRESSION if regressed and status == EXIT_OK else status
+                status = gate if gate != EXIT_OK and status == EXIT_OK else status
         if agent is not None and (line := agent.line()) is not None:
             warnings = [line, *warnings]
         return RunResult(self.run_dir, self.run_id, status, summary, scoring, base, tuple(warnings), routing)
+
+    def _pairwise(self, budget: int) -> int:
+        """The pairwise stage (``pool.pairwise.stage``): the night's ties judged side by side, stored in
+        ``RUN_DIR/pairwise/`` so that a resume asks only what has no verdict; its exit status."""
+        from pool.pairwise.select import load_selection
+        from pool.pairwise.stage import judge_ties, summary_lines
+
+        try:
+            selection = load_selection(self.run_dir, budget, self.options["pool"])
+            report = judge_ties(
+                selection,
+                cache_dir=self.options.get("cache_dir"),
+                no_cache=bool(self.options.get("no_cache")),
+                run=self.interrupt.run,
+            )
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            return EXIT_INTERRUPTED
+        except Exception as exc:  # a judge that never came up, a full disk: the scores stand, resume to finish
+            for line in _failure_lines(exc, self.run_dir, self.mode):
+                print(line.replace("error:", "error: pairwise stage:", 1), file=sys.stderr)
+            return EXIT_INFRA
+        for line in summary_lines(report):
+            print(line, file=sys.stderr)
+        return EXIT_OK
 
     def _history_root(self) -> Path:
         return Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
@@ -508,17 +545,26 @@ class _Run:
             print(f"warning: {warning}", file=sys.stderr)
         return budget
 
-    def _nightly(self) -> tuple[Path | None, bool, list[str]]:
-        """Index the run, compare it with the last comparable night, add both to the report (routing.nights.nightly)."""
+    def _nightly(self) -> tuple[Path | None, int, list[str]]:
+        """Index the run, compare it with the last comparable night, add both to the report (routing.nights.nightly);
+        the gate's exit status (EXIT_OK, or EXIT_REGRESSION / EXIT_INCONCLUSIVE when asked for and met)."""
         from routing.nights.history import HistoryError
         from routing.nights.nightly import after_run
 
         root = Path(self.spec.history_root) if self.spec.history_root is not None else self.run_dir.resolve().parent
         try:
-            outcome = after_run(root, self.run_dir, fail_on_regression=self.spec.fail_on_regression, digest=self.digest)
+            outcome = after_run(
+                root,
+                self.run_dir,
+                fail_on_regression=self.spec.fail_on_regression,
+                digest=self.digest,
+                min_drop=self.spec.min_drop,
+                fail_on_inconclusive=self.spec.fail_on_inconclusive,
+                sequential=self.spec.sequential,
+            )
         except (HistoryError, OSError, ValueError) as exc:  # the night's results stand; say why history is missing
-            return None, False, [f"run not indexed in {root}: {exc}"]
-        return outcome.base, outcome.exit_code == EXIT_REGRESSION, list(outcome.problems)
+            return None, EXIT_OK, [f"run not indexed in {root}: {exc}"]
+        return outcome.base, outcome.exit_code, list(outcome.problems)
 
     async def _execute(self, store: RunStore, totals: dict[str, int], resuming: bool) -> dict[str, Any] | None:
         """Answer the pending answer units (``totals``: how many per model), then score every answer;

@@ -3,8 +3,9 @@
 Exit codes: 0 every unit has a result and none is an infra error; 1 some units have infra errors
 (see summary.json); 2 bad input (pool file, data, arguments); 3 a significant regression against
 the last comparable night (only with ``--fail-on-regression``); 4 the ``--max-cost`` /
-``--max-tokens-total`` cap was reached (resume to complete the plan); 130 interrupted (resume with
-``--resume RUN_DIR``).
+``--max-tokens-total`` cap was reached (resume to complete the plan); 5 the night's comparison could not
+see a drop of ``--min-drop`` for some model's family (only with ``--fail-on-inconclusive``); 130 interrupted
+(resume with ``--resume RUN_DIR``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 from pool.api import (
     EXIT_BUDGET,
+    EXIT_INCONCLUSIVE,
     EXIT_INFRA,
     EXIT_INPUT,
     EXIT_INTERRUPTED,
@@ -58,6 +60,7 @@ from pool.run_spec import (
 from pool.selection import count_text, valid_tracks
 from pool.version import __version__
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, SCORE_DIFFERENCE, SECONDS, duration, integer
+from routing.nights.gate.detectable import DEFAULT_MIN_DROP
 from routing.report.digest import report as digest_report
 from routing.screen.shortlist import ShortlistError
 
@@ -70,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Send every selected item to every enabled model of a pool; "
         "store, export and summarise the answers.",
         epilog="Exit codes: 0 all units answered; 1 some infra errors; 2 bad input; 3 significant regression (with "
-        "--fail-on-regression); 4 budget reached (use --resume); 130 interrupted (use --resume).",
+        "--fail-on-regression); 4 budget reached (use --resume); 5 inconclusive comparison (with "
+        "--fail-on-inconclusive); 130 interrupted (use --resume).",
     )
     parser.add_argument("--version", action="version", version=f"medpool {__version__}")
     parser.add_argument("--pool", help=f"pool file (default: ./{DEFAULT_POOL}; with --rescore, the run's own pool)")
@@ -187,6 +191,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-routing", action="store_true", help="do not build leaderboards, manifest and report at the end"
     )
     parser.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="after scoring, have the judge compare side by side (both orders) the answers of the models the "
+        "night left tied, within the pool file's pairwise: {budget} judge calls (else 400); the judged "
+        "decisions appear beside the score-based ones (docs/scoring.md); the pool file's pairwise: block "
+        "turns this on for every run",
+    )
+    parser.add_argument(
+        "--pairwise-budget",
+        type=integer(0),
+        metavar="N",
+        help="at most N judge calls for the pairwise stage (0: no limit); implies --pairwise",
+    )
+    parser.add_argument(
         "--adaptive",
         action="store_true",
         help="score new models (or --adaptive-models) adaptively: they answer only the items most informative "
@@ -280,6 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="THRESHOLD",
         help=f"exit {EXIT_REGRESSION} when the comparison with the last comparable night shows a significant "
         "regression larger than THRESHOLD score points (scores in [0, 1]; default 0: any)",
+    )
+    parser.add_argument(
+        "--min-drop",
+        type=SCORE_DIFFERENCE,
+        default=DEFAULT_MIN_DROP,
+        metavar="DROP",
+        help="the drop that matters in the nightly comparison (scores in [0, 1]; default %(default)s): a family "
+        "whose test could not see it is 'inconclusive', not 'no change' (docs/running.md)",
+    )
+    parser.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help=f"exit {EXIT_INCONCLUSIVE} when the nightly comparison is inconclusive for some model's family "
+        "(and nothing regressed)",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="also run the anytime-valid sequential gate, whose evidence accumulates night after night in "
+        "the history root's gate_sequential.json (docs/statistics.md); its alarm counts as a regression",
     )
     parser.add_argument(
         "--executor",
@@ -390,6 +428,9 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         live=live_request(args.questions, args.question, sys.stdin, args.mode or "patient") if args.live else None,
         history_root=args.history_root,
         fail_on_regression=args.fail_on_regression,
+        min_drop=args.min_drop,
+        fail_on_inconclusive=args.fail_on_inconclusive,
+        sequential=args.sequential,
         cache_max_age=args.cache_max_age,
         max_cost=args.max_cost,
         max_tokens_total=args.max_tokens_total,
@@ -397,6 +438,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         adaptive_budget=args.adaptive_budget,
         adaptive_models=args.adaptive_models,
         adaptive_se=args.adaptive_se,
+        pairwise=args.pairwise,
+        pairwise_budget=args.pairwise_budget,
     )
 
 
@@ -479,6 +522,12 @@ def _main(args: argparse.Namespace) -> int:
     if result.exit_code == EXIT_REGRESSION:
         print(
             f"significant regression against {result.compared_with} (see {compare_md}); exit {EXIT_REGRESSION}",
+            file=sys.stderr,
+        )
+    if result.exit_code == EXIT_INCONCLUSIVE:
+        print(
+            f"the comparison with {result.compared_with} could not see a drop of {spec.min_drop:g} for some "
+            f"model's family (see {compare_md}); exit {EXIT_INCONCLUSIVE}",
             file=sys.stderr,
         )
     if result.exit_code == EXIT_BUDGET:

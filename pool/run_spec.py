@@ -19,6 +19,7 @@ from pool.items_source import DataError
 from pool.live.questions import LiveRequest
 from pool.selection import split_values
 from pool.store.run_store import RUN_DB_FILENAME, RunStore
+from routing.nights.gate.detectable import DEFAULT_MIN_DROP
 
 DEFAULT_POOL = "model_pool.yaml"
 EXECUTORS = ("local", "ray")
@@ -94,12 +95,18 @@ class RunSpec:
     adaptive_budget: float = _stored(0.1, (float, int))
     adaptive_models: str | Sequence[str] | None = _stored(None, (str, _NONE), listed=True)
     adaptive_se: float = _stored(1.0, (float, int))
+    # pairwise judging of the night's ties after scoring (pool.pairwise.stage); the pool's pairwise: block also asks
+    pairwise: bool = _stored(False, (bool,), rescore=True)
+    pairwise_budget: int | None = _stored(None, (int, _NONE), rescore=True)  # judge calls; implies pairwise
     out: str | Path | None = None
     executor: str | None = None
     ray_address: str | None = None
     log_interval: float = 30.0
     history_root: str | Path | None = None
     fail_on_regression: float | None = None
+    min_drop: float = DEFAULT_MIN_DROP  # the drop the nightly comparison must be able to see (routing.nights.gate)
+    fail_on_inconclusive: bool = False
+    sequential: bool = False  # also the anytime-valid sequential gate across nights
     cache_max_age: float | None = _stored(DEFAULT_CACHE_MAX_AGE_S, (int, float, _NONE))
     max_cost: float | None = None
     max_tokens_total: int | None = None
@@ -138,12 +145,20 @@ class RunSpec:
             or not 0 <= threshold <= 1
         ):
             raise DataError(f"fail_on_regression: must be a score difference in [0, 1], got {threshold!r}")
+        drop = self.min_drop
+        if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 < drop <= 1:
+            raise DataError(f"min_drop: must be a score difference in (0, 1], got {drop!r}")
         for name, low, high in (("adaptive_budget", 0.0, 1.0), ("adaptive_se", 0.0, 100.0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value <= high:
                 raise DataError(f"{name}: must be a number in ({low:g}, {high:g}], got {value!r}")
         if (self.adaptive_models is not None or self.adaptive_budget != 0.1) and not self.adaptive:
             raise DataError("--adaptive-budget / --adaptive-models without --adaptive: add --adaptive")
+        budget = self.pairwise_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
+            raise DataError(f"pairwise_budget: must be an integer >= 0 (0: no limit), got {budget!r}")
+        if self.no_judge and (self.pairwise or budget is not None):
+            raise DataError("--pairwise with --no-judge: pairwise judging asks the judge; drop one of them")
         if self.live is not None and not isinstance(self.live, LiveRequest):
             raise DataError(f"live: expected a pool.live.questions.LiveRequest, got {type(self.live).__name__}")
         if self.executor is not None and self.executor not in EXECUTORS:

@@ -1,7 +1,9 @@
 """``python -m routing.build --run RUN_DIR [RUN_DIR ...]``: scores in, leaderboards, ratings, hard
 subset, routing manifest and report out.
 
-Reads ``scores.jsonl`` and ``summary.json`` of each run (see :mod:`routing.load.runs`) and writes, into
+Reads ``scores.jsonl`` and ``summary.json`` of each run (see :mod:`routing.load.runs`), and the judged
+battles of a pairwise stage where a run has them (``battles.jsonl``, :mod:`routing.decide.judged`: shown
+beside the score decisions, never mixed), and writes, into
 the first run directory or ``--out``: ``leaderboard.json``, ``leaderboard.md``, ``pairwise.json``,
 ``hard.yaml``, ``routing_manifest.yaml`` (schema: :mod:`routing.decide.manifest`) and ``report.html``.
 Each file is written atomically (temp file, fsync, rename).
@@ -29,10 +31,12 @@ from routing.boards.freshness import flag_stale_gold
 from routing.boards.frontier import cost_frontier
 from routing.boards.hard import DEFAULT_FRACTION, DEFAULT_MIN_ITEMS, build_hard
 from routing.boards.hard import SCHEMA_VERSION as HARD_SCHEMA_VERSION
+from routing.boards.judged import read_judged
 from routing.boards.leaderboard import build_buckets
 from routing.boards.live import live_block
 from routing.boards.pairwise import PairwiseOptions, build_pairwise
 from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, UNIT_INTERVAL, integer
+from routing.decide.judged import judged_board, mark_judged
 from routing.decide.manifest import ORCHESTRATION_TASKS, build_manifest, dump_yaml
 from routing.decide.validation import DEFAULT_K, cross_validate, manifest_decider
 from routing.judges.objective import check_agreement, decision_recognition
@@ -135,7 +139,15 @@ def build(
     header = {"generated_at": generated_at, "runs": runs, "parameters": params}
 
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
-    manifest = build_manifest(table, buckets, loaded.runs, params, generated_at)
+    # the pairwise stage's judged battles decide the buckets the scores left tied, kept apart (routing.decide.judged)
+    verdicts, judged_boards = read_judged(run_dirs), []
+
+    def judge_ties(routes: dict[str, dict[str, Any]]) -> None:
+        judged_boards.append(judged_board(buckets, table, routes, verdicts, options.alpha))
+        mark_judged(routes, judged_boards[0])
+
+    manifest = build_manifest(table, buckets, loaded.runs, params, generated_at, break_ties=judge_ties)
+    judged = judged_boards[0]
     beside = bool(options.cv_folds) and worth_forking(len(table))  # beside the pairwise ratings, on a second CPU
     with Forked(
         lambda: _validation(loaded, keep, params, options), beside=beside, what="routing validation"
@@ -156,6 +168,8 @@ def build(
             leaderboard["families"].setdefault(bucket.family, []).append(bucket.to_json())
         if (live := live_block(table)) is not None:  # what the live family's scores are: agreement, not truth
             leaderboard["live"] = live
+        if judged is not None:
+            leaderboard["judged_battles"] = judged
         leaderboard["checks"] = check_agreement(table, buckets, keep)
         leaderboard["decision_recognition"] = decision_recognition(table, keep)
         reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
@@ -220,7 +234,8 @@ def build(
         "orchestrator": manifest["orchestrator"]["model"],
         "kept_apart": len(loaded.kept_apart),
         "common_left_out": left_out,
-        "judge_warnings": [w["message"] for w in reliability["warnings"]],
+        "judge_warnings": [w["message"] for w in reliability["warnings"]] + (judged or {}).get("warnings", []),
+        "judged_decisive": sum(r.get("chosen_by") == "judged_battles" for r in routes),
         "stale_gold_items": leaderboard.get("gold_freshness", {}).get("flagged_items"),
     }
 
@@ -341,6 +356,10 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
         f"  {summary['buckets']} buckets: {summary['routable']} routable ({summary['decisive']} decisive, "
         f"{summary['routable'] - summary['decisive']} tied), {summary['insufficient']} with insufficient data"
     )
+    if summary.get("judged_decisive"):
+        lines.append(
+            f"  {summary['judged_decisive']} of the decisive buckets decided by judged battles (pairwise stage)"
+        )
     lines.append(
         f"  default model: {summary['default'] or '-'}; orchestrator: {summary['orchestrator'] or '-'}; "
         f"hard subset: {summary['hard_items']} items"

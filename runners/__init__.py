@@ -3,7 +3,7 @@
 A runner turns a request into a response and knows nothing of items, runs or judging.
 
 - ``base.py`` — the one small interface: :class:`~runners.base.Runner`, the request and response
-  records, the error classes.
+  records (with a request's ``top_logprobs`` and a response's ``token_logprobs``), the error classes.
 - ``protocol.py`` — what the JSON-over-HTTP protocols share: an endpoint plus two pure functions.
 - ``retry.py`` — one classified attempt and the bounded retry loop around it (what is retried, why,
   the wait formula).

@@ -51,6 +51,9 @@ class GenerationParams:
     # Ollama only: the context window (``options.num_ctx``) the server loads the model with; None
     # sends nothing and the server's default applies (Ollama cuts a longer prompt silently).
     num_ctx: int | None = None
+    # How many alternatives (with their log-probabilities) to return for each generated token; None
+    # asks for none, and sends nothing (a judge asks, to weigh its scores: ``judge.weighting``).
+    top_logprobs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,40 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token: its text, its log-probability, and the most likely tokens at its position
+    (``top``: (text, log-probability) pairs, most likely first; the generated token may be among them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+    def to_json(self) -> list[Any]:
+        """``[token, logprob, [[alt, logprob], ...]]``: how a run store and the response cache keep it."""
+        return [self.token, self.logprob, [[t, lp] for t, lp in self.top]]
+
+    @classmethod
+    def from_json(cls, value: Any) -> TokenLogprob:
+        token, logprob, top = value
+        return cls(str(token), float(logprob), tuple((str(t), float(lp)) for t, lp in top))
+
+
+def logprobs_to_json(tokens: tuple[TokenLogprob, ...] | None) -> list[Any] | None:
+    """A response's token logprobs as plain JSON (None stays None)."""
+    return None if tokens is None else [t.to_json() for t in tokens]
+
+
+def logprobs_from_json(value: Any) -> tuple[TokenLogprob, ...] | None:
+    """The inverse of :func:`logprobs_to_json`; None for anything that is not such a list."""
+    if not isinstance(value, list):
+        return None
+    try:
+        return tuple(TokenLogprob.from_json(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
 class GenerationResponse:
     text: str
     finish_reason: str | None  # "stop", "length", ... as the server said
@@ -96,6 +133,8 @@ class GenerationResponse:
     error_detail: str = ""
     server_timing_s: float | None = None  # the server's own generation time, when it reports one
     reasoning: str | None = None  # separate thinking trace (Ollama message.thinking); never in text
+    # Per generated token, when the request asked for ``top_logprobs`` and the server gave them; else None.
+    token_logprobs: tuple[TokenLogprob, ...] | None = None
 
     @property
     def ok(self) -> bool:

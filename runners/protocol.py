@@ -18,6 +18,7 @@ from runners.base import (
     GenerationParams,
     GenerationRequest,
     GenerationResponse,
+    TokenLogprob,
 )
 from runners.retry import JsonEndpoint, RetryPolicy, Sleep
 
@@ -38,6 +39,47 @@ def sampling_fields(params: GenerationParams, max_tokens_key: str = "max_tokens"
     if params.seed is not None:
         fields["seed"] = params.seed
     return fields
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def parse_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    """``choices[0].logprobs`` in either OpenAI shape (``runners.protocols.openai_compat``) → one entry
+    per generated token; None when absent or not in either shape."""
+    if not isinstance(logprobs, dict):
+        return None
+    content = logprobs.get("content")
+    if isinstance(content, list):  # chat
+        out = []
+        for entry in content:
+            if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+                return None
+            logprob = _number(entry.get("logprob"))
+            if logprob is None:
+                return None
+            top = [
+                (alt["token"], lp)
+                for alt in entry.get("top_logprobs") or ()
+                if isinstance(alt, dict)
+                and isinstance(alt.get("token"), str)
+                and (lp := _number(alt.get("logprob"))) is not None
+            ]
+            out.append(TokenLogprob(entry["token"], logprob, tuple(top)))
+        return tuple(out)
+    tokens, values, tops = logprobs.get("tokens"), logprobs.get("token_logprobs"), logprobs.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(values, list) or len(tokens) != len(values):
+        return None
+    tops = tops if isinstance(tops, list) and len(tops) == len(tokens) else [None] * len(tokens)
+    out = []
+    for token, value, top in zip(tokens, values, tops, strict=True):
+        logprob = _number(value)
+        if not isinstance(token, str) or logprob is None:
+            return None
+        pairs = [(t, lp) for t, v in (top if isinstance(top, dict) else {}).items() if (lp := _number(v)) is not None]
+        out.append(TokenLogprob(token, logprob, tuple(sorted(pairs, key=lambda p: -p[1]))))
+    return tuple(out)
 
 
 class JsonProtocolRunner:

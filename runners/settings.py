@@ -182,6 +182,11 @@ class BackendSettings(SettingsBlock):
         ``options``), beyond the ones every runner takes. None by default."""
         return {}
 
+    def token_logprobs(self) -> bool:
+        """Whether requests may ask this backend for ``top_logprobs`` (its server returns them, or
+        ignores the field and returns none); a judge weighs its scores only on such a backend. No by default."""
+        return False
+
 
 class RemoteSettings(BackendSettings):
     """A server someone else runs: its URL, the variable holding its key, requests in flight."""

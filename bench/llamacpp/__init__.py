@@ -4,4 +4,6 @@
   llama-cpp-python build, against another interpreter's.
 - ``throughput``: ``python -m bench.llamacpp.throughput`` — tokens per second of the batched engine and
   of replicas, against one 2-thread server.
+- ``deterministic``: ``python -m bench.llamacpp.deterministic`` — what ``deterministic: true`` costs the
+  batched engine in tokens per second, and whether its answers stay the same in any batch.
 """

@@ -27,10 +27,18 @@ identity is ``panel:<members>``, its rule and each member's key) and an entry of
              "criteria": [{"id": "<answer id>#<criterion id>", "kind", "truth", "predicted"}],
              "answers": [{"id", "true_coverage", "coverage"}], "drift": {...} | null}
 
+A judge asked with token logprobs also gets the probability-weighted side
+(``judge.calibration.probabilities``): ``metrics.overall.weighted`` = {auc, threshold, at_default,
+at_threshold, holistic}, ``p_met`` on each criterion row, ``weighted_coverage`` on each answer, and
+``p_met_threshold`` = {value, youden_j, sensitivity, specificity, criteria, met} | null — the cut runs
+of this judge use for P(met) (:func:`p_met_threshold`; 0.5 without one). A claim entry of such a judge
+has ``metrics.weighted`` = {auc, threshold, at_default, at_threshold} for P(unsupported) and
+``p_unsupported`` on each claim row.
+
 Drift: a calibration is compared with the latest earlier one of the same identity on the same
 set (same sha256); flagged when |ΔF1 on unsupported| or |Δ3-class accuracy| > ``DRIFT_THRESHOLD``
-— for a criteria entry, when the |Δ| of the topic, warning or forbidden F1 or of the holistic
-Spearman ρ is. A delta is None (never flagged) when either side's metric is undefined.
+— for a criteria entry, when the |Δ| of the topic, warning or forbidden F1, of the holistic
+Spearman ρ or of the AUC of P(met) is. A delta is None (never flagged) when either side's metric is undefined.
 Under one identity that means the model behind the endpoint changed or its sampling is not
 deterministic — re-calibrate with ``--no-cache``, since cached replies cannot drift.
 """
@@ -46,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.files import atomic_write_text
+from judge.calibration.probabilities import DEFAULT_THRESHOLD
 
 SCHEMA_VERSION = 1
 KIND = "medpool-judge-calibration"
@@ -64,7 +73,10 @@ CRITERIA_DRIFT_METRICS = (
     ("warning_f1", ("warning", "f1")),
     ("forbidden_f1", ("forbidden", "f1")),
     ("holistic_spearman", ("holistic", "spearman")),
+    ("p_met_auc", ("weighted", "auc", "all")),
 )
+# The entry field holding the P(met) cut a criteria calibration chose (judge.calibration.probabilities).
+THRESHOLD_KEY = "p_met_threshold"
 
 
 class CalibrationStoreError(ValueError):
@@ -193,6 +205,26 @@ def calibrations(store_dir: Path | str) -> list[dict[str, Any]]:
         except CalibrationStoreError:
             continue
     return out
+
+
+def p_met_threshold(
+    records: Iterable[Mapping[str, Any]], stages: Iterable[str], criteria_items_version: str
+) -> tuple[float, str | None]:
+    """The P(met) cut for a judge whose rubric verdicts get one of ``stages``: the threshold of the newest
+    criteria calibration of exactly that judge (same stages, same ``criteria_items`` prompt version) that
+    chose one, and that calibration's judge key; else ``(DEFAULT_THRESHOLD, None)``."""
+    best: tuple[str, float, str] | None = None  # (calibrated_at, cut, key)
+    for record in for_stages(records, stages, set_kind=CRITERIA_SET_KIND):
+        if record.get("identity", {}).get("prompt_versions", {}).get("criteria_items") != criteria_items_version:
+            continue
+        for entry in record.get("history", []):
+            chosen = entry.get(THRESHOLD_KEY)
+            value = chosen.get("value") if isinstance(chosen, Mapping) else None
+            if isinstance(value, (int, float)) and 0.0 <= value <= 1.0:
+                stamp = str(entry.get("calibrated_at", ""))
+                if best is None or stamp >= best[0]:
+                    best = (stamp, float(value), str(record.get("judge_key", "")))
+    return (DEFAULT_THRESHOLD, None) if best is None else (best[1], best[2])
 
 
 def for_stages(

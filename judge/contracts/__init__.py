@@ -3,7 +3,7 @@
 A contract is ONE declaration, ``SPEC = ContractSpec(...)`` in the module named after it (name,
 template, prompt builder, verdict JSON Schema, parser, verdict → score); ``table`` collects them
 and is the only place a contract is looked up by name (``contract_spec``, ``prompt_version``,
-``output_schema``, ``reask_prompt``). A guide: ``docs/adding-a-judge-contract.md``.
+``output_schema``, ``request_schema``, ``reask_prompt``). A guide: ``docs/adding-a-judge-contract.md``.
 
 - ``spec``            — :class:`ContractSpec`: the fields, the prompt version, the re-ask
 - ``table``           — ``CONTRACT_SPECS`` by name; refuses unknown names ("did you mean …")

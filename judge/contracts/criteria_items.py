@@ -26,7 +26,9 @@ answer, an unanswered forbidden item never does.
 here changes the judge identity of every score graded with it.
 
 The prompt lists every criterion under its id (T/W/N) and asks, per id, met or not and the
-shortest span of the answer that shows it (at most ``EVIDENCE_MAX_CHARS`` characters).
+shortest span of the answer that shows it (at most ``EVIDENCE_MAX_CHARS`` characters). A constrained
+request carries that item's own schema (:func:`criteria_items_schema`: exactly its ids, once each);
+the contract's ``schema`` is the verdict shape for any item.
 """
 
 from __future__ import annotations
@@ -224,25 +226,57 @@ def parse_item_criteria(item: Item, reply: str) -> CriteriaItemsVerdict | ParseF
     return parse_criteria_items(reply, [criterion_id for criterion_id, _, _ in criteria_ids(item.gold)])
 
 
+def _judgement_schema(criterion_id: Mapping[str, Any], evidence: Mapping[str, Any]) -> dict[str, Any]:
+    return object_schema({"id": dict(criterion_id), "met": {"type": "boolean"}, "evidence": dict(evidence)})
+
+
+def _verdict_schema(items: Mapping[str, Any]) -> dict[str, Any]:
+    return object_schema({"items": dict(items), "flags": STRING_LIST})
+
+
+# The verdict shape whatever the item: any criterion ids, any number of them.
+VERDICT_SCHEMA = _verdict_schema(
+    {
+        "type": "array",
+        "items": _judgement_schema({"type": "string", "pattern": "^[TWN][1-9][0-9]*$"}, {"type": "string"}),
+    }
+)
+# One request's evidence: as long as the prompt allows, so a grammar cannot let it run to max_tokens.
+_EVIDENCE = {"type": "string", "maxLength": EVIDENCE_MAX_CHARS}
+
+
+def criteria_items_schema(ids: Sequence[str], ordered: bool = False) -> dict[str, Any]:
+    """The verdict schema of one request: exactly one judgement per id of ``ids``, so an empty or a
+    partial verdict cannot be decoded under constrained decoding.
+
+    Portable form (``ordered`` False; OpenAI-style ``json_schema``): every entry's id in the enum of
+    ``ids``, ``minItems`` = ``maxItems`` = ``len(ids)``. Ordered form (a grammar): ``prefixItems``, the
+    i-th entry's id fixed to ``ids[i]`` (the order the prompt lists them in), so no id can be repeated
+    in place of another — a grammar holds this, while not every ``json_schema`` server takes
+    ``prefixItems``. Evidence is bounded by ``EVIDENCE_MAX_CHARS``, as the prompt asks.
+    """
+    if not ids:
+        raise ValueError("a criteria_items request needs at least one criterion id")
+    for criterion_id in ids:
+        kind_of(criterion_id)  # refuses anything that is not a criterion id
+    count = {"minItems": len(ids), "maxItems": len(ids)}
+    if ordered:
+        entries = [_judgement_schema({"const": criterion_id}, _EVIDENCE) for criterion_id in ids]
+        return _verdict_schema({"type": "array", "prefixItems": entries, **count})
+    return _verdict_schema({"type": "array", "items": _judgement_schema({"enum": list(ids)}, _EVIDENCE), **count})
+
+
+def item_criteria_schema(item: Item, ordered: bool = False) -> dict[str, Any]:
+    """:func:`criteria_items_schema` for this item's criteria (the contract's ``request_schema``)."""
+    return criteria_items_schema([criterion_id for criterion_id, _, _ in criteria_ids(item.gold)], ordered)
+
+
 SPEC = ContractSpec(
     name="criteria_items",
     template=ContractTemplate(CRITERIA_ITEMS_SYSTEM, CRITERIA_ITEMS_USER, _CRITERIA_ITEMS_OUTPUT),
     build=criteria_items_messages,
-    schema=object_schema(
-        {
-            "items": {
-                "type": "array",
-                "items": object_schema(
-                    {
-                        "id": {"type": "string", "pattern": "^[TWN][1-9][0-9]*$"},
-                        "met": {"type": "boolean"},
-                        "evidence": {"type": "string"},
-                    }
-                ),
-            },
-            "flags": STRING_LIST,
-        }
-    ),
+    schema=VERDICT_SCHEMA,
+    request_schema=item_criteria_schema,
     parse=parse_item_criteria,
     verdict=CriteriaItemsVerdict,
     constants=points_constants,

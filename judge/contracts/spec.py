@@ -14,6 +14,7 @@ named in its ``SPEC`` — a module of ``judge/contracts/`` named after the contr
         score=probe_score,                     # verdict → Score (a contract a gold type names)
         unjudged=probe_unjudged,               # the 0 score's parts when the judge is not called
         constants=probe_constants,             # scoring numbers outside the text (hashed)
+        request_schema=None,                   # (item, ordered) → one request's narrower schema
     )
 
 ``version()`` = first 12 hex of sha256 over the contract's templates, the re-ask template,
@@ -28,6 +29,11 @@ apart. A server that supports constrained decoding (a ``response_format`` / gram
 it (``judge.contracts.table.output_schema``), so a small judge cannot write a label outside the
 set. The parse ladder stays lenient where the schema is strict (aliases, ``8分``, Chinese labels):
 the schema is what is asked, the ladder what is accepted.
+
+``request_schema`` narrows the schema for one item where the verdict's shape depends on it
+(``criteria_items``: exactly that item's criterion ids, so an empty or partial verdict cannot be
+decoded); ``ordered`` asks for the form a grammar holds best (each id in its place). It derives from
+``schema`` and the item, so it is not hashed apart: a request carries its schema, and so its cache key.
 
 A contract with ``score`` grades an item on its own and may be named by a gold type
 (``eval.gold_types``); one without (``criteria_items``, ``hallu``) is asked beside such a contract
@@ -53,6 +59,7 @@ Builder = Callable[[Item, str], tuple[Message, ...]]
 Parser = Callable[[Item, str], Any]
 Scorer = Callable[[Item, str, Any, JudgeIdentity, bool], Score]
 Unjudged = Callable[[Item, str], tuple[dict[str, Any], dict[str, Any]]]
+RequestSchema = Callable[[Item, bool], Mapping[str, Any]]
 
 STRING_LIST: Mapping[str, Any] = {"type": "array", "items": {"type": "string"}}
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -91,6 +98,7 @@ class ContractSpec:
     score: Scorer | None = None
     unjudged: Unjudged | None = None
     constants: Callable[[], Mapping[str, Any]] | None = None
+    request_schema: RequestSchema | None = None
 
     def __post_init__(self) -> None:
         where = f"judge contract {self.name!r} (judge/contracts/{self.name}.py)"
@@ -118,6 +126,13 @@ class ContractSpec:
         if self.unjudged is None:
             raise ValueError(f"judge contract {self.name!r} grades no item on its own: it has no 0 without a verdict")
         return self.unjudged(item, answer_text)
+
+    def schema_for(self, item: Item | None, ordered: bool = False) -> Mapping[str, Any]:
+        """The schema a request about ``item`` is constrained to: ``request_schema`` when the contract
+        narrows it per item, else the verdict ``schema`` (module doc)."""
+        if item is None or self.request_schema is None:
+            return self.schema
+        return self.request_schema(item, ordered)
 
     def messages(self, **fields: str) -> tuple[Message, ...]:
         """The system message and the user template filled with ``fields``."""

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from eval.gold_types import JUDGE_CONTRACTS, RUBRIC_CONTRACTS
+from eval.items import Item
 from judge.contracts.framing import Message
 from judge.contracts.spec import ContractSpec
 
@@ -108,6 +109,12 @@ def prompt_version(name: str) -> str:
 def output_schema(name: str) -> dict[str, Any]:
     """A copy of the contract's verdict JSON Schema, to send for constrained decoding."""
     return copy.deepcopy(dict(contract_spec(name).schema))
+
+
+def request_schema(name: str, item: Item | None, ordered: bool = False) -> dict[str, Any]:
+    """A copy of the schema one request about ``item`` is constrained to (``ContractSpec.schema_for``):
+    the verdict schema narrowed to the item where the contract does so; ``ordered`` for a grammar."""
+    return copy.deepcopy(dict(contract_spec(name).schema_for(item, ordered)))
 
 
 def reask_prompt(

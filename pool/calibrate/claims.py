@@ -4,7 +4,9 @@ Every labelled claim of the set (``judge.calibration.claim_set``) is sent to the
 the candidate answer of the claim-level (``hallu``) contract, through the pool's scheduler,
 lanes, retries and response cache — the same requests ``--hallu`` runs make, with one re-ask for
 an unparseable reply (:mod:`pool.calibrate.judging`). The judge's labels give precision / recall /
-F1 on ``unsupported``, 3-class accuracy and the confusion matrix, overall and per tier; the result
+F1 on ``unsupported``, 3-class accuracy and the confusion matrix, overall and per tier — and, for a
+judge that weighs its verdicts by token logprobs, beside them the AUC of P(unsupported), its Youden
+threshold and P/R/F1 at 0.5 and at that threshold (``judge.calibration.probabilities``); the result
 is appended to the calibration store under the judge's full identity (``judge.calibration.store``),
 compared with the previous calibration of that identity (drift), and shown in the report of every
 run judged by it.
@@ -34,6 +36,7 @@ from judge.calibration.claim_set import (
     load_calibration_set,
     metrics_by_tier,
 )
+from judge.calibration.probabilities import claim_p_unsupported, weighted_claim_metrics
 from judge.calibration.store import CalibrationStoreError, judge_key, record_calibration
 from judge.contracts.framing import Message
 from judge.contracts.hallu import hallu_judge_prompt
@@ -67,6 +70,7 @@ class ClaimOutcome:
     predicted: str | None
     reason: str  # why there is no label ("" when there is one)
     reply: str
+    p_unsupported: float | None = None  # from the reply's token logprobs, when the judge weighs its verdicts
 
 
 def claim_messages(claim: LabelledClaim) -> tuple[Message, ...]:
@@ -100,7 +104,9 @@ def _outcome(claim: LabelledClaim, reply: JudgeReply) -> ClaimOutcome:
     if reply.verdict is None:
         return ClaimOutcome(claim, None, reply.reason, reply.text[:REPLY_KEPT_CHARS])
     label = claim_label(reply.verdict)
-    return ClaimOutcome(claim, label, "" if label else "the reply lists no claim", reply.text[:REPLY_KEPT_CHARS])
+    weighed = None if reply.logprobs is None else claim_p_unsupported(reply.text, reply.logprobs)
+    reason = "" if label else "the reply lists no claim"
+    return ClaimOutcome(claim, label, reason, reply.text[:REPLY_KEPT_CHARS], weighed)
 
 
 def calibration_entry(
@@ -111,7 +117,10 @@ def calibration_entry(
     return {
         "calibrated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "set": {"path": calibration_set.path, "sha256": calibration_set.sha256, "claims": len(calibration_set.claims)},
-        "metrics": metrics_by_tier(calibration_set.claims, predicted),
+        "metrics": {
+            **metrics_by_tier(calibration_set.claims, predicted),
+            "weighted": weighted_claim_metrics([o.claim.gold for o in outcomes], [o.p_unsupported for o in outcomes]),
+        },
         "claims": [
             {
                 "id": o.claim.id,
@@ -119,6 +128,7 @@ def calibration_entry(
                 "kind": o.claim.kind,
                 "gold": o.claim.gold,
                 "predicted": o.predicted or NO_VERDICT,
+                **({"p_unsupported": o.p_unsupported} if o.p_unsupported is not None else {}),
                 **({"reason": o.reason} if o.reason else {}),
                 **({"reply": o.reply} if o.predicted != o.claim.gold and o.reply else {}),
             }
@@ -155,6 +165,7 @@ def render_text(identity: Mapping[str, Any], entry: Mapping[str, Any], stored: s
     wrong = [c for c in entry["claims"] if c["predicted"] != c["gold"]]
     if wrong:
         lines.append("  disagreements: " + ", ".join(f"{c['id']} ({c['gold']} → {c['predicted']})" for c in wrong))
+    lines.append(_weighted_line(metrics.get("weighted")))
     drift = entry.get("drift")
     if drift:
         delta = drift["delta"]
@@ -166,6 +177,18 @@ def render_text(identity: Mapping[str, Any], entry: Mapping[str, Any], stored: s
     lines.append(f"  requests: {entry['requests']['calls']} sent, {entry['requests']['cache_hits']} from the cache")
     lines.append(f"  stored in {stored}" if stored else "  not stored")
     return "\n".join(lines)
+
+
+def _weighted_line(weighted: Mapping[str, Any] | None) -> str:
+    if weighted is None:
+        return "  probability-weighted: no token logprobs, plain labels only"
+    chosen, at_cut = weighted["threshold"], weighted["at_threshold"]
+    cut = "none chosen" if chosen is None else f"{chosen['value']:.3f} (J {chosen['youden_j']:.3f})"
+    return (
+        f"  probability-weighted: AUC of P(unsupported) {_num(weighted['auc'])}; F1 at 0.5 "
+        f"{_num(weighted['at_default']['f1'])}; threshold {cut}, "
+        f"F1 there {_num(None if at_cut is None else at_cut['f1'])}"
+    )
 
 
 def _signed(value: float | None) -> str:

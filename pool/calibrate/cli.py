@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
         "'unsupported', 3-class accuracy and the confusion matrix, per tier; store the result under the judge's "
         "identity. With --set criteria: send synthetic answers whose criteria are known to every judge of the pool "
         "(and its panel) and measure per-criterion P/R/F1 per kind (topic, warning, forbidden) beside the holistic "
-        "coverage's Spearman ρ.",
+        "coverage's Spearman ρ. A judge that returns token logprobs is also measured probability-weighted, side by "
+        "side: AUC of P(met) (claims: P(unsupported)), P/R/F1 at 0.5 and at the Youden-optimal threshold, which is "
+        "stored with the judge's identity and used by its runs to cut P(met).",
         epilog="Exit codes: 0 stored; 1 some judge calls failed (nothing stored); 2 bad input; 130 interrupted.",
     )
     parser.add_argument(

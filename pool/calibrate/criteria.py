@@ -17,7 +17,8 @@ A pool with more than one judge is also calibrated as a panel: its verdict on a 
 ``judge.panel.combine_votes`` over the members' met / not met under the pool's ``panel_rule`` (for
 ``reliability``, each member's reliability is estimated with ``estimate_reliability`` from the
 members' own votes on every criterion of the set; the function a run's criterion grading uses),
-and its holistic coverage is the median of the members' coverage scores (members without a verdict left out).
+and its holistic coverage is the median of the members' coverage scores (members without a verdict left out);
+weighted, its P(met) is the members' mean P(met) and its expected coverage their median.
 
 Each judge, and the panel, is one entry of the calibration store (``judge.calibration.store``)
 under its identity — ``pool.calibrate.judging.judge_identity`` plus the ``criteria_items`` prompt version
@@ -34,9 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,13 +51,22 @@ from judge.calibration.criteria_set import (
     criteria_item_metrics,
     holistic_coverage_rank,
 )
-from judge.calibration.store import CRITERIA_SET_KIND, CalibrationStoreError, judge_key, record_calibration
+from judge.calibration.probabilities import weighted_criteria_metrics
+from judge.calibration.store import (
+    CRITERIA_SET_KIND,
+    THRESHOLD_KEY,
+    CalibrationStoreError,
+    judge_key,
+    record_calibration,
+)
 from judge.contracts.criteria_items import KINDS, criteria_ids, kind_of
 from judge.contracts.framing import Message
 from judge.contracts.spec import Contract
 from judge.contracts.table import contract_spec, prompt_version
 from judge.panel import Reliability, combine_votes
 from judge.verdicts import CriteriaItemsVerdict
+from judge.weighting import weigh_criteria_items, weigh_rubric
+from pool.calibrate.criteria_text import render_criteria_text
 from pool.calibrate.judging import (
     CANDIDATE,
     EXIT_INFRA,
@@ -86,7 +95,6 @@ DEFAULT_ITEMS, DEFAULT_PER_ITEM, DEFAULT_SEED = 20, 3, 0
 CONTRACTS: tuple[Contract, ...] = ("criteria", "criteria_items")
 # The contract a run names in its stage: none for the item's own (holistic) verdict, as pool.score does.
 RUN_STAGE_CONTRACT: dict[str, str | None] = {"criteria": None, "criteria_items": "criteria_items"}
-REASONS_SHOWN = 3  # the most frequent reasons for a missing verdict, per judge, in the summary
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,16 @@ class JudgeCriteria:
     failed: list[str]  # answer ids with a failed call: the calibration is not stored
     counts: dict[str, int]
     reliability: Reliability | None = None  # a panel under the reliability rule
+    # Weighed from the replies' token logprobs (judge.weighting), None where absent: P(met) per criterion
+    # the verdict judged, and the holistic coverage's expected value.
+    p_met: list[dict[str, float] | None] = field(default_factory=list)
+    weighted_coverage: list[float | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # built without the weighted side (no logprobs asked): none for every answer
+        for name in ("p_met", "weighted_coverage"):
+            if not getattr(self, name):
+                object.__setattr__(self, name, [None] * len(self.met))
 
 
 def load_criteria_items(suite: Path, given: bool) -> list[Item]:
@@ -202,6 +220,7 @@ async def judge_criteria(
                     contract,
                     criteria_messages(contract, item, answer.text),
                     _parser(contract, item),
+                    item,
                 )
                 for contract in CONTRACTS
                 for answer in answers
@@ -226,6 +245,8 @@ def _verdicts(
 ) -> JudgeCriteria:
     met: list[dict[str, bool] | None] = []
     coverage: list[float | None] = []
+    p_met: list[dict[str, float] | None] = []
+    weighted: list[float | None] = []
     reasons: list[dict[str, str]] = []
     replies: list[dict[str, str]] = []
     failed: list[str] = []
@@ -233,6 +254,8 @@ def _verdicts(
         verdict = per_item.verdict
         met.append(verdict.met_by_id() if isinstance(verdict, CriteriaItemsVerdict) else None)
         coverage.append(float(holistic.verdict.coverage) if holistic.verdict is not None else None)
+        p_met.append(_p_met(per_item))
+        weighted.append(_weighted_coverage(holistic))
         pair = {"criteria": holistic, "criteria_items": per_item}
         reasons.append({c: r.reason for c, r in pair.items() if r.verdict is None})
         kept = {
@@ -243,7 +266,24 @@ def _verdicts(
         replies.append(kept)
         if holistic.failed or per_item.failed:
             failed.append(answer.id)
-    return JudgeCriteria(name, identity, met, coverage, reasons, replies, failed, counts)
+    return JudgeCriteria(name, identity, met, coverage, reasons, replies, failed, counts, None, p_met, weighted)
+
+
+def _p_met(reply: JudgeReply) -> dict[str, float] | None:
+    """P(met) of each criterion the parsed verdict judged, from the reply's logprobs; None without any."""
+    if not isinstance(reply.verdict, CriteriaItemsVerdict) or reply.logprobs is None:
+        return None
+    judged = reply.verdict.met_by_id()
+    row = {cid: p for cid, p in weigh_criteria_items(reply.text, reply.logprobs).items() if cid in judged}
+    return row or None
+
+
+def _weighted_coverage(reply: JudgeReply) -> float | None:
+    """The holistic verdict's expected coverage score, from the reply's logprobs; None without it."""
+    if reply.verdict is None or reply.logprobs is None:
+        return None
+    weighted = weigh_rubric(reply.text, reply.logprobs)
+    return None if weighted is None else weighted.get("coverage")
 
 
 def panel_criteria(
@@ -271,10 +311,9 @@ def panel_criteria(
         target = met[i]
         if passed is not None and target is not None:
             target[cid] = passed
-    coverage = []
-    for i in range(len(answers)):
-        present = [m.coverage[i] for m in members if m.coverage[i] is not None]
-        coverage.append(float(np.median(present)) if present else None)
+    coverage = [_median([m.coverage[i] for m in members]) for i in range(len(answers))]
+    weighted = [_median([m.weighted_coverage[i] for m in members]) for i in range(len(answers))]
+    p_met = [_mean_p([m.p_met[i] for m in members]) for i in range(len(answers))]
     identity = {
         "name": "panel:" + ",".join(m.name for m in members),
         "backend": "panel",
@@ -299,7 +338,23 @@ def panel_criteria(
         sorted({a for m in members for a in m.failed}),
         counts,
         reliability,
+        p_met,
+        weighted,
     )
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else None
+
+
+def _mean_p(rows: Sequence[Mapping[str, float] | None]) -> dict[str, float] | None:
+    """The panel's P(met) per criterion: the mean of the members' that weighed it."""
+    by_id: dict[str, list[float]] = {}
+    for row in rows:
+        for cid, p in (row or {}).items():
+            by_id.setdefault(cid, []).append(p)
+    return {cid: round(float(np.mean(ps)), 6) for cid, ps in by_id.items()} or None
 
 
 def criteria_metrics(answers: Sequence[CriteriaCalibrationAnswer], judged: JudgeCriteria) -> dict[str, Any]:
@@ -311,10 +366,13 @@ def criteria_metrics(answers: Sequence[CriteriaCalibrationAnswer], judged: Judge
         "scored": scored,
         "no_verdict": len(answers) - scored,
     }
+    weighted = weighted_criteria_metrics(
+        [a.truth for a in answers], judged.p_met, [a.true_coverage for a in answers], judged.weighted_coverage
+    )
     return {
         "overall": {key: items[key] for key in ("answers", "answers_judged", "answers_no_verdict")}
         | {kind: items["kinds"][kind] for kind in KINDS}
-        | {"holistic": holistic}
+        | {"holistic": holistic, "weighted": weighted}
     }
 
 
@@ -339,8 +397,9 @@ def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, A
                 "kind": kind_of(cid),
                 "truth": true,
                 "predicted": None if met is None else met.get(cid),
+                **({"p_met": p[cid]} if p is not None and cid in p else {}),
             }
-            for a, met in zip(answers, judged.met, strict=True)
+            for a, met, p in zip(answers, judged.met, judged.p_met, strict=True)
             for cid, true in a.truth.items()
         ],
         "answers": [
@@ -348,15 +407,18 @@ def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, A
                 "id": a.id,
                 "true_coverage": a.true_coverage,
                 "coverage": coverage,
+                **({"weighted_coverage": weighted} if weighted is not None else {}),
                 **({"reasons": reasons} if reasons else {}),
                 **({"replies": replies} if replies else {}),
             }
-            for a, coverage, reasons, replies in zip(
-                answers, judged.coverage, judged.reasons, judged.replies, strict=True
+            for a, coverage, weighted, reasons, replies in zip(
+                answers, judged.coverage, judged.weighted_coverage, judged.reasons, judged.replies, strict=True
             )
         ],
         "requests": dict(judged.counts),
     }
+    weighed = entry["metrics"]["overall"]["weighted"]
+    entry[THRESHOLD_KEY] = None if weighed is None else weighed["threshold"]
     if judged.reliability is not None:
         names = judged.identity["member_names"]
         entry["reliability"] = {
@@ -365,73 +427,6 @@ def criteria_entry(inputs: CriteriaInputs, judged: JudgeCriteria) -> dict[str, A
             "votes": judged.reliability.items,
         }
     return entry
-
-
-def _num(value: float | None, width: int) -> str:
-    return f"{'–' if value is None else f'{value:.3f}':>{width}}"
-
-
-def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.3f}"
-
-
-def render_criteria_text(
-    inputs: CriteriaInputs, rows: Sequence[tuple[JudgeCriteria, dict[str, Any], str | None]]
-) -> str:
-    """The table printed by the CLI: one row per judge and the panel, then each row's key, drift and store."""
-    cs = inputs.calibration_set
-    width = max(22, *(len(judged.name) + 2 for judged, _, _ in rows))
-    lines = [
-        f"criteria calibration: {inputs.suite} — {len(inputs.items)} items × {inputs.per_item} answers = "
-        f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})",
-        f"  {'':<{width}}" + "".join(f"{kind:^21}" for kind in KINDS) + f"  {'holistic':>8}  {'answers judged':>17}",
-        f"  {'judge':<{width}}"
-        + f"{'P':>7}{'R':>7}{'F1':>7}" * len(KINDS)
-        + f"  {'ρ':>8}  {'items':>7}  {'holistic':>8}",
-    ]
-    for judged, entry, _ in rows:
-        o = entry["metrics"]["overall"]
-        cells = "".join(_num(o[k]["precision"], 7) + _num(o[k]["recall"], 7) + _num(o[k]["f1"], 7) for k in KINDS)
-        items, holistic = f"{o['answers_judged']}/{o['answers']}", f"{o['holistic']['scored']}/{o['answers']}"
-        lines.append(
-            f"  {judged.name:<{width}}{cells}  {_num(o['holistic']['spearman'], 8)}  {items:>7}  {holistic:>8}"
-        )
-    for judged, entry, stored in rows:
-        req = entry["requests"]
-        lines.append(
-            f"  {judged.name}: key {judge_key(judged.identity)}; "
-            f"requests {req['calls']} sent, {req['cache_hits']} from the cache"
-        )
-        counts = ", ".join(
-            f"{k} {entry['metrics']['overall'][k]['judged']}/{entry['metrics']['overall'][k]['n']}" for k in KINDS
-        )
-        lines.append(f"    criteria judged: {counts}")
-        why = Counter(reason for reasons in judged.reasons for reason in reasons.values())
-        if why:
-            lines.append(
-                "    no verdict: "
-                + "; ".join(f"{n} × {reason}" for reason, n in why.most_common(REASONS_SHOWN))
-                + (f"; {len(why) - REASONS_SHOWN} other reason(s)" if len(why) > REASONS_SHOWN else "")
-            )
-        if "reliability" in entry:
-            accuracy = ", ".join(f"{n} {a:.3f}" for n, a in entry["reliability"]["estimated_accuracy"].items())
-            lines.append(
-                f"    estimated accuracy (Dawid–Skene over {entry['reliability']['votes']} criteria): {accuracy}"
-            )
-        drift = entry.get("drift")
-        if drift:
-            d = drift["delta"]
-            changed = drift["changed_criteria"]
-            shown = f" ({', '.join(changed[:5])}{'…' if len(changed) > 5 else ''})" if changed else ""
-            lines.append(
-                f"    {'DRIFT' if drift['flagged'] else 'no drift'} vs {drift['against']}: "
-                f"ΔF1 topic {_signed(d['topic_f1'])}, "
-                f"warning {_signed(d['warning_f1'])}, forbidden {_signed(d['forbidden_f1'])}, "
-                f"Δρ holistic {_signed(d['holistic_spearman'])} (threshold {drift['threshold']}); "
-                f"changed criteria: {len(changed)}{shown}"
-            )
-        lines.append(f"    stored in {stored}" if stored else "    not stored")
-    return "\n".join(lines)
 
 
 def calibrate_criteria(args: argparse.Namespace) -> int:
@@ -470,7 +465,12 @@ def calibrate_criteria(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(render_criteria_text(inputs, rows))
+        cs = inputs.calibration_set
+        header = (
+            f"criteria calibration: {inputs.suite} — {len(inputs.items)} items × {inputs.per_item} answers = "
+            f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})"
+        )
+        print(render_criteria_text(header, [(j.name, judge_key(j.identity), e, stored) for j, e, stored in rows]))
     if failed:
         print(
             f"judge calls failed on {len(failed)} answer(s) ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "

@@ -5,8 +5,9 @@ bring a judge up with :func:`open_judge` — run store in a work folder, schedul
 response cache — so its stage names and requests are a run's, and ask it through
 :class:`CalibrationJudge`: every request sent, a reply that does not parse re-asked once
 (:meth:`CalibrationJudge.ask`). :func:`judge_identity` is what the calibration store files a result
-under; :func:`run_judging` runs one calibration's judging to its end and turns a failure into the
-exit code the CLI gives.
+under; a reply keeps its token logprobs when the judge asks for them (``JudgeSetup.top_logprobs``),
+so its verdict can be weighed (``judge.weighting``); :func:`run_judging` runs one calibration's
+judging to its end and turns a failure into the exit code the CLI gives.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def judge_identity(config: PoolConfig, setup: JudgeSetup) -> dict[str, Any]:
         "run_stages": {item.gold_type: setup.stage(item) for item in CONTRACT_ITEMS},
         # constrained verdicts are another judge's; unconstrained identities stay as they were
         **({"structured_output": setup.structured_output} if setup.constrained else {}),
+        # so are verdicts weighed by their token logprobs (judge.weighting)
+        **({"top_logprobs": setup.top_logprobs} if setup.top_logprobs is not None else {}),
     }
 
 
@@ -120,6 +123,7 @@ class JudgeAsk:
     contract: Contract
     messages: tuple[Message, ...]
     parse: Callable[[str], Any]
+    item: Item | None = None  # the item asked about, where the contract narrows its schema per item
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class JudgeReply:
     reason: str  # "" with a verdict
     text: str  # the reply that was read ("" when the call failed)
     failed: bool = False  # the call or its re-ask failed: a calibration holding such a reply is not stored
+    logprobs: Any = None  # the reply's token logprobs (JSON, ``runners.base.logprobs_to_json``) when asked
 
 
 def _call_failed(row: Result | None, what: str) -> JudgeReply:
@@ -145,7 +150,7 @@ class CalibrationJudge:
         self.setup = setup
         self.session = session
         self.store = store
-        self.dispatcher = session.dispatcher({}, {}, setup.model)
+        self.dispatcher = session.dispatcher({}, {}, setup.model, judge_top_logprobs=setup.top_logprobs)
 
     async def ask(self, asks: Sequence[JudgeAsk]) -> list[JudgeReply]:
         """One reply per ask, in order: every ask is sent, an unparseable reply is re-asked once
@@ -165,7 +170,7 @@ class CalibrationJudge:
                 again[index] = reask_prompt(ask.contract, ask.messages, row.text, parsed.reason)
                 replies.append(None)
             else:
-                replies.append(JudgeReply(parsed, "", row.text))
+                replies.append(JudgeReply(parsed, "", row.text, logprobs=row.extra.get("logprobs")))
         reasks = {asks[i].reask_unit: m for i, m in again.items()}
         await _round(self.session, store, self.dispatcher, judge, reasks, self._schemas([asks[i] for i in again], True))
         for index in again:
@@ -177,15 +182,16 @@ class CalibrationJudge:
             replies[index] = (
                 JudgeReply(None, f"unparseable after one re-ask: {parsed.reason}", row.text)
                 if isinstance(parsed, ParseFailure)
-                else JudgeReply(parsed, "", row.text)
+                else JudgeReply(parsed, "", row.text, logprobs=row.extra.get("logprobs"))
             )
         done = [reply for reply in replies if reply is not None]
         assert len(done) == len(asks)  # every re-asked index was filled in above
         return done
 
     def _schemas(self, asks: Sequence[JudgeAsk], reask: bool = False) -> dict[Unit, Schema]:
-        """Each ask's verdict schema, by the unit it is sent as, when the judge is constrained."""
-        schemas = {(a.reask_unit if reask else a.unit): self.setup.contract_schema(a.contract) for a in asks}
+        """Each ask's verdict schema (narrowed to its item where the contract does so), by the unit it is
+        sent as, when the judge is constrained."""
+        schemas = {(a.reask_unit if reask else a.unit): self.setup.contract_schema(a.contract, a.item) for a in asks}
         return {unit: schema for unit, schema in schemas.items() if schema is not None}
 
     def counts(self) -> dict[str, int]:

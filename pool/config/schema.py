@@ -52,6 +52,9 @@ PanelRule = Literal["majority", "mean", "reliability"]
 # How criteria items are judged: the four-dimension verdict alone (holistic), or also criterion by
 # criterion (``criteria_items`` contract), ranking by the holistic verdict (both) or by the points (items).
 CriteriaGrading = Literal["holistic", "both", "items"]
+# weighted: a judged row's value and pass come from the judge's probability-weighted scores where its
+# backend returns token logprobs (judge.weighting); argmax: from its top answer, as a plain verdict.
+JudgeScores = Literal["weighted", "argmax"]
 BackendName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 StopSequence = Annotated[str, StringConstraints(min_length=1)]
 NUM_CTX_RANGE = (256, 1_048_576)  # tokens; below a few hundred no prompt fits, above 1M no model reads
@@ -210,6 +213,16 @@ class Execution(_Block):
     ray_address: str | None = Field(default=None, min_length=1)
 
 
+class Pairwise(SettingsBlock):
+    """``pairwise:``: after scoring, every ``python -m pool.run`` of this pool has its judge(s) compare the
+    answers of the models the night left tied, side by side in both orders (``pool.pairwise``), within
+    ``budget`` judge calls (0: no limit); ``enabled: false`` keeps the block as the budget of the
+    standalone ``python -m pool.pairwise`` only."""
+
+    enabled: YamlBool = True
+    budget: int = Field(default=400, ge=0)
+
+
 class PoolFile(_Block):
     """A pool file's blocks, each valid on its own; what a run uses is :class:`pool.config.resolved.PoolConfig`,
     which also checks the cross-references and folds ``defaults:`` into each model."""
@@ -222,6 +235,7 @@ class PoolFile(_Block):
     reference_agent: ReferenceAgent | None = None  # a live run's reference (pool.live)
     panel_rule: PanelRule = "majority"
     criteria_grading: CriteriaGrading = "holistic"
+    judge_scores: JudgeScores = "weighted"
     # Ask a candidate once more when its answer to a reference or criteria item is empty or shorter
     # than its gold type's minimum (pool.score.guards), as the med-agent-verifier README does.
     reask_short_answers: YamlBool = False
@@ -229,8 +243,18 @@ class PoolFile(_Block):
     # A gold freshness audit (``python -m pool.freshness``'s freshness.json, relative to this file's folder):
     # the items carrying a drifted gold point are marked "gold may be stale" in each run's report.
     freshness: str | None = Field(default=None, min_length=1)
-    # At most this many judge calls for ``python -m pool.pairwise`` (its --budget overrides; 0: no limit).
-    pairwise_budget: int | None = Field(default=None, ge=0)
+    # Pairwise judging of the night's ties after scoring (``pool.pairwise``); see :class:`Pairwise`.
+    pairwise: Pairwise | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pairwise_budget_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "pairwise_budget" in data:
+            raise ValueError(
+                "pairwise_budget: write it as the budget of the pairwise block, `pairwise: {budget: N}` "
+                "(the block also judges every run's ties; add `enabled: false` to keep the budget only)"
+            )
+        return data
 
     @field_validator("defaults", mode="before")
     @classmethod
@@ -254,6 +278,7 @@ __all__ = [
     "Model",
     "OllamaBackend",
     "OpenAIBackend",
+    "Pairwise",
     "PoolFile",
     "ReferenceAgent",
     "ThinkSetting",

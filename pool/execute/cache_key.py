@@ -13,8 +13,8 @@ A request's ``output_schema`` (constrained decoding, ``runners.structured``) is 
 the same reason: unconstrained requests keep their keys.
 
 ``think`` is in the key whatever its value (on, off, a level, or unset). Params added after the
-first key layout (:data:`SENT_WHEN_SET`, e.g. Ollama's ``num_ctx``) are in only when set: unset,
-nothing is sent, so the request and its key are what they were before the param existed and the
+first key layout (:data:`SENT_WHEN_SET`: Ollama's ``num_ctx``, a judge's ``top_logprobs``) are in only
+when set: unset, nothing is sent, so the request and its key are what they were before the param existed and the
 answers already cached stay valid; set, the key differs (a larger context can change the answer).
 """
 
@@ -32,7 +32,7 @@ from runners.base import GenerationRequest
 # Bump when the payload layout changes, so old cache entries simply stop matching.
 CACHE_KEY_VERSION = 1
 # GenerationParams fields added after version 1: in the request record only when not None.
-SENT_WHEN_SET = frozenset({"num_ctx"})
+SENT_WHEN_SET = frozenset({"num_ctx", "top_logprobs"})
 
 
 def canonical_json(obj: Any) -> str:

@@ -10,7 +10,7 @@ answer, ``pool.score.guards``) goes to the unit's own model with the item's prom
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pool.config import Model
@@ -50,6 +50,7 @@ class Dispatcher:
     items: Mapping[str, PromptItem]
     endpoints: Mapping[str, BackendEndpoint]
     judge: Model | None = None
+    judge_top_logprobs: int | None = None  # judge requests ask this many alternatives per token (weighing)
 
     def answerer(self, unit: Unit) -> Model:
         name = answerer_of(unit, self.judge.name if self.judge is not None else None)
@@ -73,7 +74,7 @@ class Dispatcher:
                 model=model.model,
                 mode="chat",
                 messages=messages,
-                params=model.generation_params(),
+                params=replace(model.generation_params(), top_logprobs=self.judge_top_logprobs),
                 output_schema=schema,
             )
         endpoint = self.endpoints[model.backend]

@@ -19,17 +19,22 @@ and a resume reads the store, not the cache; a later run asks those few requests
 Max age: a hosted model can change behind the same id, so a nightly run asks again for answers
 older than its ``--cache-max-age`` (:meth:`ResponseCache.lookup`), and the fresh answer replaces
 the stale one. Judge verdicts are not aged (judge drift is measured by ``--anchor-sample``).
+
+Token logprobs (a judge's, asked with ``top_logprobs``) are kept with the answer in the ``logprobs``
+column (JSON, ``runners.base.logprobs_to_json``; NULL when the answer has none), so a cached verdict
+weighs exactly as the fresh one did. A cache file written before the column existed gets it on open.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pool.store.sqlite_db import SqliteHandle, connect, transaction, utc_now_iso
-from runners.base import GenerationResponse
+from runners.base import GenerationResponse, logprobs_from_json, logprobs_to_json
 
 CACHE_FILENAME = "responses.sqlite"
 WRITE_BEHIND_ROWS, WRITE_BEHIND_S = 64, 1.0  # a held put is written after at most this many puts or seconds
@@ -43,14 +48,15 @@ CREATE TABLE IF NOT EXISTS responses (
     completion_tokens INTEGER,
     latency_s         REAL NOT NULL,
     server_timing_s   REAL,
-    created_at        TEXT NOT NULL
+    created_at        TEXT NOT NULL,
+    logprobs          TEXT
 )
 """
 
 _REPLACE = (
     "DO UPDATE SET text = excluded.text, finish_reason = excluded.finish_reason, prompt_tokens ="
     " excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, latency_s = excluded.latency_s,"
-    " server_timing_s = excluded.server_timing_s, created_at = excluded.created_at"
+    " server_timing_s = excluded.server_timing_s, created_at = excluded.created_at, logprobs = excluded.logprobs"
 )
 
 CACHE_ENV = "MEDPOOL_CACHE_DIR"
@@ -80,6 +86,7 @@ def _as_stored(response: GenerationResponse) -> GenerationResponse:
         latency_s=response.latency_s,
         attempts=(),
         server_timing_s=response.server_timing_s,
+        token_logprobs=response.token_logprobs,
     )
 
 
@@ -92,6 +99,9 @@ class ResponseCache(SqliteHandle):
         self._conn = connect(self.path)
         with transaction(self._conn):
             self._conn.execute(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(responses)")}
+            if "logprobs" not in columns:  # a cache file from before token logprobs were kept
+                self._conn.execute("ALTER TABLE responses ADD COLUMN logprobs TEXT")
         self.write_behind = write_behind
         self._held: dict[str, tuple[GenerationResponse, bool, str]] = {}  # key -> (response, replace, created_at)
         self._held_since = 0.0
@@ -119,6 +129,7 @@ class ResponseCache(SqliteHandle):
             latency_s=row["latency_s"],
             attempts=(),
             server_timing_s=row["server_timing_s"],
+            token_logprobs=logprobs_from_json(json.loads(row["logprobs"])) if row["logprobs"] else None,
         ), False
 
     def put(self, key: str, response: GenerationResponse, replace: bool = False) -> bool:
@@ -159,6 +170,7 @@ class ResponseCache(SqliteHandle):
                         r.latency_s,
                         r.server_timing_s,
                         created_at,
+                        None if r.token_logprobs is None else json.dumps(logprobs_to_json(r.token_logprobs)),
                     )
                     for key, (r, again, created_at) in entries
                     if again is replace
@@ -167,7 +179,8 @@ class ResponseCache(SqliteHandle):
                     conflict = _REPLACE if replace else "DO NOTHING"
                     written += self._conn.executemany(
                         "INSERT INTO responses (key, text, finish_reason, prompt_tokens, completion_tokens, latency_s,"
-                        f" server_timing_s, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
+                        " server_timing_s, created_at, logprobs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                        f" ON CONFLICT(key) {conflict}",
                         rows,
                     ).rowcount
         return written

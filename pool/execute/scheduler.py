@@ -25,7 +25,7 @@ from pool.execute.response_cache import ResponseCache
 from pool.store.outcome import ANSWER_STAGE, Result, Unit, result_from_response
 from pool.store.run_store import RunStore
 from pool.store.sqlite_db import utc_now_iso
-from runners.base import GenerationResponse
+from runners.base import GenerationResponse, logprobs_to_json
 
 MODEL_FAILED = "model_failed"
 
@@ -267,6 +267,8 @@ class Scheduler:
                     for a in response.attempts
                 ]
             }
+        if response.token_logprobs is not None:  # a judge weighing its verdict (judge.weighting) reads them here
+            extra = {**(extra or {}), "logprobs": logprobs_to_json(response.token_logprobs)}
         return result_from_response(
             self.run_id,
             job.unit,

@@ -128,10 +128,16 @@ class Session:
         return endpoint.identities.get(model.name, "") if endpoint else ""
 
     def dispatcher(
-        self, models: Mapping[str, Model], items: Mapping[str, PromptItem], judge: Model | None = None
+        self,
+        models: Mapping[str, Model],
+        items: Mapping[str, PromptItem],
+        judge: Model | None = None,
+        *,
+        judge_top_logprobs: int | None = None,
     ) -> Dispatcher:
-        """Turns the units of ``models`` on ``items`` (and ``judge`` stages) into this session's jobs."""
-        return Dispatcher(models, items, self.endpoints, judge)
+        """Turns the units of ``models`` on ``items`` (and ``judge`` stages, asking ``judge_top_logprobs``
+        alternatives per token when set) into this session's jobs."""
+        return Dispatcher(models, items, self.endpoints, judge, judge_top_logprobs)
 
     async def send(
         self,

@@ -84,7 +84,8 @@ class ReferenceAgent:
             "model": self.model.model,
             "base_url": str(getattr(backend, "base_url", "") or "") or None,
             "gguf": self.model.gguf,
-            "generation": asdict(self.model.generation_params()),
+            # top_logprobs is only ever asked by a judge: unset, it stays out, so recorded agents match
+            "generation": {k: v for k, v in asdict(self.model.generation_params()).items() if k != "top_logprobs"},
         }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from eval.items import Item
 from pool.config import Model, PoolConfig
+from pool.pairwise.settings import DEFAULT_BUDGET
 from pool.plan import ANSWER_STAGE, plan_from_options
 from pool.run_spec import stored_options
 from pool.store.outcome import Unit
@@ -26,7 +27,6 @@ from routing.build import BuildOptions
 from routing.decide.judged import CALLS_PER_BATTLE, TiedPair, battles_within, tied_pairs
 from routing.load.runs import load_runs
 
-DEFAULT_BUDGET = 400  # judge calls, when neither --budget nor the pool's pairwise_budget says
 Battle = tuple[str, str, str]  # (model a, model b, item id): a is the score decision's higher-ranked
 
 
@@ -82,7 +82,7 @@ def load_selection(
     options: BuildOptions | None = None,
     buckets: Sequence[str] = (),
 ) -> Selection:
-    """The run's ties and battles (module doc); ``budget`` in judge calls (None: the pool's ``pairwise_budget``,
+    """The run's ties and battles (module doc); ``budget`` in judge calls (None: the pool's ``pairwise: {budget}``,
     else ``DEFAULT_BUDGET``; 0: no limit); ``pool`` replaces the run's pool file (another judge);
     ``buckets``: only the ties of these bucket ids (ValueError naming the undecided ones for an unknown id)."""
     build = options or BuildOptions()
@@ -109,7 +109,7 @@ def load_selection(
     known = {m.name for m in plan.config.models}
     pairs = [p for p in pairs if p.a in known and p.b in known]  # a label that is not a pool name is not asked
     if budget is None:
-        budget = plan.config.pairwise_budget if plan.config.pairwise_budget is not None else DEFAULT_BUDGET
+        budget = plan.config.pairwise.budget if plan.config.pairwise is not None else DEFAULT_BUDGET
     battles = battles_within(pairs, budget or None, len(judges))
     everything = battles_within(pairs, None, len(judges))
     with RunStore(run_dir, create=False) as store:

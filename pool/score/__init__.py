@@ -10,5 +10,6 @@
 - :mod:`~pool.score.guards` scores answers not worth a judge call (and re-asks them once when asked to);
 - :mod:`~pool.score.panel` turns a judge panel's member verdicts into one;
 - :mod:`~pool.score.criteria_items` grades criteria answers criterion by criterion;
+- :mod:`~pool.score.p_met_cut` where a weighing judge's P(met) is cut (its calibrated threshold, else 0.5);
 - :mod:`~pool.score.anchors` re-asks a sample of cached verdicts to see whether the judge drifted.
 """

@@ -12,6 +12,14 @@ The row keeps both: ``metrics.items_score`` / ``items_passed`` and ``details.cri
 beside the holistic verdict; with ``items`` the row ranks by the points (value and passed are the
 points'), and the holistic verdict moves to ``metrics.holistic_value`` / ``holistic_passed``.
 No criterion verdict from any judge: the row stays holistic and says ``criteria_items: "no verdict"``.
+
+A judge that asks for token logprobs (``judge_scores: weighted``) also gives each criterion's P(met)
+(``judge.weighting``): ``details.criteria_items.items[i].p_met``, a panel's being the mean over the
+members that gave one; absent where no member's ``met`` position could be read. Each member's vote on
+a criterion with a P(met) is then P(met) ≥ that judge's cut — the threshold its criteria calibration
+chose, else 0.5 (``pool.score.p_met_cut``) — before ``panel_rule`` combines the votes; the points, score
+and pass follow those votes, and the row keeps the written ones beside them (``items[i].met_written``,
+``written: {score, passed}``, ``p_met_cut: {judge: {value, calibration}}``).
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ from judge.contracts.table import reask_prompt
 from judge.panel import combine_votes
 from judge.parse import parse_criteria_items
 from judge.verdicts import CriteriaItemsVerdict, CriterionMet, ParseFailure
+from judge.weighting import weigh_criteria_items
 from pool.score.identity import JudgeSetup
+from pool.score.p_met_cut import cut_verdict, p_met_cut
 from pool.score.rounds import JudgeRounds, answer_for_judge
 from pool.store.outcome import Result, Unit
 
@@ -48,10 +58,18 @@ def _messages(stage: JudgeRounds, answer: Result) -> tuple[dict[str, str], ...]:
     )
 
 
+def _p_met(judge: JudgeSetup, row: Result) -> dict[str, float]:
+    """P(met) per criterion id of ``row``'s verdict, when ``judge`` asked for token logprobs."""
+    if judge.top_logprobs is None or not isinstance(row.extra, dict):
+        return {}
+    return weigh_criteria_items(row.text, row.extra.get("logprobs"))
+
+
 async def _member_verdicts(
-    stage: JudgeRounds, judge: JudgeSetup, answers: Sequence[Result]
+    stage: JudgeRounds, judge: JudgeSetup, answers: Sequence[Result], p_met: dict[Key, dict[str, float]] | None = None
 ) -> dict[Key, CriteriaItemsVerdict]:
-    """``judge``'s criterion verdicts on every answer, with one re-ask for an unparseable reply."""
+    """``judge``'s criterion verdicts on every answer, with one re-ask for an unparseable reply; each
+    verdict's P(met) per criterion goes into ``p_met`` when given (:func:`_p_met`)."""
     first = [
         (Unit(a.model, a.item_id, judge.stage(stage.items[a.item_id], contract=CONTRACT)), _messages(stage, a))
         for a in answers
@@ -74,6 +92,8 @@ async def _member_verdicts(
             )
         else:
             out[(answer.model, answer.item_id)] = parsed
+            if p_met is not None:
+                p_met[(answer.model, answer.item_id)] = _p_met(judge, row)
     await stage.judge_round(again, setup=judge)
     for unit, _ in again:
         row = stage.store.get_result(stage.run_id, unit)
@@ -81,6 +101,8 @@ async def _member_verdicts(
             parsed = parse_criteria_items(row.text, [cid for cid, _, _ in criteria_ids(stage.items[unit.item_id].gold)])
             if not isinstance(parsed, ParseFailure):
                 out[(unit.model, unit.item_id)] = parsed
+                if p_met is not None:
+                    p_met[(unit.model, unit.item_id)] = _p_met(judge, row)
     return out
 
 
@@ -157,16 +179,52 @@ async def grade_criteria_items(
     ]
     if not wanted:
         return
-    by_member = [await _member_verdicts(stage, judge, wanted) for judge in stage.panel]
+    p_met: list[dict[Key, dict[str, float]]] = [{} for _ in stage.panel]
+    by_member = [await _member_verdicts(stage, judge, wanted, p) for judge, p in zip(stage.panel, p_met, strict=True)]
     keys = [(a.model, a.item_id) for a in wanted]
-    verdicts = panel_criteria_verdicts(
-        [[cid for cid, _, _ in criteria_ids(stage.items[a.item_id].gold)] for a in wanted],
-        [[member.get(key) for member in by_member] for key in keys],
-        panel_rule,
+    ids = [[cid for cid, _, _ in criteria_ids(stage.items[a.item_id].gold)] for a in wanted]
+    # A weighing judge votes P(met) ≥ its calibrated cut (pool.score.p_met_cut); the written votes are kept.
+    weighing = any(p for member in p_met for p in member.values())
+    cuts = [p_met_cut(judge, stage.items[wanted[0].item_id]) for judge in stage.panel] if weighing else []
+    cut_members = (
+        [
+            {key: cut_verdict(v, p.get(key, {}), c.value) for key, v in member.items()}
+            for member, p, c in zip(by_member, p_met, cuts, strict=True)
+        ]
+        if weighing
+        else by_member
     )
-    for key, verdict in zip(keys, verdicts, strict=True):
+    verdicts = panel_criteria_verdicts(ids, [[member.get(key) for member in cut_members] for key in keys], panel_rule)
+    written = (
+        panel_criteria_verdicts(ids, [[member.get(key) for member in by_member] for key in keys], panel_rule)
+        if weighing
+        else verdicts
+    )
+    for key, verdict, argmax in zip(keys, verdicts, written, strict=True):
         gold = stage.items[key[1]].gold
         graded = (
             None if verdict is None else {**score_criteria_items(gold, verdict), "parse_stage": verdict.parse_stage}
         )
+        if graded is not None:
+            _add_p_met(graded, [member.get(key, {}) for member in p_met])
+            if weighing and argmax is not None:
+                _add_written(graded, score_criteria_items(gold, argmax))
+                graded["p_met_cut"] = {j.model.name: c.to_record() for j, c in zip(stage.panel, cuts, strict=True)}
         scores[key] = with_items(scores[key], graded, mode)
+
+
+def _add_written(graded: dict[str, Any], argmax: dict[str, Any]) -> None:
+    """Beside the weighted grading, the one from the written met / not met: ``met_written`` per criterion
+    and the ``written`` score and pass (``pool.score.p_met_cut``)."""
+    written = {row["id"]: row["met"] for row in argmax["items"]}
+    for row in graded["items"]:
+        row["met_written"] = written.get(row["id"])
+    graded["written"] = {"score": argmax["score"], "passed": argmax["passed"]}
+
+
+def _add_p_met(graded: dict[str, Any], by_member: Sequence[dict[str, float]]) -> None:
+    """Each graded criterion's ``p_met``: the mean of the members' P(met) that were read (module doc)."""
+    for row in graded["items"]:
+        given = [member[row["id"]] for member in by_member if row["id"] in member]
+        if given:
+            row["p_met"] = round(sum(given) / len(given), 4)

@@ -9,7 +9,8 @@ backend type and the endpoint that served it.
 A judge whose backend constrains its verdicts to the contract's JSON Schema (``structured_output``
 other than ``none``, :mod:`runners.structured`) is another judge: its identity also names the mode,
 so constrained and free-text verdicts are never merged, and an unconstrained judge's identity is
-what it always was (its runs resume).
+what it always was (its runs resume). Likewise a judge that asks for token logprobs to weigh its
+scores (``top_logprobs``, :func:`judge_top_logprobs`) is another judge; one that does not keeps its identity.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from eval.items import Item
 from eval.items.scores import JudgeIdentity
 from judge import contract_for, prompt_version
-from judge.contracts.table import CONTRACT_SPECS, output_schema
+from judge.contracts.table import CONTRACT_SPECS, request_schema
 from pool.config import Model, PoolConfig
 from pool.config.schema import NOT_RESULT_SHAPING
 from pool.execute.cache_key import normalize_endpoint
@@ -38,25 +39,29 @@ class JudgeSetup:
     endpoint: str = ""  # the judge's endpoint identity: same name on another server is another judge
     backend_type: str = ""
     structured_output: str = "none"  # how its backend constrains a verdict (runners.structured)
+    top_logprobs: int | None = None  # alternatives asked per verdict token, to weigh scores (judge.weighting)
 
     @property
     def constrained(self) -> bool:
         return self.structured_output != "none"
 
-    def contract_schema(self, contract: str) -> dict[str, Any] | None:
-        """The schema this judge's requests for ``contract`` carry: the contract's verdict schema, as a
-        grammar holds it when the backend decodes with one (``runners.structured.grammar_schema``), so the
-        bounds are in the request and so in its cache key; None when the judge is not constrained."""
+    def contract_schema(self, contract: str, item: Item | None = None) -> dict[str, Any] | None:
+        """The schema this judge's requests for ``contract`` carry: the contract's verdict schema, narrowed
+        to ``item`` where the contract does so (``request_schema``: a criteria_items request lists exactly
+        that item's ids), as a grammar holds it when the backend decodes with one
+        (``runners.structured.grammar_schema``), so the bounds are in the request and so in its cache key;
+        None when the judge is not constrained."""
         if not self.constrained:
             return None
-        schema = output_schema(contract)
-        return grammar_schema(schema) if self.structured_output == "grammar" else schema
+        grammar = self.structured_output == "grammar"
+        schema = request_schema(contract, item, ordered=grammar)
+        return grammar_schema(schema) if grammar else schema
 
     def output_schema(self, stage: str, item: Item | None) -> dict[str, Any] | None:
         """The schema a request of ``stage`` is constrained to (:meth:`contract_schema`): None when this
         judge is not constrained or the stage's contract is not known (see :func:`stage_contract`)."""
         contract = stage_contract(stage, item) if self.constrained else None
-        return self.contract_schema(contract) if contract is not None else None
+        return self.contract_schema(contract, item) if contract is not None else None
 
     def identity(self, item: Item, contract: str | None = None) -> JudgeIdentity:
         """Pool name, backend, prompt version and every other field that shapes a verdict (see ``answerer_fields``)."""
@@ -67,6 +72,8 @@ class JudgeSetup:
         }
         if self.constrained:
             setup["structured_output"] = self.structured_output
+        if self.top_logprobs is not None:
+            setup["top_logprobs"] = self.top_logprobs
         return JudgeIdentity.of(self.model.name, self.backend, prompt_version(contract or contract_for(item)), setup)
 
     def stage(self, item: Item, reask: bool = False, contract: str | None = None) -> str:
@@ -74,6 +81,19 @@ class JudgeSetup:
         key = self.identity(item, contract).key()
         suffix = (":" + contract if contract else "") + (":reask" if reask else "")
         return f"judge:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}{suffix}"
+
+
+# Alternatives a weighing judge asks per verdict token: all eleven 0..10 scores rarely have mass beyond
+# the first few; more only makes every stored verdict larger.
+JUDGE_TOP_LOGPROBS = 10
+
+
+def judge_top_logprobs(config: PoolConfig, judge: Model) -> int | None:
+    """What a judge asks in ``top_logprobs``: :data:`JUDGE_TOP_LOGPROBS` when the pool weighs judge scores
+    (``judge_scores: weighted``, the default) and the judge's backend returns token logprobs; else None."""
+    if config.judge_scores != "weighted" or not config.backends[judge.backend].token_logprobs():
+        return None
+    return JUDGE_TOP_LOGPROBS
 
 
 # What :meth:`JudgeSetup.stage` and the stages built on it append after the judge's hash and contract.

@@ -10,6 +10,11 @@ under ``reliability``, each member's estimated accuracy. The side labels (contex
 seeks clarification, probe behaviour) are the members' majority (``judge.panel.panel_side_labels``);
 the other details (rationale, warnings, parse stage) are those of the first member with a verdict.
 No member verdict at all: an ``infra_error`` score, as for a single judge.
+
+Members whose verdicts are probability-weighted (``judge.weighting``, ``details.score_variant:
+weighted``) vote with their weighted dimensions and pass, so the panel rule combines weighted values
+as it combines plain ones; the panel's ``details.score_variant`` is ``weighted`` when every voting
+member's was, ``argmax`` when none was, ``mixed`` otherwise (each member's record says its own).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from eval.items import Item
 from eval.items.scores import JudgeIdentity, Score
 from judge import DIMENSIONS, contract_for, prompt_version, unparseable_score
 from judge.panel import MemberVerdict, Reliability, aggregate, estimate_reliability, panel_side_labels
+from judge.weighting import score_dims
 from pool.score.identity import JudgeSetup
 from pool.store.outcome import Result
 
@@ -50,8 +56,7 @@ def member_verdict(score: Score | None) -> MemberVerdict:
     """A member's score as a vote: no verdict when the judge gave none (dead, unparseable)."""
     if score is None or score.status != "scored" or score.passed is None:
         return MemberVerdict(passed=None)
-    dims = {d: float(score.metrics[d]) for d in DIMENSIONS} if all(d in score.metrics for d in DIMENSIONS) else None
-    return MemberVerdict(passed=bool(score.passed), dims=dims)
+    return MemberVerdict(passed=bool(score.passed), dims=score_dims(score))
 
 
 def _member_record(setup: JudgeSetup, item: Item, score: Score | None) -> dict[str, Any]:
@@ -60,6 +65,9 @@ def _member_record(setup: JudgeSetup, item: Item, score: Score | None) -> dict[s
         record["error"] = "no verdict" if score is None else str(score.details.get("reason", "no verdict"))
         return record
     record.update(passed=score.passed, value=score.value)
+    for key in ("score_variant", "weighted"):
+        if key in score.details:
+            record[key] = score.details[key]
     if "total" in score.metrics:
         record.update(
             total=score.metrics["total"], scores={d: score.metrics[d] for d in DIMENSIONS if d in score.metrics}
@@ -127,12 +135,18 @@ def panel_scores(
         )
         if verdict.dims is None and "success" in metrics:
             metrics["success"] = 1.0 if verdict.passed else 0.0
+        details = {**lead.details, **panel_side_labels([s.details for s in voted]), "panel": block}
+        for own in ("weighted", "argmax", "score_variant"):  # the lead's own; the panel's variant is set below
+            details.pop(own, None)
+        variants = {s.details.get("score_variant") for s in voted}
+        if variants != {None}:
+            details["score_variant"] = variants.pop() if len(variants) == 1 else "mixed"
         out[key] = Score(
             status="scored",
             value=verdict.value,
             passed=verdict.passed,
             metrics=metrics,
             judge=identity,
-            details={**lead.details, **panel_side_labels([s.details for s in voted]), "panel": block},
+            details=details,
         )
     return out

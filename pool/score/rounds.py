@@ -19,7 +19,7 @@ from pool.config import Model, PoolConfig
 from pool.execute.dispatch import Messages
 from pool.execute.progress import ProgressDisplay
 from pool.execute.session import Session
-from pool.score.identity import JudgeSetup, configured_endpoint
+from pool.score.identity import JudgeSetup, configured_endpoint, judge_top_logprobs
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 
@@ -64,6 +64,7 @@ class JudgeRounds:
                 (session.served_identity(judge) if session is not None else "") or configured_endpoint(config, judge),
                 backend_type=config.backends[judge.backend].type,
                 structured_output=getattr(config.backends[judge.backend], "structured_output", "none"),
+                top_logprobs=judge_top_logprobs(config, judge),
             )
             for judge in judges
         ]
@@ -72,7 +73,9 @@ class JudgeRounds:
         self.reask_records: dict[tuple[str, str], dict[str, Any]] = {}  # details.answer_reasked of those rows
         self.dispatchers = (
             {
-                setup.model.name: session.dispatcher({m.name: m for m in config.models}, items, setup.model)
+                setup.model.name: session.dispatcher(
+                    {m.name: m for m in config.models}, items, setup.model, judge_top_logprobs=setup.top_logprobs
+                )
                 for setup in self.panel
             }
             if session is not None

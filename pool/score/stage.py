@@ -29,6 +29,7 @@ from eval.scorers.checked import beside_judge, judge_fallback, without_judge
 from eval.scorers.judged import AnswerGuard
 from judge import (
     ParseFailure,
+    contract_for,
     hallu_messages,
     judge_messages,
     judged_score,
@@ -37,6 +38,7 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
+from judge.weighting import weighted_score
 from pool.config import Model, PoolConfig
 from pool.execute.budget import call_cost
 from pool.execute.session import Session
@@ -248,7 +250,8 @@ class ScoringStage(JudgeRounds):
                 )
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
-                scores[(answer.model, answer.item_id)] = judged_score(item, answer.text, parsed, identity)
+                score = judged_score(item, answer.text, parsed, identity)
+                scores[(answer.model, answer.item_id)] = _weighed(judge, item, score, row)
         await self.judge_round(reask, setup=judge)
         for unit, _ in reask:
             item = self.items[unit.item_id]
@@ -261,7 +264,8 @@ class ScoringStage(JudgeRounds):
                 reason = f"unparseable judge reply after one re-ask ({getattr(first_failure, 'reason', first_failure)})"
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
             else:
-                scores[key] = judged_score(item, answer_text[key], parsed, identity, reasked=True)
+                score = judged_score(item, answer_text[key], parsed, identity, reasked=True)
+                scores[key] = _weighed(judge, item, score, row)
 
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
@@ -437,6 +441,13 @@ class ScoringStage(JudgeRounds):
             judge["panel"] = [{"model": setup.model.name, "backend": setup.backend} for setup in self.panel]
             judge["rule"] = self.panel_rule
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
+
+
+def _weighed(judge: JudgeSetup, item: Item, score: Score, row: Result) -> Score:
+    """``score`` with the weighted values of its verdict (``judge.weighting``) when ``judge`` asked for
+    token logprobs (``top_logprobs``); as it is otherwise."""
+    logprobs = row.extra.get("logprobs") if isinstance(row.extra, dict) else None
+    return weighted_score(contract_for(item), score, row.text, logprobs, use=judge.top_logprobs is not None)
 
 
 def _write_columns(run_dir: Path) -> None:

@@ -10,16 +10,24 @@ Same arithmetic as :mod:`routing.stats.rating_fits`: win rate = points / games (
 side); Bradley–Terry with ties as half wins and one virtual tie per pair that met, reported on the
 Elo scale, with a battle-level bootstrap (multinomial over the deduplicated outcome counts: judged
 battles are few and not every pair meets on every item) and ranks from non-overlapping intervals.
+
+:func:`read_judged` reads the judged battles of run folders (``battles.jsonl``: per judge and battle
+``judge``, ``item_id``, ``a``, ``b``, and ``ab`` / ``ba``, the verdict with ``a`` / ``b`` shown first: ``A``,
+``B``, ``tie`` or null); a damaged row is a ``LoadError`` naming ``path:line`` and the field.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from judge.pairwise import PairVerdicts
+from routing.load.rows import LoadError
 from routing.stats.intervals import json_number
 from routing.stats.rating_fits import (
     LOSS,
@@ -32,6 +40,8 @@ from routing.stats.rating_fits import (
 )
 
 JUDGED = "judged"
+BATTLES_FILENAME = "battles.jsonl"  # the pairwise stage's judged battles, one row per judge and battle
+SIDES = ("A", "B", "tie", None)
 CODE = {"a": WIN, "b": LOSS, "tie": TIE}
 
 
@@ -79,4 +89,31 @@ def judged_ratings(battles: Sequence[JudgedBattle], rounds: int = 200, seed: int
         for i, label in enumerate(labels)
     ]
     out["models"] = sorted(rows, key=lambda r: (-(r["rating"] or -np.inf), r["model"]))
+    return out
+
+
+def read_judged(run_dirs: Sequence[Path | str]) -> list[PairVerdicts]:
+    """Every judged battle of ``run_dirs`` (module doc), in file order; [] when none has ``battles.jsonl``."""
+    out: list[PairVerdicts] = []
+    for run_dir in run_dirs:
+        path = Path(run_dir) / BATTLES_FILENAME
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LoadError(
+                    f"{where}: not JSON ({exc.msg}); run python -m pool.pairwise on the run again"
+                ) from None
+            for field in ("judge", "item_id", "a", "b"):
+                if not isinstance(row.get(field), str):
+                    raise LoadError(f"{where}: {field}: expected text, got {row.get(field)!r}; the file is damaged")
+            for field in ("ab", "ba"):
+                if row.get(field) not in SIDES:
+                    raise LoadError(f"{where}: {field}: expected A, B, tie or null, got {row.get(field)!r}")
+            out.append(PairVerdicts(row["judge"], row["item_id"], row["a"], row["b"], row["ab"], row["ba"]))
     return out

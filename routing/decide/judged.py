@@ -20,6 +20,12 @@ losses, ties dropped — McNemar on the discordant pairs), Holm-adjusted over th
 ``decisive`` = the leader is significantly better than every other tied model. Models the scores
 already showed worse stay worse. Judged decisions stand beside the score decisions
 (``battles: judged``), never mixed into them.
+
+**In the build** (:func:`judged_board`, :func:`mark_judged`): ``routing.build`` recomputes each undecided
+bucket's judged decision from the runs' ``battles.jsonl`` (the battles among its ``tied_top`` on its own
+items); a bucket the judged battles decide is routed to their leader and says so (``chosen_by:
+judged_battles``, with the judges and their position consistency); a judge whose two orders agree on
+fewer than ``LOW_CONSISTENCY`` of its pairs is reported.
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ from typing import Any
 
 import numpy as np
 
-from routing.boards.judged import JUDGED, JudgedBattle
+from judge.pairwise import PairVerdicts, battle_outcome, position_consistency
+from routing.boards.judged import JUDGED, JudgedBattle, judged_ratings
 from routing.boards.leaderboard import Bucket, Cell
 from routing.decide.manifest import ALPHA, bucket_route, p_number
 from routing.load.table import ScoreTable
 from routing.stats.intervals import holm, intervals_overlap, mcnemar_midp
 
 CALLS_PER_BATTLE = 2  # both orders, per judge
+LOW_CONSISTENCY = 0.6  # a judge whose two orders agree on fewer of its pairs is reported
 
 
 @dataclass(frozen=True)
@@ -175,3 +183,93 @@ def judged_decision(route: Mapping[str, Any], battles: Sequence[JudgedBattle], a
         "correction": "holm",
         "comparisons": comparisons,
     }
+
+
+def _bucket_items(bucket: Bucket, table: ScoreTable) -> set[str]:
+    return {table.items[int(code)] for cell in bucket.cells for code in cell.items}
+
+
+def judged_board(
+    buckets: Sequence[Bucket],
+    table: ScoreTable,
+    routes: Mapping[str, Mapping[str, Any]],
+    verdicts: Sequence[PairVerdicts],
+    alpha: float = ALPHA,
+) -> dict[str, Any] | None:
+    """The build's ``judged_battles`` block (None without a judged battle): per judge its position
+    consistency (``judge.pairwise.position_consistency``) and a warning when it is low; per bucket the
+    score decision left undecided, its judged decision (:func:`judged_decision`) over the battles among
+    its ``tied_top`` on its own items, and the judged ratings (``routing.boards.judged``)."""
+    battles = [
+        JudgedBattle(v.item_id, v.a, v.b, outcome, v.judge)
+        for v in verdicts
+        if (outcome := battle_outcome(v.ab, v.ba)) is not None
+    ]
+    if not verdicts:
+        return None
+    consistency = position_consistency(verdicts)
+    out: dict[str, Any] = {
+        "battles": JUDGED,
+        "judges": consistency,
+        "warnings": [w for judge, c in consistency.items() if (w := consistency_warning(judge, c)) is not None],
+        "buckets": {},
+    }
+    for bucket in buckets:
+        route = routes.get(bucket.id)
+        if route is None or not route.get("routable") or route["decisive"]:
+            continue
+        items, tied = _bucket_items(bucket, table), set(route["tied_top"])
+        among = [b for b in battles if b.item_id in items and b.a in tied and b.b in tied]
+        if not among:
+            continue
+        out["buckets"][bucket.id] = {
+            "judged_decision": judged_decision(route, among, alpha),
+            "ratings": judged_ratings(among),
+            "judges": sorted({b.judge for b in among}),
+        }
+    return out
+
+
+def consistency_warning(judge: str, consistency: Mapping[str, Any]) -> str | None:
+    """A line for a judge whose two orders agree on fewer than :data:`LOW_CONSISTENCY` of its pairs (its
+    battles are mostly ties: it shows a position preference more than a preference between answers)."""
+    share = consistency.get("consistent")
+    if share is None or share >= LOW_CONSISTENCY:
+        return None
+    first = consistency.get("first_position")
+    leaning = f"; it picked the answer shown first in {first:.0%} of its verdicts" if first is not None else ""
+    return (
+        f"judge {judge}: position consistency {share:.2f} over {consistency['pairs']} pairs (below "
+        f"{LOW_CONSISTENCY}){leaning}: its inconsistent pairs count as ties, so its battles decide little; "
+        "a stronger judge is needed to separate these answers"
+    )
+
+
+def mark_judged(routes: dict[str, dict[str, Any]], board: Mapping[str, Any] | None) -> None:
+    """Add each bucket's judged decision to its manifest entry (``judged``). A bucket the scores left
+    undecided whose judged decision is decisive is routed to the judged leader: ``decisive: true``,
+    ``chosen_by: judged_battles``, ``decided_by: judged battles``, ``score_decisive: false``; its
+    score fields (``leader``, ``tied_top``, ``candidates``) stay as the scores decided them."""
+    if board is None:
+        return
+    for bucket_id, entry in board["buckets"].items():
+        route = routes.get(bucket_id)
+        if route is None:
+            continue
+        decision = entry["judged_decision"]
+        route["judged"] = {
+            "battles": JUDGED,
+            "n_battles": decision["n_battles"],
+            "leader": decision["leader"],
+            "tied_top": decision["tied_top"],
+            "decisive": decision["decisive"],
+            "judges": [{"judge": j, **board["judges"].get(j, {})} for j in entry["judges"]],
+        }
+        if decision["decisive"] and not route["decisive"]:
+            route.update(
+                model=decision["leader"],
+                decisive=True,
+                score_decisive=False,
+                chosen_by="judged_battles",
+                decided_by="judged battles",
+            )

@@ -26,6 +26,10 @@ Schema (``schema_version: 2``; YAML written with ``yaml.safe_dump``, plain types
         model: <model> | null          # send this bucket's questions here (the served_by decision's pick)
         decisive: bool                 # the leader is significantly better than every other eligible model
         chosen_by: paired_test | tie_rule | parent_tie_break | only_candidate | fallback | none
+                   | judged_battles   # the scores tied; the pairwise stage's judged battles decided (model, decisive)
+        judged: {battles: judged, n_battles, leader, tied_top, decisive,
+                 judges: [{judge, pairs, consistent, verdicts, first_position}]}  # only with judged battles
+        score_decisive: false; decided_by: judged battles   # only when chosen_by is judged_battles
         method: mcnemar_midp | paired_t | paired_bootstrap | null   # the paired test
         alpha: 0.05; correction: holm
         tie_rule: lower_bound, score, latency, items, hash   # the order of tied_top after its leader
@@ -75,7 +79,7 @@ the paired bootstrap of the composite difference.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -496,10 +500,16 @@ def build_manifest(
     runs: Sequence[RunInfo],
     parameters: dict[str, Any],
     generated_at: str | None = None,
+    break_ties: Callable[[dict[str, dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
+    """The manifest (module doc). ``break_ties`` sees every bucket's score decision before the unroutable
+    buckets take their parents' picks, and may decide the undecided ones on other evidence (the judged
+    battles of ``routing.decide.judged.mark_judged``), so the buckets a parent serves follow it."""
     min_n, top_k, floor = parameters["min_n"], parameters["top_k"], parameters.get("floor")
     alpha = parameters.get("alpha", ALPHA)
     routes = {b.id: bucket_route(b, min_n, top_k, floor, alpha) for b in buckets}
+    if break_ties is not None:
+        break_ties(routes)
     profiles = model_profiles(table)
     default = default_model(buckets, profiles, min_n, alpha)
     families = family_decisions(buckets, profiles, min_n, alpha)

@@ -24,17 +24,27 @@ that changed between the runs' ``routing_manifest.yaml`` are listed with their r
 (:mod:`routing.nights.decision_changes`). Answers from the response cache are counted per run and over
 the paired items, since a comparison of cached answers measures the judge and scorer, not the model.
 
+What each comparison could see (:mod:`routing.nights.gate`): its minimum detectable drop (MDD) at
+its n and the first Holm step α/m, with 80% power, and its status — ``regressed``, ``improved``, ``no
+change`` (nothing found and MDD ≤ ``min_drop``) or ``inconclusive`` (nothing found, but a drop of
+``min_drop`` could have been missed). ``gate`` lists that word per model and family (the comparison
+holding the family's items; a family with fewer than ``min_n`` paired items is ``inconclusive``).
+``--sequential`` adds the anytime-valid gate over nights (:mod:`routing.nights.gate.sequential`).
+
 Exit codes: 0 compared; 2 bad input (a folder, summary or scores file missing or broken);
-3 (``EXIT_REGRESSION``) with ``--fail-on-regression [T]``: some significant regression has Δ < −T.
+3 (``EXIT_REGRESSION``) with ``--fail-on-regression [T]``: some significant regression has Δ < −T (with
+``--sequential``, also a sequential alarm); 5 (``EXIT_INCONCLUSIVE``) with ``--fail-on-inconclusive``: no
+regression, but some model's family is ``inconclusive`` (3 wins when both apply).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,12 +60,32 @@ from routing.load.runs import LoadError, load_runs
 from routing.load.table import SCORED, ScoreTable
 from routing.nights.compare_md import render_compare_md
 from routing.nights.decision_changes import decision_changes
+from routing.nights.flips import answer_flips
+from routing.nights.gate.detectable import (
+    DEFAULT_MIN_DROP,
+    INCONCLUSIVE,
+    POWER,
+    REGRESSED,
+    gate_status,
+    minimum_detectable_drop,
+)
+from routing.nights.gate.sequential import (
+    DEFAULT_REFERENCE_NIGHTS,
+    STATE_FILENAME,
+    NightMean,
+    SequentialStateError,
+    advance,
+    night_variance,
+    read_state,
+    write_state,
+)
 from routing.nights.history import HistoryError, answer_cache_flags, cached_share, read_summary_json
 from routing.nights.sections import since_last_night_section
 from routing.report.page import update_report_file
 from routing.stats.intervals import CI_T, holm, json_number, paired_difference_test, t_interval, wilson_interval
 
 EXIT_OK, EXIT_WRITE, EXIT_INPUT, EXIT_REGRESSION = 0, 1, 2, 3
+EXIT_INCONCLUSIVE = 5  # 4 is pool.run's budget stop
 COMPARE_JSON, COMPARE_MD = "compare.json", "compare.md"
 CI_NO_SPREAD = "wilson (no spread)"
 MIN_N = 5
@@ -88,10 +118,18 @@ class Delta:
     p_value: float = field(metadata=_P)
     p_holm: float = field(metadata=_P)
     alpha: float = field(metadata={"internal": True})  # the tests' level: once in the document, not per delta
+    mdd: float = field(default=math.nan, metadata=_SCORE)  # minimum detectable drop (NaN: none detectable)
+    mdd_method: str = ""
+    min_drop: float = field(default=DEFAULT_MIN_DROP, metadata={"internal": True})
 
     @property
     def significant(self) -> bool:
         return self.p_holm < self.alpha and self.diff != 0
+
+    @property
+    def status(self) -> str:
+        """``regressed`` / ``improved`` / ``no change`` / ``inconclusive`` (:func:`gate_status`)."""
+        return gate_status(self.significant, self.diff, self.mdd, self.min_drop)
 
     def regression_beyond(self, threshold: float) -> bool:
         """Significantly worse, by more than ``threshold`` score points (Δ < −threshold)."""
@@ -112,6 +150,7 @@ class Delta:
             "significant": self.significant,
             "direction": direction,
             "beyond_threshold": self.regression_beyond(threshold),
+            "status": self.status,
         }
 
 
@@ -130,6 +169,18 @@ class Comparison:
     cache: Mapping[str, Any] = field(default_factory=dict)  # over the paired answers
     notes: tuple[str, ...] = ()
     generated_at: str = ""
+    min_drop: float = DEFAULT_MIN_DROP
+    gate: tuple[Mapping[str, Any], ...] = ()  # per model and family: {family, model, status, bucket, n, mdd, diff}
+    sequential: Mapping[str, Any] = field(default_factory=dict)  # with --sequential: the gate over nights
+    night_means: tuple[tuple[NightMean, NightMean], ...] = ()  # (base, new) per tested comparison, for sequential
+    flips: Mapping[str, Any] = field(default_factory=dict)  # answer flips on unchanged items (routing.nights.flips)
+
+    def inconclusive(self) -> list[Mapping[str, Any]]:
+        """The model × family entries of the gate that are ``inconclusive``."""
+        return [g for g in self.gate if g["status"] == INCONCLUSIVE]
+
+    def sequential_alarms(self) -> list[Mapping[str, Any]]:
+        return [w for w in self.sequential.get("comparisons") or [] if w["status"] == REGRESSED]
 
     def regressions(self, threshold: float | None = None) -> list[Delta]:
         limit = self.threshold if threshold is None else threshold
@@ -165,6 +216,11 @@ class Comparison:
             "decisions": dict(self.decisions),
             "cache": dict(self.cache),
             "notes": list(self.notes),
+            "min_drop": self.min_drop,
+            "power": POWER,
+            "gate": [dict(g) for g in self.gate],
+            "sequential": dict(self.sequential),
+            "flips": dict(self.flips),
         }
 
 
@@ -363,8 +419,43 @@ def distinct_groups(groups: Mapping[tuple[str, str, str], Any]) -> dict[tuple[st
     return dict(kept.values())
 
 
+def family_gate(
+    groups: Mapping[tuple[str, str, str], Any],
+    kept: Mapping[tuple[str, str, str], Any],
+    deltas: Sequence[Delta],
+    min_n: int,
+) -> tuple[dict[str, Any], ...]:
+    """Per model and family, the gate's word from the comparison holding the family's paired items (``family/all``
+    or the bucket it is reported under); ``inconclusive`` when that comparison was too small to test."""
+    by_items = {(key[1], key[2], tuple(group[-1])): key[0] for key, group in kept.items()}
+    by_key = {(d.bucket, d.identity, d.judge or ""): d for d in deltas}
+    out = []
+    for (bucket, identity, judge), group in sorted(groups.items()):
+        if not bucket.endswith("/all"):
+            continue
+        family, name = bucket.split("/", 1)[0], group[2]
+        shown = by_items.get((identity, judge, tuple(group[-1])), bucket)
+        d = by_key.get((shown, identity, judge))
+        if d is None:
+            reason = f"only {len(group[-1])} paired items (< min_n {min_n})"
+            entry = {"family": family, "model": name, "bucket": shown, "n": len(group[-1]), "status": INCONCLUSIVE}
+            out.append({**entry, "mdd": None, "diff": None, "reason": reason})
+            continue
+        out.append(
+            {"family": family, "model": d.model, "bucket": shown, "n": d.n, "status": d.status,
+             "mdd": json_number(d.mdd), "diff": json_number(d.diff), "reason": None}
+        )  # fmt: skip
+    return tuple(out)
+
+
 def compare_runs(
-    base: Path, new: Path, *, threshold: float = 0.0, alpha: float = 0.05, min_n: int = MIN_N
+    base: Path,
+    new: Path,
+    *,
+    threshold: float = 0.0,
+    alpha: float = 0.05,
+    min_n: int = MIN_N,
+    min_drop: float = DEFAULT_MIN_DROP,
 ) -> Comparison:
     """Compare two run folders (module docstring); raises :class:`HistoryError` / :class:`LoadError` on bad input."""
     b, n = read_side(Path(base)), read_side(Path(new))
@@ -389,8 +480,9 @@ def compare_runs(
             xs.append(base_value)
             ys.append(new_value)
             items.append(key[2])
-    tested, untested = [], []
-    for (bucket, identity, judge), (xs, ys, name, _) in sorted(distinct_groups(groups).items()):
+    tested, untested, paired = [], [], []
+    kept = distinct_groups(groups)
+    for (bucket, identity, judge), (xs, ys, name, _) in sorted(kept.items()):
         family = bucket.split("/", 1)[0]
         label = _label(name, identity, judge, b, n, len(families[family]["judges"]["new"]))
         if len(xs) < min_n:
@@ -406,6 +498,7 @@ def compare_runs(
         before, after = np.asarray(xs), np.asarray(ys)
         p, mean, test = paired_difference_test(after, before)
         ci, method = difference_interval(after - before)
+        paired.append((before, after))
         tested.append(
             {
                 "bucket": bucket,
@@ -424,7 +517,27 @@ def compare_runs(
             }
         )
     adjusted = holm([t["p_value"] for t in tested])
-    deltas = tuple(Delta(**t, p_holm=float(q), alpha=alpha) for t, q in zip(tested, adjusted, strict=True))
+    level = alpha / max(1, len(tested))  # Holm's first step: what a lone regression among them must pass
+    detectable = [minimum_detectable_drop(before, after, level) for before, after in paired]
+    deltas = tuple(
+        Delta(**t, p_holm=float(q), alpha=alpha, mdd=mdd, mdd_method=how, min_drop=min_drop)
+        for t, q, (mdd, how) in zip(tested, adjusted, detectable, strict=True)
+    )
+    night_means = tuple(
+        tuple(
+            NightMean(
+                key=f"{d.bucket}\t{d.identity}\t{d.judge or ''}",
+                bucket=d.bucket,
+                model=d.model,
+                run_id=side.info["run_id"],
+                mean=float(values.mean()),
+                variance=night_variance(float((after - before).var(ddof=1)) if d.n > 1 else math.nan, d.n),
+                n=d.n,
+            )
+            for side, values in ((b, before), (n, after))
+        )
+        for d, (before, after) in zip(deltas, paired, strict=True)
+    )
     notes = []
     if b.info["data_fingerprint"] != n.info["data_fingerprint"]:
         notes.append("data fingerprints differ: compared on the items both runs scored")
@@ -469,7 +582,43 @@ def compare_runs(
         cache=cache,
         notes=tuple(notes),
         generated_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        min_drop=min_drop,
+        gate=family_gate(groups, kept, deltas, min_n),
+        night_means=night_means,  # type: ignore[arg-type]
+        flips=answer_flips(Path(base), Path(new)),
     )
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return json_number(value)
+    return [_rounded(v) for v in value] if isinstance(value, list) else value
+
+
+def with_sequential(
+    comparison: Comparison, state_path: Path, *, reference_nights: int = DEFAULT_REFERENCE_NIGHTS
+) -> Comparison:
+    """Advance the sequential gate's state at ``state_path`` by this comparison's nights, write it, and return the
+    comparison with its ``sequential`` block (raises :class:`SequentialStateError` on a broken state file)."""
+    state, words = advance(
+        read_state(state_path),
+        [b for b, _ in comparison.night_means],
+        [n for _, n in comparison.night_means],
+        data_fingerprint=comparison.new.get("data_fingerprint"),
+        alpha=comparison.alpha,
+        min_drop=comparison.min_drop,
+        reference_nights=reference_nights,
+    )
+    write_state(state_path, state)
+    block = {
+        "state": str(state_path),
+        "reference_nights": reference_nights,
+        "alpha": comparison.alpha,
+        "regressed": sum(w["status"] == REGRESSED for w in words),
+        "comparisons": [{k: _rounded(v) for k, v in w.items()} for w in words],
+        "notes": state.get("notes") or [],
+    }
+    return replace(comparison, sequential=block)
 
 
 def write_comparison(out_dir: Path, comparison: Comparison) -> tuple[Path, Path]:
@@ -492,7 +641,9 @@ def build_parser() -> argparse.ArgumentParser:
         "removed / changed, judge changes, routing decisions changed. Writes compare.json and compare.md.",
         epilog=f"Exit codes: {EXIT_OK} compared; {EXIT_WRITE} writing the files failed; {EXIT_INPUT} bad input; "
         f"{EXIT_REGRESSION} with --fail-on-regression: a "
-        "significant regression larger than the threshold.",
+        "significant regression larger than the threshold (with --sequential, also a sequential alarm); "
+        f"{EXIT_INCONCLUSIVE} with --fail-on-inconclusive: no such regression, but some model's family is "
+        "inconclusive (its test could not have seen a drop of --min-drop).",
     )
     parser.add_argument("base", metavar="BASE", help="the earlier run directory")
     parser.add_argument("new", metavar="NEW", help="the later run directory")
@@ -520,6 +671,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)"
     )
+    parser.add_argument(
+        "--min-drop",
+        type=SCORE_DIFFERENCE,
+        default=DEFAULT_MIN_DROP,
+        metavar="DROP",
+        help="the drop that matters, in score points (scores are fractions: 0.05 = 5 points): 'no change' only when "
+        f"the test found nothing and could have found this drop with {POWER:.0%} power, else 'inconclusive' "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help=f"exit {EXIT_INCONCLUSIVE} when some model's family is inconclusive (and nothing regressed)",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help=f"also run the sequential gate over nights: its state is {STATE_FILENAME} in --root; looking every "
+        "night does not inflate its false alarms",
+    )
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="with --sequential: the runs root holding index.jsonl and the state (default: NEW's parent folder)",
+    )
+    parser.add_argument(
+        "--reference-nights",
+        type=int,
+        default=DEFAULT_REFERENCE_NIGHTS,
+        metavar="W",
+        help="with --sequential: nights that form the reference before monitoring starts (default %(default)s)",
+    )
     return parser
 
 
@@ -528,11 +711,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     threshold = 0.0 if args.fail_on_regression is None else args.fail_on_regression
     try:
         comparison = compare_runs(
-            Path(args.base), Path(args.new), threshold=threshold, alpha=args.alpha, min_n=max(1, args.min_n)
+            Path(args.base),
+            Path(args.new),
+            threshold=threshold,
+            alpha=args.alpha,
+            min_n=max(1, args.min_n),
+            min_drop=args.min_drop,
         )
-    except (HistoryError, LoadError) as exc:
+        if args.sequential:
+            root = Path(args.root) if args.root else Path(args.new).resolve().parent
+            comparison = with_sequential(
+                comparison, root / STATE_FILENAME, reference_nights=max(1, args.reference_nights)
+            )
+    except (HistoryError, LoadError, SequentialStateError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:  # writing the sequential state failed; the runs compared are untouched
+        print(write_failed("the sequential gate's state", exc), file=sys.stderr)
+        return EXIT_WRITE
     out = Path(args.out) if args.out else Path(args.new)
     try:
         json_path, md_path = write_comparison(out, comparison)
@@ -545,6 +741,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_WRITE
     sys.stdout.write(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path} and {md_path}")
-    if args.fail_on_regression is not None and comparison.regressed(threshold):
+    if args.fail_on_regression is not None and (comparison.regressed(threshold) or comparison.sequential_alarms()):
         return EXIT_REGRESSION
+    if args.fail_on_inconclusive and comparison.inconclusive():
+        return EXIT_INCONCLUSIVE
     return EXIT_OK

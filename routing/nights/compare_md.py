@@ -1,9 +1,11 @@
 """``compare.md``: a comparison short enough to paste into a chat message.
 
 Bullets, not tables (chat clients do not render Markdown tables), at most ``MAX_DELTAS``
-significant changes and ``MAX_DECISIONS`` routing changes — the rest is counted and left to
-``compare.json``. Worst regressions first. Model and bucket names are untrusted text: newlines
-are flattened and Markdown/HTML control characters escaped (:func:`routing.report.markdown.md_text`).
+significant changes, ``MAX_DECISIONS`` routing changes and ``MAX_GATE`` gate lines (one per family,
+those with a regression or an inconclusive model first) — the rest is counted and left to
+``compare.json``. Worst regressions first.
+Model and bucket names are untrusted text: newlines are flattened and Markdown/HTML control
+characters escaped (:func:`routing.report.markdown.md_text`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from routing.nights.flips import flip_lines
 from routing.report.markdown import md_text
 
 MAX_DELTAS = 10
 MAX_DECISIONS = 6
 MAX_NAMES = 6
+MAX_GATE = 12
+_GATE_ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "no change": 3}
 
 
 def _num(x: float | None, digits: int = 3, signed: bool = False) -> str:
@@ -52,6 +57,70 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
         f"OK: no significant regression ({significant} significant change(s) of {doc['tested']} tested, "
         f"Holm, α = {doc['alpha']})"
     )
+
+
+def _span(values: list[Any], digits: int = 3) -> str:
+    """``a`` or ``a–b`` over the values given (``None`` left out)."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return ""
+    lo, hi = f"{known[0]:.{digits}f}", f"{known[-1]:.{digits}f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def gate_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Per family, one line: the gate's word for each of its models and the smallest drop their tests could see."""
+    gate = doc.get("gate") or []
+    if not gate:
+        return []
+    counts = {s: sum(g["status"] == s for g in gate) for s in _GATE_ORDER}
+    summary = ", ".join(f"{c} {s}" for s, c in counts.items() if c)
+    lines = [
+        "",
+        f"Gate per model and family (drop that matters {doc['min_drop']:.3f}, {doc['power']:.0%} power at the "
+        f"Holm level): {summary}",
+    ]
+    rank: dict[str, int] = {}
+    for g in gate:
+        rank[g["family"]] = min(rank.get(g["family"], 9), _GATE_ORDER[g["status"]])
+    families = sorted(rank, key=lambda f: (rank[f], f))
+    for family in families[:MAX_GATE]:
+        parts = []
+        for status in _GATE_ORDER:
+            members = [g for g in gate if g["family"] == family and g["status"] == status]
+            if members:
+                mdd = _span([g["mdd"] for g in members]) or ">1"
+                n = _span([g["n"] for g in members], 0)
+                parts.append(f"**{status}** {_names(members, 'model')} (MDD {mdd}, n={n})")
+        lines.append(f"- {md_text(family)}: " + "; ".join(parts))
+    if len(families) > MAX_GATE:
+        lines.append(f"- … {len(families) - MAX_GATE} more families in compare.json")
+    return lines
+
+
+def sequential_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The sequential gate's alarms and how many comparisons are in each state."""
+    seq = doc.get("sequential") or {}
+    words = seq.get("comparisons") or []
+    if not words:
+        return []
+    states: dict[str, int] = {}
+    for w in words:
+        key = "reference" if w["status"].startswith("reference") else w["status"]
+        states[key] = states.get(key, 0) + 1
+    lines = [
+        "",
+        f"Sequential gate ({seq['reference_nights']} reference nights, α = {seq['alpha']}): "
+        + ", ".join(f"{c} {s}" for s, c in sorted(states.items())),
+    ]
+    for w in [w for w in words if w["status"] == "regressed"][:MAX_GATE]:
+        lines.append(
+            f"- ▼ {md_text(w['bucket'])} · {md_text(w['model'])}: alarm since {md_text(w['alarm_run'] or '')} "
+            f"({w['monitored_nights']} monitored nights)"
+        )
+    for note in seq.get("notes") or []:
+        lines.append(f"- {md_text(note)}")
+    return lines
 
 
 def render_compare_md(doc: Mapping[str, Any]) -> str:
@@ -114,6 +183,9 @@ def render_compare_md(doc: Mapping[str, Any]) -> str:
                 f"[{_num(d['ci'][0], signed=True)}, {_num(d['ci'][1], signed=True)}], "
                 f"n={d['n']}, p={d['p_holm']:.3g})"
             )
+    lines += gate_lines(doc)
+    lines += sequential_lines(doc)
+    lines += flip_lines(doc)
     decisions = doc["decisions"]
     if not decisions.get("compared"):
         lines += ["", f"Routing decisions not compared: {md_text(decisions.get('reason', ''))}"]

@@ -12,10 +12,13 @@ routing build) are written:
 A comparison that cannot be made (the earlier run's files broken) is reported in
 :attr:`NightlyOutcome.problems`, never raised: the night's own results stand.
 
-``python -m routing.nightly RUN_DIR [--root runs] [--fail-on-regression [T]]`` does the same by
-hand. Exit codes: 0 done; 1 writing its files failed (e.g. a full disk); 2 bad input; 3
+``python -m routing.nightly RUN_DIR [--root runs] [--fail-on-regression [T]] [--min-drop D]
+[--fail-on-inconclusive] [--sequential [--reference-nights W]]`` does the same by hand; with
+``--sequential`` the night also advances the sequential gate (``ROOT/gate_sequential.json``). Exit codes:
+0 done; 1 writing its files failed (e.g. a full disk); 2 bad input; 3
 (``routing.nights.compare.EXIT_REGRESSION``) with ``--fail-on-regression``: a significant
-regression larger than T.
+regression larger than T, or a sequential alarm; 5 (``EXIT_INCONCLUSIVE``) with
+``--fail-on-inconclusive``: no regression, but some model's family is inconclusive.
 """
 
 from __future__ import annotations
@@ -32,14 +35,18 @@ from routing.cli_types import SCORE_DIFFERENCE
 from routing.load.runs import LoadError, ScoreDigest
 from routing.nights.compare import (
     COMPARE_JSON,
+    EXIT_INCONCLUSIVE,
     EXIT_INPUT,
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_WRITE,
     Comparison,
     compare_runs,
+    with_sequential,
     write_comparison,
 )
+from routing.nights.gate.detectable import DEFAULT_MIN_DROP
+from routing.nights.gate.sequential import DEFAULT_REFERENCE_NIGHTS, STATE_FILENAME, SequentialStateError
 from routing.nights.history import HistoryError, IndexEntry, append_run, latest_comparable
 from routing.nights.sections import since_last_night_section, trends_section
 from routing.nights.trends import DEFAULT_LAST, trend_data
@@ -51,7 +58,7 @@ class NightlyOutcome:
     entry: IndexEntry  # what the index now says about the run
     base: Path | None  # the run compared against (None: no earlier comparable run)
     comparison: Comparison | None
-    exit_code: int  # EXIT_OK, or EXIT_REGRESSION when fail_on_regression is set and crossed
+    exit_code: int  # EXIT_OK; EXIT_REGRESSION / EXIT_INCONCLUSIVE when asked for and met
     report_updated: bool  # report.html existed and got the sections
     problems: tuple[str, ...] = ()
 
@@ -80,6 +87,10 @@ def after_run(
     alpha: float = 0.05,
     last: int = DEFAULT_LAST,
     digest: ScoreDigest | None = None,
+    min_drop: float = DEFAULT_MIN_DROP,
+    fail_on_inconclusive: bool = False,
+    sequential: bool = False,
+    reference_nights: int = DEFAULT_REFERENCE_NIGHTS,
 ) -> NightlyOutcome:
     """Index, compare and annotate one finished run (module docstring). Raises :class:`HistoryError` only
     when ``run_dir`` itself is not a run folder. ``digest``: the run's scores.jsonl read already
@@ -91,13 +102,26 @@ def after_run(
     comparison = None
     if base is not None:
         try:
-            comparison = compare_runs(base, run_dir, threshold=fail_on_regression or 0.0, alpha=alpha)
+            comparison = compare_runs(
+                base, run_dir, threshold=fail_on_regression or 0.0, alpha=alpha, min_drop=min_drop
+            )
+            if sequential:
+                try:
+                    comparison = with_sequential(comparison, root / STATE_FILENAME, reference_nights=reference_nights)
+                except SequentialStateError as exc:
+                    problems.append(f"sequential gate not advanced: {exc}")
             write_comparison(run_dir, comparison)
         except (HistoryError, LoadError) as exc:
             problems.append(f"not compared with {base}: {exc}")
     updated = refresh_report(root, run_dir, last)
-    crossed = comparison is not None and fail_on_regression is not None and comparison.regressed(fail_on_regression)
-    return NightlyOutcome(entry, base, comparison, EXIT_REGRESSION if crossed else EXIT_OK, updated, tuple(problems))
+    crossed = (
+        comparison is not None
+        and fail_on_regression is not None
+        and (comparison.regressed(fail_on_regression) or bool(comparison.sequential_alarms()))
+    )
+    unseen = comparison is not None and fail_on_inconclusive and bool(comparison.inconclusive())
+    code = EXIT_REGRESSION if crossed else EXIT_INCONCLUSIVE if unseen else EXIT_OK
+    return NightlyOutcome(entry, base, comparison, code, updated, tuple(problems))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Index a finished run, compare it with the latest earlier run on the same data "
         "and add 'Since last night' and 'Trends' to its report.html.",
         epilog=f"Exit codes: {EXIT_OK} done; {EXIT_WRITE} writing its files failed; {EXIT_INPUT} bad input; "
-        f"{EXIT_REGRESSION} with --fail-on-regression: a significant regression larger than the threshold.",
+        f"{EXIT_REGRESSION} with --fail-on-regression: a significant regression larger than the threshold (or a "
+        f"sequential alarm); {EXIT_INCONCLUSIVE} with --fail-on-inconclusive: some model's family is inconclusive.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
@@ -122,6 +147,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--last", type=int, default=DEFAULT_LAST, help="nights in the trend charts (default %(default)s)"
     )
+    parser.add_argument(
+        "--min-drop",
+        type=SCORE_DIFFERENCE,
+        default=DEFAULT_MIN_DROP,
+        metavar="DROP",
+        help="the drop that matters (0.05 = 5 points): 'no change' only when it could have been seen "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help=f"exit {EXIT_INCONCLUSIVE} when some model's family is inconclusive (and nothing regressed)",
+    )
+    parser.add_argument(
+        "--sequential", action="store_true", help=f"also advance the sequential gate ({STATE_FILENAME} in --root)"
+    )
+    parser.add_argument(
+        "--reference-nights",
+        type=int,
+        default=DEFAULT_REFERENCE_NIGHTS,
+        metavar="W",
+        help="with --sequential: nights that form the reference (default %(default)s)",
+    )
     return parser
 
 
@@ -129,7 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         outcome = after_run(
-            Path(args.root), Path(args.run_dir), fail_on_regression=args.fail_on_regression, last=max(1, args.last)
+            Path(args.root),
+            Path(args.run_dir),
+            fail_on_regression=args.fail_on_regression,
+            last=max(1, args.last),
+            min_drop=args.min_drop,
+            fail_on_inconclusive=args.fail_on_inconclusive,
+            sequential=args.sequential,
+            reference_nights=max(1, args.reference_nights),
         )
     except (HistoryError, FolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval.items.scores import FAMILIES
+from routing.nights.flips import flips_html
 from routing.nights.trends import sparkline_svg
 from routing.report.html import esc, table, td
 from routing.report.markdown import fmt
@@ -51,6 +52,8 @@ DELTA_COLUMNS: tuple[DeltaColumn, ...] = (
     DeltaColumn("paired n", lambda d: d["n"], num=True),
     DeltaColumn("test", lambda d: d["test"]),
     DeltaColumn("p (Holm)", lambda d: f"{d['p_holm']:.3g}", num=True),
+    DeltaColumn("status", lambda d: d.get("status", "")),
+    DeltaColumn("MDD (80% power)", lambda d: "–" if d.get("mdd") is None else fmt(d["mdd"]), num=True),
 )
 DELTA_HEAD = [*(c.head for c in DELTA_COLUMNS), ""]  # the last column: the direction's tags
 
@@ -135,6 +138,9 @@ def since_last_night_section(doc: Mapping[str, Any]) -> str:
         )
     elif not decisions.get("compared"):
         out.append(f'<p class="small muted">Routing decisions not compared: {esc(decisions.get("reason", ""))}</p>')
+    flips = flips_html(doc)
+    if flips:
+        out.append(flips)
     if doc["deltas"]:
         out.append(
             f"<details><summary>All {esc(len(doc['deltas']))} comparisons</summary>"

@@ -57,6 +57,15 @@ def route_status(route: dict[str, Any]) -> str:
     if not route.get("routable"):
         served = f"; served by {route['served_by']}: {route['model']}" if route.get("model") else "; no fallback"
         return ("insufficient data" if route.get("insufficient_data") else "not routable") + served
+    if route.get("chosen_by") == "judged_battles":
+        judges = ", ".join(
+            f"{j['judge']} (position consistency {j.get('consistent')})" for j in route["judged"]["judges"]
+        )
+        return (
+            f"winner: {route['model']} — decided by judged battles ({route['judged']['n_battles']} battles, sign test, "
+            f"Holm, α = {route.get('alpha')}; judged by {judges}); the scores tied "
+            + ", ".join(route.get("tied_top", []))
+        )
     if route.get("decisive"):
         how = (
             "only eligible model"
@@ -241,6 +250,31 @@ def objective_sections(leaderboard: dict[str, Any]) -> list[str]:
     return out
 
 
+def judged_battles_section(block: dict[str, Any] | None) -> list[str]:
+    """The judged battles of the pairwise stage (``battles: judged``), apart from the score-derived boards."""
+    if not block:
+        return []
+    out = [
+        "## Judged battles (pairwise stage)",
+        "",
+        "The judge compared the answers of the tied models side by side, in both orders; a win only when both orders "
+        "agree, else a tie. Never mixed with the score-derived battles.",
+        "",
+        "| judge | pairs | position consistency | first position picked |",
+        "|---|---:|---:|---:|",
+    ]
+    for judge, c in block["judges"].items():
+        out.append(f"| {md_text(judge)} | {c['pairs']} | {fmt(c['consistent'])} | {fmt(c['first_position'])} |")
+    out += ["", *(f"- warning: {md_text(w)}" for w in block["warnings"])]
+    for bucket_id, entry in block["buckets"].items():
+        d = entry["judged_decision"]
+        rates = ", ".join(f"{md_text(m)} {fmt(r)}" for m, r in (d.get("win_rates") or {}).items())
+        verdict = f"decisive: {md_text(d['leader'])}" if d["decisive"] else "still tied: " + ", ".join(d["tied_top"])
+        out.append(f"- {md_text(bucket_id)}: {d['n_battles']} battles; judged win rates {rates}; {verdict}")
+    out.append("")
+    return out
+
+
 def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest: dict[str, Any]) -> str:
     runs = ", ".join(f"`{md_text(r['run_id'])}`" for r in leaderboard["runs"])
     params = leaderboard["parameters"]
@@ -278,6 +312,7 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
         if family == "capability":
             out += reference_gap_section([b for b in buckets if b["kind"] == "task"])
     out += objective_sections(leaderboard)
+    out += judged_battles_section(leaderboard.get("judged_battles"))
     out += stale_gold_section(leaderboard)
     method = hard["method"]
     cap = f", at most {method['cap']}" if method.get("cap") is not None else ""

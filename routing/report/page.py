@@ -30,7 +30,7 @@ from routing.report.sections.judge_panel import judge_panel_section
 from routing.report.sections.judge_reliability import judge_reliability_section
 from routing.report.sections.manifest import routing_section, validation_section
 from routing.report.sections.objective import objective_section
-from routing.report.sections.pairwise import pairwise_section
+from routing.report.sections.pairwise import judged_battles_section, pairwise_section
 from routing.report.sections.runs import runs_section
 from routing.stats.intervals import CI_METHOD_WORDS
 
@@ -99,6 +99,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("cost", "quality vs cost", lambda r: frontier_section(r.leaderboard.get("cost_frontier"))),
     Section("heatmap", "specialty heatmap", lambda r: r.specialty_heatmap()),
     Section("pairwise", "pairwise", lambda r: pairwise_section(r.pairwise["scopes"])),
+    Section("judged-battles", "judged battles", lambda r: judged_battles_section(r.leaderboard.get("judged_battles"))),
     Section("hard", "full vs hard", lambda r: hard_section(r.hard)),
     Section(
         "judge-reliability",

@@ -19,4 +19,6 @@ pool config can read :mod:`~runners.llamacpp.settings` without loading aiohttp o
 - ``batched_server.py`` — the OpenAI-compatible server over that engine
   (``python -m runners.llamacpp.batched_server --config_file CONFIG.json``, started by the server
   launcher).
+- ``single_server.py`` — the ``llama_cpp`` engine: llama-cpp-python's server whose models return
+  token logprobs from the sampled row only (``python -m runners.llamacpp.single_server``).
 """

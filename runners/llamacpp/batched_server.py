@@ -11,6 +11,9 @@ compete for the cores.
 Request fields and their defaults are llama-cpp-python's server's (``max_tokens`` 16,
 ``temperature`` 0.8, ``top_p`` 0.95, ``top_k`` 40, ``min_p`` 0.05, ``repeat_penalty`` 1.1...).
 A request's ``grammar`` (GBNF text, as llama-cpp-python's server takes it) constrains its answer.
+Token logprobs come back in OpenAI's shape when asked (chat: ``logprobs: true`` and ``top_logprobs:
+k``; completion: ``logprobs: k``; k at most 20), computed from each step's logits
+(:mod:`runners.llamacpp.batching`); otherwise ``logprobs`` is null.
 Errors: an unknown model, a malformed body, a grammar that does not parse or a prompt longer than a
 slot's context is a 400 with a message; a client that disconnects frees its slot at the next step.
 
@@ -149,6 +152,52 @@ def _sampling(body: Mapping[str, Any]) -> Sampling:
     return Sampling(**numbers, seed=None if seed is None else seed & 0xFFFFFFFF)
 
 
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit for top_logprobs
+
+
+def _top_logprobs(body: Mapping[str, Any], chat: bool) -> int | None:
+    """Alternatives per token the request asks for (OpenAI's fields: chat ``logprobs: true`` with
+    ``top_logprobs: k``, completion ``logprobs: k``); None when it asks for no logprobs."""
+    if chat:
+        if not body.get("logprobs"):
+            return None
+        k = _number(body, "top_logprobs", 0, int)
+    else:
+        if body.get("logprobs") is None:
+            return None
+        k = _number(body, "logprobs", 0, int)
+    if not 0 <= k <= MAX_TOP_LOGPROBS:
+        raise BadRequest(f"top_logprobs must be 0..{MAX_TOP_LOGPROBS}, got {k}")
+    return k
+
+
+def _logprobs_body(c: Completion, chat: bool) -> dict[str, Any] | None:
+    """The completion's token logprobs in the OpenAI shape of its endpoint (None when not asked)."""
+    if c.logprobs is None:
+        return None
+    if chat:
+        return {
+            "content": [
+                {
+                    "token": token,
+                    "logprob": logprob,
+                    "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top],
+                }
+                for token, logprob, top in c.logprobs
+            ]
+        }
+    offsets, at = [], 0
+    for token, _, _ in c.logprobs:
+        offsets.append(at)
+        at += len(token)
+    return {
+        "tokens": [token for token, _, _ in c.logprobs],
+        "token_logprobs": [logprob for _, logprob, _ in c.logprobs],
+        "top_logprobs": [dict(top) for _, _, top in c.logprobs],
+        "text_offset": offsets,
+    }
+
+
 def _log_timing(alias: str, c: Completion) -> None:
     """One block in llama.cpp's own format, so the server log's timings parse the same way."""
     print(
@@ -202,6 +251,7 @@ def make_app(engine: Engine) -> web.Application:
             grammar = body.get("grammar")
             if grammar is not None and (not isinstance(grammar, str) or not grammar.strip()):
                 raise BadRequest(f"grammar must be GBNF text, got {type(grammar).__name__}")
+            top_logprobs = _top_logprobs(body, chat)
         except BadRequest as exc:
             return _error(400, str(exc))
 
@@ -211,7 +261,15 @@ def make_app(engine: Engine) -> web.Application:
         def done(result: Completion | BaseException) -> None:
             loop.call_soon_threadsafe(lambda: future.done() or future.set_result(result))
 
-        job = Job(prompt=prompt, max_tokens=max_tokens, sampling=sampling, stop=stops, done=done, grammar=grammar)
+        job = Job(
+            prompt=prompt,
+            max_tokens=max_tokens,
+            sampling=sampling,
+            stop=stops,
+            done=done,
+            grammar=grammar,
+            top_logprobs=top_logprobs,
+        )
         try:
             engine.submit(served, job)
         except (PromptTooLong, ValueError) as exc:
@@ -255,12 +313,12 @@ def _response_body(alias: str, c: Completion, chat: bool) -> dict[str, Any]:
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": c.text},
-            "logprobs": None,
+            "logprobs": _logprobs_body(c, chat),
             "finish_reason": c.finish_reason,
         }
         kind = "chat.completion"
     else:
-        choice = {"index": 0, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason}
+        choice = {"index": 0, "text": c.text, "logprobs": _logprobs_body(c, chat), "finish_reason": c.finish_reason}
         kind = "text_completion"
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",

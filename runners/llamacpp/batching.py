@@ -26,6 +26,18 @@ context (the last two: ``"length"``).
 
 Numerics: a sequence's logits can change in the last bits with the shape of the batch it shares,
 so a greedy answer may differ from a single-request server's, as prefix reuse already makes it.
+With ``deterministic`` set, each step carries one request only (the slots take turns, a prompt is
+read in the same ``n_batch`` chunks as when it is alone) and no prefix is reused, so a greedy answer
+is the one the request gets alone on a fresh model, whatever else is in flight: batch-invariant,
+at the price of the shared decode step (bench/README.md, "llamacpp.deterministic").
+
+Token logprobs: a request with ``top_logprobs`` (a judge weighing its scores) gets, for every
+generated token, its log-probability and the ``top_logprobs`` most likely tokens at its position,
+from that step's logits (log-softmax of the model's own distribution, before the repeat penalty and
+grammar; numpy over one row of ``n_vocab`` floats, read only for the sampled position). A token's text
+is what it adds to the answer (a token that ends inside a UTF-8 character adds nothing, the one
+completing it adds the character), so the tokens spell the answer exactly; an alternative's text is
+its own piece.
 
 Threading: one thread owns every model (:meth:`step`); :meth:`submit` and :meth:`cancel` may be
 called from any thread.
@@ -42,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import llama_cpp as llama
+import numpy as np
 
 from runners.llamacpp.settings import LlamaCppSettings
 
@@ -81,6 +94,8 @@ class Completion:
     prompt_tokens_evaluated: int  # the rest came from the slot's cache
     prompt_ms: float  # wall time of the steps that read this prompt (shared with other requests)
     predicted_ms: float  # wall time of the steps that generated this answer
+    # Per generated token when the job asked: (text it adds, logprob, ((alternative, logprob), ...)).
+    logprobs: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] | None = None
 
 
 Done = Callable[[Completion | BaseException], None]
@@ -95,6 +110,7 @@ class Job:
     done: Done
     cancelled: bool = False
     grammar: str | None = None  # GBNF, root rule ``root``; checked by :meth:`BatchedModel.submit`
+    top_logprobs: int | None = None  # alternatives per generated token to return (module doc); None: no logprobs
 
 
 @dataclass(eq=False)
@@ -109,6 +125,8 @@ class _Slot:
     generated: int = 0
     multibyte_fix: int = 0  # tokens still exempt from the stop and length checks (see _accept)
     text_bytes: bytearray = field(default_factory=bytearray)
+    # job.top_logprobs: (token, logprob, top ids and logprobs) per step, the sampled one included
+    logprobs: list[tuple[int, float, list[tuple[int, float]]]] = field(default_factory=list)
     prompt_ms: float = 0.0
     predicted_ms: float = 0.0
 
@@ -158,6 +176,8 @@ class BatchedModel:
         self.n_batch = n_batch
         self.n_vocab = llama.llama_vocab_n_tokens(self._vocab)
         self._slots = [_Slot(seq_id=i) for i in range(slots)]
+        self.deterministic = settings.deterministic
+        self._turn = 0  # deterministic: the slot the next step looks at first
         self._waiting: deque[Job] = deque()
         self._lock = threading.Lock()
         self._piece = ctypes.create_string_buffer(256)
@@ -244,11 +264,11 @@ class BatchedModel:
                 if job.cancelled:
                     self._waiting.popleft()
                     continue
-                prefix = {s: _common_prefix(s.cached, job.prompt) for s in self._slots}  # each slot's, once
+                prefix = {s: 0 if self.deterministic else _common_prefix(s.cached, job.prompt) for s in self._slots}
                 slot = max(free, key=prefix.__getitem__)
                 donor = max(self._slots, key=prefix.__getitem__)
                 own, shared = prefix[slot], prefix[donor]
-                if self._worth_waiting(job.prompt, max(own, shared)):
+                if not self.deterministic and self._worth_waiting(job.prompt, max(own, shared)):
                     return  # another slot is reading this prompt's prefix: copy it when read
                 self._waiting.popleft()
             free.remove(slot)
@@ -258,7 +278,7 @@ class BatchedModel:
                 llama.llama_memory_seq_cp(self._memory, donor.seq_id, slot.seq_id, -1, -1)
                 slot.cached = donor.cached[:shared]
                 own = shared
-            keep = min(own, len(job.prompt) - 1)  # re-read >= 1 token
+            keep = min(own, len(job.prompt) - 1)  # re-read >= 1 token (all of it when deterministic)
             llama.llama_memory_seq_rm(self._memory, slot.seq_id, keep, -1)
             del slot.cached[keep:]
             slot.job = job
@@ -287,7 +307,8 @@ class BatchedModel:
         reading: list[_Slot] = []
         generating: list[_Slot] = []
         n = 0
-        for slot in self._slots:  # pending tokens first: they always fit (n_batch >= slots)
+        stepping = self._next_turn() if self.deterministic else self._slots
+        for slot in stepping:  # pending tokens first: they always fit (n_batch >= slots)
             job = slot.job
             if job is None or slot.next_token is None:
                 continue
@@ -299,7 +320,7 @@ class BatchedModel:
             outputs.append((slot, n))
             generating.append(slot)
             n += 1
-        for slot in self._slots:
+        for slot in stepping:
             if slot.job is None or not slot.to_read or n >= self.n_batch:
                 continue
             if slot.job.cancelled:
@@ -316,7 +337,7 @@ class BatchedModel:
                 n += 1
             reading.append(slot)
         if n == 0:
-            return False
+            return self.deterministic and self.has_work  # a turn's request was cancelled: next turn
         batch.n_tokens = n
         started = time.perf_counter()
         status = llama.llama_decode(self._ctx, batch)
@@ -330,8 +351,33 @@ class BatchedModel:
             slot.predicted_ms += elapsed_ms
         for slot, index in outputs:
             token = llama.llama_sampler_sample(slot.sampler, self._ctx, index)
+            assert slot.job is not None
+            if slot.job.top_logprobs is not None:
+                slot.logprobs.append(self._logprobs(index, token, slot.job.top_logprobs))
             self._accept(slot, token)
         return True
+
+    def _logprobs(self, index: int, token: int, k: int) -> tuple[int, float, list[tuple[int, float]]]:
+        """``token``'s log-probability and the ``k`` most likely tokens' at batch output ``index`` (module doc)."""
+        logits = np.ctypeslib.as_array(llama.llama_get_logits_ith(self._ctx, index), shape=(self.n_vocab,))
+        peak = float(logits.max())
+        log_total = peak + float(np.log(np.exp(logits - peak, dtype=np.float64).sum()))
+        top: list[tuple[int, float]] = []
+        if k > 0:
+            ids = np.argpartition(logits, -k)[-k:] if k < self.n_vocab else np.arange(self.n_vocab)
+            ids = ids[np.argsort(-logits[ids], kind="stable")]
+            top = [(int(i), float(logits[i]) - log_total) for i in ids]
+        return token, float(logits[token]) - log_total, top
+
+    def _next_turn(self) -> list[_Slot]:
+        """Deterministic mode: the one slot this step carries, taking turns so every request advances."""
+        count = len(self._slots)
+        for k in range(count):
+            slot = self._slots[(self._turn + k) % count]
+            if slot.job is not None:
+                self._turn = (slot.seq_id + 1) % count
+                return [slot]
+        return []
 
     def _accept(self, slot: _Slot, token: int) -> None:
         job = slot.job
@@ -383,11 +429,32 @@ class BatchedModel:
             prompt_tokens_evaluated=slot.evaluated,
             prompt_ms=slot.prompt_ms,
             predicted_ms=slot.predicted_ms,
+            logprobs=None if job.top_logprobs is None else self._token_texts(slot.logprobs, text),
         )
         self._release(slot)
         job.done(completion)
 
+    def _token_texts(
+        self, steps: Sequence[tuple[int, float, list[tuple[int, float]]]], text: str
+    ) -> tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]:
+        """The steps with texts: each generated token's the characters it completes, up to the end of the
+        answer ``text`` (an end-of-generation token and tokens past a stop string add none and are dropped)."""
+        out = []
+        raw = bytearray()
+        spelled = 0
+        for token, logprob, top in steps:
+            if spelled >= len(text) or llama.llama_vocab_is_eog(self._vocab, token):
+                break
+            raw += self._piece_bytes(token)
+            now = raw.decode("utf-8", "ignore")
+            piece = text[spelled : min(len(now), len(text))]
+            spelled += len(piece)
+            alternatives = tuple((self._piece_bytes(t).decode("utf-8", "replace"), lp) for t, lp in top)
+            out.append((piece, logprob, alternatives))
+        return tuple(out)
+
     def _release(self, slot: _Slot) -> None:
+        slot.logprobs = []
         if slot.sampler is not None:
             llama.llama_sampler_free(slot.sampler)
         slot.sampler = None

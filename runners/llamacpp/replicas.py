@@ -126,6 +126,11 @@ class ManagedLlamaReplicas:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None:
+            # Interrupted (Ctrl-C, SIGTERM, a cancel) or failed: the requests in flight are abandoned and a
+            # server has nothing to keep, but a polite stop waits for it to finish them (up to stop_timeout_s).
+            for server in self.servers:
+                server.kill()
         await self.stop()
 
     async def start(self) -> None:

@@ -12,7 +12,8 @@ pid is recorded in ``<log stem>.pid`` next to its log, and the next start with t
 (a ``--resume``) stops a server still listed there: :func:`stop_leftover_server`.
 
 Two engines run the same way (config file, process group, pid file, readiness): ``llama_cpp``
-(``python -m llama_cpp.server``) and ``batched`` (``python -m runners.llamacpp.batched_server``, see
+(``python -m runners.llamacpp.single_server``: llama-cpp-python's server whose models also return
+bounded token logprobs) and ``batched`` (``python -m runners.llamacpp.batched_server``, see
 :mod:`runners.llamacpp.batching`), which keeps every model loaded and decodes ``slots`` requests per
 model in one step. Which one runs, and with what context, threads and slots, is the backend's
 :class:`~runners.llamacpp.settings.LlamaCppSettings`, taken whole. The facts below are ``llama_cpp``'s.
@@ -26,7 +27,9 @@ Facts a scheduler must respect (llama-cpp-python 0.3.x):
 * ``gemma3-270m`` is a *base* model: use ``/v1/completions`` with stop sequences. The chat models
   use the chat template stored in their GGUF (``chat_format`` left unset).
 * ``logits_all`` defaults to true in the server; we turn it off because it allocates
-  ``n_ctx × n_vocab`` floats (1.2 GB for Qwen's 152k vocabulary) and we never ask for logprobs.
+  ``n_ctx × n_vocab`` floats (1.2 GB for Qwen's 152k vocabulary). Token logprobs (a judge weighing
+  its scores) come instead from the one row each sampled token is drawn from: the engine runs
+  llama-cpp-python's server through :mod:`runners.llamacpp.single_server`, which reads them there.
 
 Timing: responses carry OpenAI ``usage`` (prompt/completion/total tokens) but **no timing**.
 With ``verbose`` on (our default) llama.cpp resets its perf counters at the start of each
@@ -394,6 +397,7 @@ class ManagedLlamaServer:
 
     def kill(self) -> None:
         """SIGKILL the server's process group now, without waiting (when there is no time to stop)."""
+        self._stopping = True  # its exit is ours, not a death to report
         if self.process is not None and self.process.returncode is None:
             _signal_group(self.process.pid, signal.SIGKILL)
 

@@ -87,6 +87,9 @@ class LlamaCppSettings(BackendSettings):
     n_threads: int | None = Field(default=None, ge=1)
     # How a judge's verdict schema constrains decoding: a grammar built from it (both engines), or none.
     structured_output: Literal["grammar", "none"] = option("none")
+    # Greedy answers independent of which other requests share the server: the batched engine decodes
+    # one request per step and reads every prompt afresh (see runners.llamacpp.batching).
+    deterministic: bool = option(False)
 
     @classmethod
     def of(cls, **keys: Any) -> Self:
@@ -96,6 +99,11 @@ class LlamaCppSettings(BackendSettings):
 
     def runner_options(self) -> dict[str, Any]:
         return {"structured_output": self.structured_output}
+
+    def token_logprobs(self) -> bool:
+        """Both engines return them, from the logits row of each sampled token (runners.llamacpp.batching,
+        runners.llamacpp.single_server)."""
+        return True
 
     @property
     def threads(self) -> int:
@@ -150,6 +158,16 @@ class LlamaCppSettings(BackendSettings):
             raise ValueError(
                 f"{value} slots need engine: batched; llama_cpp's server answers one request at a "
                 "time (use replicas for more)"
+            )
+        return value
+
+    @field_validator("deterministic")
+    @classmethod
+    def _deterministic_needs_batched(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("engine") == "llama_cpp":
+            raise ValueError(
+                "deterministic: true needs engine: batched; llama_cpp's server reuses the previous "
+                "request's cached prompt, so its answers depend on what it answered before"
             )
         return value
 

@@ -21,6 +21,11 @@ context-length documentation: 4k below 24 GiB of VRAM, more on larger GPUs, and 
 
 A request with an ``output_schema`` (a judge's verdict) sends it as ``format`` (Ollama's structured
 outputs) unless the backend sets ``structured_output: none`` (:mod:`runners.structured`).
+
+A request whose params set ``top_logprobs`` sends ``logprobs: true, top_logprobs: k`` (Ollama's API
+takes them since 0.12.11 on both endpoints) and reads the body's top-level ``logprobs`` list of
+``{token, logprob, top_logprobs: [{token, logprob}]}``; an older server ignores the fields and the
+response has ``token_logprobs = None``.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from runners.base import GenerationParams, GenerationRequest, GenerationResponse
-from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
+from runners.protocol import JsonProtocolRunner, int_or_none, parse_logprobs, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
@@ -92,6 +97,8 @@ def build_payload(request: GenerationRequest, structured: StructuredOutput = "no
     payload: dict[str, Any] = {"model": request.model, "stream": False, "options": options(request.params)}
     if request.output_schema is not None and structured == "json_schema":
         payload["format"] = dict(request.output_schema)
+    if request.params.top_logprobs is not None:
+        payload.update(logprobs=True, top_logprobs=request.params.top_logprobs)
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
         if request.params.think is not None:
@@ -125,6 +132,7 @@ def parse_body(obj: Any) -> GenerationResponse:
         latency_s=0.0,
         server_timing_s=eval_ns / NS_PER_S if isinstance(eval_ns, (int, float)) else None,
         reasoning=thinking if isinstance(thinking, str) and thinking else None,
+        token_logprobs=parse_logprobs({"content": obj["logprobs"]}) if isinstance(obj.get("logprobs"), list) else None,
     )
 
 
@@ -143,6 +151,9 @@ class OllamaSettings(RemoteSettings):
 
     def runner_options(self) -> dict[str, Any]:
         return {"structured_output": self.structured_output}
+
+    def token_logprobs(self) -> bool:
+        return True
 
 
 @backend("ollama", settings=OllamaSettings)

@@ -21,6 +21,13 @@ runner: the refusal is remembered, and until the first constrained request has a
 wait for it, so a refusing server sees exactly one refused request. ``grammar`` sends a GBNF
 ``grammar`` (llama.cpp's servers; the default of the managed ``llamacpp`` type); ``none`` sends no
 schema.
+
+A request whose params set ``top_logprobs`` (a judge weighing its scores, ``judge.weighting``) sends
+``logprobs: true, top_logprobs: k`` in chat mode and ``logprobs: k`` in completion mode; both answer
+shapes are read back (chat: ``choices[0].logprobs.content[]`` of ``{token, logprob, top_logprobs:
+[{token, logprob}]}``; completion: ``choices[0].logprobs`` with ``tokens``, ``token_logprobs`` and
+``top_logprobs`` as one ``{token: logprob}`` map per token). A body without them gives
+``token_logprobs = None``: never invented.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pydantic import Field
 
 from runners.base import GenerationRequest, GenerationResponse
 from runners.llamacpp.settings import LlamaCppSettings
-from runners.protocol import JsonProtocolRunner, int_or_none, sampling_fields
+from runners.protocol import JsonProtocolRunner, int_or_none, parse_logprobs, sampling_fields
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
@@ -67,8 +74,11 @@ def build_payload(
         payload["response_format"] = response_format(request.output_schema)
     elif request.output_schema is not None and structured == "grammar":
         payload["grammar"] = grammar(request.output_schema)
+    k = request.params.top_logprobs
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
+        if k is not None:
+            payload.update(logprobs=True, top_logprobs=k)
         think = request.params.think
         if think is not None and think_param != "none":
             if not isinstance(think, bool):  # the pool file refuses levels here; a caller may not
@@ -79,6 +89,8 @@ def build_payload(
                 payload["enable_thinking"] = think
         return "/chat/completions", payload
     payload["prompt"] = request.prompt
+    if k is not None:
+        payload["logprobs"] = k
     return "/completions", payload
 
 
@@ -114,6 +126,7 @@ def parse_body(obj: Any) -> GenerationResponse:
         latency_s=0.0,
         server_timing_s=predicted_ms / 1000 if isinstance(predicted_ms, (int, float)) else None,
         reasoning=reasoning if isinstance(reasoning, str) else None,
+        token_logprobs=parse_logprobs(choice.get("logprobs")),
     )
 
 
@@ -134,6 +147,9 @@ class OpenAICompatSettings(RemoteSettings):
 
     def runner_options(self) -> dict[str, Any]:
         return {"think_param": self.think_param, "structured_output": self.structured_output}
+
+    def token_logprobs(self) -> bool:
+        return True
 
 
 class OpenAISettings(OpenAICompatSettings):

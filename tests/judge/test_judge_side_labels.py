@@ -396,8 +396,8 @@ def test_labels_survive_the_columnar_copy(tmp_path: Path) -> None:
     run = labelled_run(tmp_path)
     write_columns(run)
     judged = read_columns(run).judged  # type: ignore[union-attr]
-    assert {r["details"].get("behavior") for r in judged.values()} >= {"fabricated", "refuted", None}
-    assert {r["details"].get("context_awareness") for r in judged.values()} >= {"appropriate", "overhedged"}
+    assert {judged.side_values[c] for c in judged.behavior if c >= 0} >= {"fabricated", "refuted", None}
+    assert {judged.side_values[c] for c in judged.context if c >= 0} >= {"appropriate", "overhedged"}
     build([run], tmp_path / "out", calibration_dir=tmp_path / "no-store")
     models = json.loads((tmp_path / "out" / "leaderboard.json").read_text())["judge_reliability"]["models"]
     assert models["qwen-7b"]["ctx_appropriate"]["rate"] == pytest.approx(0.75)

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from pool import RunSpec, run_pool
-from pool.api import EXIT_OK, EXIT_REGRESSION
+from pool.api import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION
+from pool.items_source import DataError
 from tests.fake_pool import FakeOpenAIStarter, PoolWriter, two_option_items
 from tests.fakes import ok
 
@@ -81,3 +82,29 @@ def test_nights_are_indexed_compared_and_a_regression_exits_3(
 
     index = [json.loads(line) for line in (root / "index.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["run_id"] for e in index] == ["n1", "n2", "n3"]
+
+
+def test_a_night_too_small_to_see_the_drop_exits_5_only_when_asked(
+    tmp_path: Path, fake_url: str, write_pool: PoolWriter
+) -> None:
+    """Night 2 repeats night 1 over 30 items: nothing regressed, but 30 items cannot show a 5-point drop."""
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
+    root = tmp_path / "runs"
+    pool = write_pool(pool_text(fake_url), name="pool.yaml")
+
+    def night(name: str, **options: Any) -> Any:
+        return run_pool(RunSpec(pool=pool, data=[data], out=root / name, no_cache=True, **options))
+
+    assert night("n1").exit_code == EXIT_OK
+    quiet = night("n2")
+    assert quiet.exit_code == EXIT_OK  # inconclusive is reported, not an exit code, unless asked
+    gate = json.loads((root / "n2" / "compare.json").read_text(encoding="utf-8"))["gate"]
+    assert gate and {g["status"] for g in gate} == {"inconclusive"}, gate
+    asked = night("n3", fail_on_inconclusive=True)
+    assert asked.exit_code == EXIT_INCONCLUSIVE
+    assert night("n4", fail_on_inconclusive=True, fail_on_regression=0.0).exit_code == EXIT_INCONCLUSIVE
+    assert night("n5", sequential=True).exit_code == EXIT_OK
+    assert (root / "gate_sequential.json").is_file()  # the sequential gate's evidence, kept for the next night
+    with pytest.raises(DataError, match="min_drop"):
+        RunSpec(pool=pool, data=[data], min_drop=0)

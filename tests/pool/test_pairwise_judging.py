@@ -15,55 +15,17 @@ decision decides the bucket the scores left tied; a repeated command asks nothin
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.fake_pool import PADDING, REPO, pool_run_cli, write_jsonl
-from tests.fakes import ok
-
-MODELS = ("m1", "m2", "m3", "m4")  # true quality 1..4
-QUALITY = re.compile(r"质量等级(\d)")
-RUBRIC = {
-    "coverage": 9,
-    "accuracy": 9,
-    "safety": 9,
-    "grounding": 9,
-    "rationale": "好",
-    "grounding_source": "guideline",
-    "warnings_present": [],
-}
-FENCED = re.compile(r"<<<ANSWER ([AB])>>>\n(.*?)\n<<<END ANSWER \1>>>", re.S)
-
-
-def answer_of(model: str, question: str) -> str:
-    return f"针对“{question}”：建议规范诊治（质量等级{MODELS.index(model) + 1}）。" + PADDING
-
-
-def first_position_today(messages: list[dict[str, str]]) -> bool:
-    """The biased judge's coin: half of its requests, fixed by the request's text."""
-    return hashlib.sha256(json.dumps(messages, ensure_ascii=False).encode()).digest()[0] % 2 == 0
-
-
-def behave(index, payload):
-    model, messages = payload.get("model"), payload.get("messages") or []
-    text = messages[-1]["content"] if messages else ""
-    if model in MODELS:
-        question = re.search(r"第\d+题[^\n]*", text).group(0)
-        return ok(answer_of(model, question))
-    shown = dict(FENCED.findall(text))
-    if not shown:  # the rubric verdict: the same for every answer
-        return ok(json.dumps(RUBRIC, ensure_ascii=False))
-    quality = {side: int(QUALITY.search(answer).group(1)) for side, answer in shown.items()}
-    truth = "A" if quality["A"] > quality["B"] else "B" if quality["B"] > quality["A"] else "tie"
-    if model == "biased" and first_position_today(messages):
-        return ok(json.dumps({"winner": "A", "rationale": "第一个更好"}, ensure_ascii=False))
-    return ok(json.dumps({"winner": truth, "rationale": "更准确"}, ensure_ascii=False))
+from tests.fake_pool import REPO, pool_run_cli
+from tests.fakes.pairwise_judges import behave, tied_night_files
 
 
 @pytest.fixture(scope="module")
@@ -75,18 +37,7 @@ def night(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pairwise")
     fakes = ThreadedFakes()
     url = fakes.start(FakeOpenAIServer(behave=behave)).base_url
-    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {url}", "    max_retries: 0", "models:"]
-    lines += [f"  - {{name: {m}, backend: fake}}" for m in MODELS]
-    lines += [f"  - {{name: {j}, backend: fake, enabled: false}}" for j in ("oracle", "biased")]
-    lines += ["judges:", "  - model: oracle", "  - model: biased"]
-    pool = tmp / "pool.yaml"
-    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    items = [
-        {"id": f"q{i:02d}", "task": "qa", "track": "capability", "gold_type": "reference"}
-        | {"question": f"第{i}题：高血压患者头痛怎么办？", "gold": "测量血压，及时就医。"}
-        for i in range(12)
-    ]
-    data = write_jsonl(tmp / "suite" / "items.jsonl", items)
+    pool, data = tied_night_files(tmp, url)
     run_dir = tmp / "run"
     out = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(run_dir), cache=tmp / "cache")
     assert out.returncode == 0, out.stderr
@@ -119,7 +70,7 @@ def test_the_scores_tie_and_the_dry_run_counts_the_battles_within_the_budget(nig
     assert capped["battles"] == 10 and capped["judge_calls"] == 40  # round-robin: every pair gets a battle
     pool = tmp / "pool.yaml"
     budgeted = tmp / "budgeted.yaml"
-    budgeted.write_text(pool.read_text(encoding="utf-8") + "pairwise_budget: 24\n", encoding="utf-8")
+    budgeted.write_text(pool.read_text(encoding="utf-8") + "pairwise: {budget: 24, enabled: false}\n", encoding="utf-8")
     from_pool = json.loads(pairwise(run_dir, tmp / "cache", "--dry-run", "--pool", str(budgeted)).stdout)
     assert from_pool["budget"] == 24 and from_pool["battles"] == 6  # the pool file's budget when --budget is not given
     assert not (run_dir / "battles.jsonl").exists()
@@ -162,3 +113,54 @@ def test_a_repeated_command_asks_nothing_again(night):
     assert again.returncode == 0, again.stderr
     report = json.loads((run_dir / "pairwise_judged.json").read_text(encoding="utf-8"))
     assert report["totals"]["calls_made"] == 0 and report["totals"]["judged_battles"] == 144
+
+
+def test_routing_build_shows_the_judged_decisions_beside_the_scores_and_reports_a_low_consistency_judge(night):
+    run_dir, tmp = night
+    assert pairwise(run_dir, tmp / "cache").returncode == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "routing.build", "--run", str(run_dir), "--cv-folds", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "1 of the decisive buckets decided by judged battles" in out.stdout
+    assert "judge biased: position consistency" in out.stdout
+    leaderboard = json.loads((run_dir / "leaderboard.json").read_text(encoding="utf-8"))
+    block = leaderboard["judged_battles"]
+    assert block["battles"] == "judged" and block["judges"]["oracle"]["consistent"] == 1.0
+    assert [w.split(":")[0] for w in block["warnings"]] == ["judge biased"]  # below 0.6; the oracle is not reported
+    (entry,) = block["buckets"].values()
+    assert [m["model"] for m in entry["ratings"]["models"]] == ["m4", "m3", "m2", "m1"]
+    manifest = yaml.safe_load((run_dir / "routing_manifest.yaml").read_text(encoding="utf-8"))
+    (route,) = [r for r in manifest["buckets"].values() if r.get("judged")]
+    assert route["model"] == "m4" and route["decisive"] is True and route["score_decisive"] is False
+    assert route["chosen_by"] == "judged_battles" and route["decided_by"] == "judged battles"
+    assert {j["judge"]: j["consistent"] for j in route["judged"]["judges"]}["oracle"] == 1.0
+    assert len(route["tied_top"]) == 4  # the score decision's fields stay as the scores decided them
+    report = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="judged-battles"' in report and "low position consistency" in report
+    assert "decided by judged battles" in (run_dir / "leaderboard.md").read_text(encoding="utf-8")
+
+
+def test_a_damaged_battles_file_stops_the_build_naming_its_line(night, tmp_path):
+    run_dir, _ = night
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    lines = (
+        (copy / "battles.jsonl").read_text(encoding="utf-8").splitlines() if (copy / "battles.jsonl").exists() else []
+    )
+    lines[1:1] = ['{"judge": "oracle", "item_id": "q", "a": "m1", "b": "m2", "ab": "left", "ba": "A"}']
+    (copy / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "routing.build", "--run", str(copy), "--cv-folds", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 2 and f"{copy / 'battles.jsonl'}:2: ab:" in out.stderr, out.stderr

@@ -241,3 +241,28 @@ def test_open_backends_serves_a_llamacpp_backend_as_one_balanced_lane(tmp_path: 
     pids = asyncio.run(scenario())
     assert not any(_group_alive(pid) for pid in pids)
     assert not list(tmp_path.glob("*.pid"))
+
+
+@requires_llama
+def test_an_interrupted_group_is_killed_at_once_not_stopped_politely(tmp_path: Path) -> None:
+    """Cancelled (Ctrl-C, SIGTERM): whatever the server is working on is abandoned, so it is SIGKILLed at once
+    instead of being sent SIGTERM and given stop_timeout_s to finish requests nobody waits for."""
+    holder: list[ManagedLlamaReplicas] = []
+
+    async def serve_until_cancelled(started: asyncio.Event) -> None:
+        async with ManagedLlamaReplicas(SMOL, _replicas(1, n_ctx=512), log_path=tmp_path / "x.log") as group:
+            holder.append(group)
+            started.set()
+            await asyncio.sleep(3600)
+
+    async def scenario() -> None:
+        started = asyncio.Event()
+        task = asyncio.create_task(serve_until_cancelled(started))
+        await asyncio.wait_for(started.wait(), 180)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    _assert_all_stopped(holder[0].servers)
+    assert [s.process.returncode for s in holder[0].servers] == [-signal.SIGKILL]

@@ -16,6 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from runners.llamacpp.engines import ENGINE_MODULES
 from runners.llamacpp.gguf_models import MODELS
 from runners.llamacpp.server import (
     SERVER_CMDLINE_MARKER,
@@ -390,7 +391,7 @@ def test_start_stops_the_leftover_of_its_log_and_records_its_own_server(
                 server.process.pid,
                 server.port,
             )
-            assert record["cmdline_marker"] == SERVER_CMDLINE_MARKER
+            assert record["cmdline_marker"] == ENGINE_MODULES["llama_cpp"]
             assert record["started_at"]
         return server
 

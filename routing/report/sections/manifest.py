@@ -15,6 +15,15 @@ def route_tag(route: dict[str, Any]) -> str:
         return f'<span class="tag none">insufficient data</span>{served} {reason}'
     if not route.get("routable"):
         return f'<span class="tag none">not routable</span>{served} {reason}'
+    if route.get("chosen_by") == "judged_battles":
+        judges = ", ".join(
+            f"{j['judge']} (position consistency {fmt(j.get('consistent'))})" for j in route["judged"]["judges"]
+        )
+        return (
+            f'<span class="tag ok">{esc(route["model"])}</span> <span class="small muted">decided by judged battles '
+            f"({esc(route['judged']['n_battles'])} battles; judged by {esc(judges)}); the scores tied "
+            f"{esc(', '.join(route['tied_top']))}</span>"
+        )
     if route.get("decisive"):
         return f'<span class="tag ok">{esc(route["tied_top"][0])}</span>'
     return (

@@ -1,4 +1,5 @@
-"""The report's "Pairwise ratings" section (``pairwise.json``, :mod:`routing.boards.pairwise`)."""
+"""The report's "Pairwise ratings" section (``pairwise.json``, :mod:`routing.boards.pairwise`), and beside it
+"Judged battles" (the pairwise stage's side-by-side verdicts, ``leaderboard.json`` ``judged_battles``)."""
 
 from __future__ import annotations
 
@@ -51,4 +52,49 @@ def pairwise_section(scopes: Sequence[dict[str, Any]]) -> str:
             for i, m in enumerate(scope["models"])
         )
         out.append(table(["row beats column", *scope["models"]], matrix_rows, "matrix"))
+    return "\n".join(out)
+
+
+def judged_battles_section(block: dict[str, Any] | None) -> str:
+    """Each judge's position consistency, its warning when low, and per undecided bucket the judged
+    decision and ratings: ``battles: judged``, never mixed with the score-derived ratings above."""
+    if not block:
+        return ""
+    out = [
+        '<h2 id="judged-battles">Judged battles (pairwise stage)</h2>',
+        (
+            '<p class="small muted">Where the scores left models tied, the judge compared their answers side by '
+            "side in both orders: a win only when both orders agree, else a tie. Judged decision: the leader by "
+            "judged win rate, sign test (mid-p) against each other tied model, Holm-adjusted. Bradley–Terry on the "
+            "Elo scale from these battles only.</p>"
+        ),
+        table(
+            ["judge", "pairs", "position consistency", "first position picked"],
+            (
+                [td(j), td(c["pairs"], True), td(fmt(c["consistent"]), True), td(fmt(c["first_position"]), True)]
+                for j, c in block["judges"].items()
+            ),
+        ),
+        *(f'<p><span class="tag none">low position consistency</span> {esc(w)}</p>' for w in block["warnings"]),
+    ]
+    for bucket_id, entry in block["buckets"].items():
+        d = entry["judged_decision"]
+        verdict = f"decisive: {d['leader']}" if d["decisive"] else "still tied: " + ", ".join(d["tied_top"])
+        out.append(f'<h3>{esc(bucket_id)}</h3><p class="small">{esc(d["n_battles"])} battles; {esc(verdict)}</p>')
+        out.append(
+            table(
+                ["rank", "model", "judged BT rating", "95% CI", "judged win rate", "games"],
+                (
+                    [
+                        td(m["rank"], True),
+                        td(m["model"]),
+                        td(fmt(m["rating"], 0), True),
+                        td(f"[{fmt(m['ci'][0], 0)}, {fmt(m['ci'][1], 0)}]", True),
+                        td(fmt(m["win_rate"]), True),
+                        td(m["games"], True),
+                    ]
+                    for m in entry["ratings"]["models"]
+                ),
+            )
+        )
     return "\n".join(out)
