@@ -2,10 +2,13 @@
 the nightly digest) on 10^6 or 10^7 score rows, as ratios to a plain JSON read of the same
 ``scores.jsonl``, and their peak memory.
 
-Data: the seeded synthetic nightly of ``bench.routing_bench`` (every family: 10 capability tasks
-with judge sub-metrics, 20 specialty domains with safety-floor and claim columns, routing, tool
-decision, probes, exam, a 148-class classification task and CHIP cases; ~2% infra errors; models
-differ in skill), written as a run folder by a child process: ``scores.jsonl`` + ``summary.json``,
+Data (``--mix judged``, the default): a night with the judged share a real one has
+(``bench.harness.judged_mix``): 35% of the items judged, the capability family by one judge and the
+specialty family by a three-member panel, every judged row with the judge's identity, dimensions,
+verdict details and the panel's votes; the other families judge-free (routing, tool decision,
+probes, exam, a 148-class classification task and CHIP cases); ~2% infra errors; models differ in
+skill. ``--mix plain``: the seeded synthetic nightly of ``bench.routing_bench`` without a judged row.
+Written as a run folder by a child process: ``scores.jsonl`` + ``summary.json``,
 then the columnar copy ``scores.columns/`` as ``pool.run`` writes it (``routing.load.columns``, timed).
 Always 50 models, so ``--rows 10000000`` is 50 models × 200,000 items (4.5 GB of JSONL; the disk
 must hold it): the same pool on a ten times larger suite. Pairwise ratings grow with the square of
@@ -31,7 +34,7 @@ runs ``--repeat`` times (default 3), the rounds interleaved (json_read, build, �
 the table shows each workload's best time, its ratio to the best JSON read, and the ratio within
 each round; the peak is the largest of the rounds.
 
-    python -m bench.aggregation_bench                        # 10^6 rows, ~6 min on 2 cores
+    python -m bench.aggregation_bench                        # 10^6 rows, judged mix, ~10 min on 2 cores
     python -m bench.aggregation_bench --rows 10000000 --data /big --skip build_jsonl,compare --repeat 1
     python -m bench.aggregation_bench --data /tmp/aggr --skip columns   # the copies written last time
     python -m bench.aggregation_bench --data /tmp/aggr       # keep (and reuse) the generated runs
@@ -111,15 +114,21 @@ def child(workload: str, paths: list[str]) -> dict[str, Any]:
     tree = TreePss()
     start = time.perf_counter()
     if workload == "generate":
+        from bench.harness.judged_mix import JUDGED_LAYOUT, write_judged_scores
         from bench.routing_bench import synthetic_table, write_scores
 
-        items, seed = int(paths[1]), int(paths[2])
-        write_scores(synthetic_table(MODELS, items, seed=seed), Path(paths[0]))
-        summary = Path(paths[0]) / "summary.json"
-        doc = json.loads(summary.read_text())
-        summary.write_text(
-            json.dumps({**doc, "run_id": f"bench-{seed}", "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z"})
-        )
+        items, seed, mix = int(paths[1]), int(paths[2]), paths[3]
+        if mix == "judged":
+            write_judged_scores(synthetic_table(MODELS, items, seed=seed, families=JUDGED_LAYOUT), Path(paths[0]), seed)
+        else:
+            write_scores(synthetic_table(MODELS, items, seed=seed), Path(paths[0]))
+        summary = {
+            "run_id": f"bench-{seed}",
+            "created_at": f"2026-11-{29 + seed:02d}T02:00:00Z",
+            "pool_fingerprint": "bench",
+            "data_fingerprint": "bench",
+        }
+        (Path(paths[0]) / "summary.json").write_text(json.dumps(summary))
     elif workload == "columns":
         from routing.load.columns import write_columns
 
@@ -180,16 +189,16 @@ def run_child(workload: str, *paths: Path | str | int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def prepare(data: Path, rows: int, nights: int) -> list[Path]:
-    """Run folders night-0 (and night-1 for compare), generated once and reused; each with its columnar copy."""
+def prepare(data: Path, rows: int, nights: int, mix: str) -> list[Path]:
+    """Run folders ``<mix>-night-0`` (``-1`` for compare), generated once and reused; each with its columnar copy."""
     items = rows // MODELS
     runs = []
     for seed in range(nights):
-        run = data / f"night-{seed}"
+        run = data / f"{mix}-night-{seed}"
         if not (run / "summary.json").is_file() or not (run / "scores.jsonl").is_file():
             run.mkdir(parents=True, exist_ok=True)
             print(f"generating {run} ({MODELS} models × {items:,} items) …", file=sys.stderr, flush=True)
-            run_child("generate", run, items, seed)
+            run_child("generate", run, items, seed, mix)
         runs.append(run)
     return runs
 
@@ -201,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--data", type=Path, help="folder for the generated runs, kept and reused (default: a temporary one)"
+    )
+    parser.add_argument(
+        "--mix",
+        choices=("judged", "plain"),
+        default="judged",
+        help="judged: 35%% of the items judged, with a panel (bench.harness.judged_mix; default); plain: no judged row",
     )
     parser.add_argument("--skip", default="", help=f"comma-separated workloads to leave out ({', '.join(WORKLOADS)})")
     parser.add_argument(
@@ -216,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     temporary = None if args.data else tempfile.TemporaryDirectory(prefix="aggregation-bench-")
     data = args.data or Path(temporary.name)  # type: ignore[union-attr]
     try:
-        runs = prepare(data, args.rows, 2 if "compare" not in skip else 1)
+        runs = prepare(data, args.rows, 2 if "compare" not in skip else 1, args.mix)
         rows: list[dict[str, Any]] = []
         if "columns" not in skip:  # skipped: the runs keep the copy an earlier round wrote
             columns = run_child("columns", runs[0])
@@ -229,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             if "compare" not in skip:
                 run_child("columns", runs[1])
-        plain = data / "jsonl-only"
+        plain = data / f"{args.mix}-jsonl-only"
         if "build_jsonl" not in skip:
             plain.mkdir(exist_ok=True)
             for name in ("scores.jsonl", "summary.json"):
@@ -248,12 +263,19 @@ def main(argv: list[str] | None = None) -> int:
             "digest": ("the nightly index's digest of the run", (runs[0],)),
         }
         measured: dict[str, list[dict[str, Any]]] = {name: [] for name in plan if name not in skip}
-        for _ in range(args.repeat):  # rounds interleave the workloads, so a busy minute hits all of them
+        for round_no in range(args.repeat):  # rounds interleave the workloads, so a busy minute hits all of them
             for name, runs_of in measured.items():
                 for path in plan[name][1][1:]:
                     if isinstance(path, Path) and path.name.startswith("out"):
                         path.mkdir(exist_ok=True)
                 runs_of.append(run_child(name, *plan[name][1]))
+                done = runs_of[-1]
+                print(
+                    f"round {round_no + 1}: {name} {done['seconds']:.1f} s, peak {done['peak_mb']:.0f} MB "
+                    f"(tree PSS {done['tree_pss_mb']:.0f} MB)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         for name, runs_of in measured.items():
             rows.append(
                 {
@@ -270,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if temporary is not None:
             temporary.cleanup()
-    size = f"{args.rows:,} rows ({MODELS} models × {args.rows // MODELS:,} items)"
+    size = f"{args.rows:,} rows ({MODELS} models × {args.rows // MODELS:,} items), {args.mix} mix"
     print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; {size}")
     ratio_goal, peak_goal = GOALS.get(args.rows, (None, None))
     print(

@@ -18,7 +18,7 @@ For every panel (judge identity ``panel:…``), over the rows it judged (``detai
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,40 +26,60 @@ import numpy as np
 
 from routing.boards.leaderboard import BUCKET_KINDS
 from routing.judges.agreement import ALPHA_WARN, fleiss_kappa, krippendorff_alpha_interval
+from routing.load.table import NO_DOMAIN, SCORED, ScoreTable
+from routing.load.verdicts import JudgedColumns
 
 MIN_ROWS = 5  # agreement on fewer rows is reported as None
 
 
-def _member_matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(totals, passes): rows × members, nan where a member gave no verdict (passes as 1.0 / 0.0)."""
-    totals = np.full((len(rows), len(names)), np.nan)
-    passes = np.full((len(rows), len(names)), np.nan)
-    for i, row in enumerate(rows):
-        for member in row["details"]["panel"]["members"]:
-            if member.get("name") in names and member.get("passed") is not None:
-                j = names.index(member["name"])
-                passes[i, j] = float(bool(member["passed"]))
-                if member.get("total") is not None:
-                    totals[i, j] = float(member["total"])
+def _member_matrix(judged: JudgedColumns, positions: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(totals, passes): rows × members, nan where a member gave no verdict (passes as 1.0 / 0.0);
+    a vote counts for the first of ``names`` equal to its member's name."""
+    totals = np.full((len(positions), len(names)), np.nan)
+    passes = np.full((len(positions), len(names)), np.nan)
+    column_of = np.array([names.index(n) if n in names else -1 for n in judged.member_names] + [-1], dtype=np.int64)
+    counts = judged.members[positions].astype(np.int64)
+    starts = judged.member_starts()[positions]
+    flat = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(int(counts.sum()))
+    unit = np.repeat(np.arange(len(positions)), counts)
+    column = column_of[judged.member_name[flat]]
+    voted = (column >= 0) & ~np.isnan(judged.member_passed[flat])
+    passes[unit[voted], column[voted]] = judged.member_passed[flat][voted]
+    scored = voted & ~np.isnan(judged.member_total[flat])
+    totals[unit[scored], column[scored]] = judged.member_total[flat][scored]
     return totals, passes
 
 
-def _agreement(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
-    totals, passes = _member_matrix(rows, names)
+def _agreement(totals: np.ndarray, passes: np.ndarray) -> dict[str, Any]:
     complete = ~np.isnan(passes).any(axis=1)
-    alpha = krippendorff_alpha_interval(totals) if len(rows) >= MIN_ROWS else None
+    n = len(totals)
+    alpha = krippendorff_alpha_interval(totals) if n >= MIN_ROWS else None
     kappa = fleiss_kappa(passes[complete]) if complete.sum() >= MIN_ROWS else None
     return {
-        "n": len(rows),
+        "n": n,
         "complete": int(complete.sum()),
         "krippendorff_alpha_total": alpha,
         "fleiss_kappa_pass": kappa,
     }
 
 
-def _buckets_of(row: Mapping[str, Any]) -> list[str]:
-    family = row["family"]
-    return [f"{family}/{kind}/{row[column]}" for kind, column in BUCKET_KINDS.get(family, ()) if row.get(column)]
+def _buckets(table: ScoreTable, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Bucket name (``family/kind/name`` as the leaderboard's) -> mask over ``rows``: the task
+    buckets and the domain buckets of each family (rows without a domain are in none)."""
+    out: dict[str, np.ndarray] = {}
+    families = table.family[rows]
+    for family in np.unique(families).tolist():
+        name = table.names("family")[family]
+        in_family = families == family
+        for kind, column in BUCKET_KINDS.get(name, ()):
+            if column not in ("task", "domain"):
+                continue  # the verdict records carry no other bucket column
+            codes = getattr(table, column)[rows]
+            for code in np.unique(codes[in_family]).tolist():
+                value = table.names(column)[code]
+                if value and not (column == "domain" and value == NO_DOMAIN):
+                    out[f"{name}/{kind}/{value}"] = in_family & (codes == code)
+    return out
 
 
 def _judge_calls(run_dirs: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -99,26 +119,25 @@ def _judge_only_costs(run_dirs: Sequence[str], names: Sequence[str], candidates:
 
 
 def build_panel_agreement(
-    rows: Sequence[Mapping[str, Any]], run_dirs: Sequence[str], candidates: set[str]
+    table: ScoreTable, judged: JudgedColumns, run_dirs: Sequence[str], candidates: set[str]
 ) -> dict[str, Any]:
-    """The ``judge_panel`` block: one entry per panel found in the judged ``rows`` (empty without
+    """The ``judge_panel`` block: one entry per panel found in the ``judged`` rows (empty without
     panels); ``candidates``: the pool names of every model scored (a member that is not one only judges)."""
-    panels: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        if isinstance((row.get("details") or {}).get("panel"), Mapping) and row.get("judge"):
-            panels.setdefault(str(row["judge"].get("model")), []).append(row)
+    label_of = [str((record or {}).get("model")) for record in judged.judge_records]
+    panels: dict[str, list[int]] = {}
+    for position in np.flatnonzero(judged.panel_rule >= 0).tolist():
+        panels.setdefault(label_of[int(judged.judge[position])], []).append(position)
     out: dict[str, Any] = {"alpha_warn": ALPHA_WARN, "panels": {}, "warnings": []}
-    for label, prows in sorted(panels.items()):
-        names = [m["name"] for m in prows[0]["details"]["panel"]["members"]]
-        verdicts = [r for r in prows if r.get("passed") is not None or r["status"] == "scored"]
-        by_family: dict[str, list[Mapping[str, Any]]] = {}
-        by_bucket: dict[str, list[Mapping[str, Any]]] = {}
-        for row in verdicts:
-            by_family.setdefault(row["family"], []).append(row)
-            for bucket in _buckets_of(row):
-                by_bucket.setdefault(bucket, []).append(row)
-        _, passes = _member_matrix(verdicts, names)
-        panel_pass = np.array([float(bool(r.get("passed"))) for r in verdicts])
+    starts = judged.member_starts()
+    for label, positions in sorted(panels.items()):
+        first = positions[0]
+        names = [judged.member_names[c] for c in judged.member_name[starts[first] : starts[first + 1]].tolist()]
+        prows = np.asarray(positions, dtype=np.int64)
+        rows = judged.row[prows]
+        verdict = ~np.isnan(table.passed[rows]) | (table.status[rows] == SCORED)
+        verdicts, rows = prows[verdict], rows[verdict]
+        totals, passes = _member_matrix(judged, verdicts, names)
+        panel_pass = (table.passed[rows] == 1.0).astype(float)
         members = {}
         for j, name in enumerate(names):
             given = ~np.isnan(passes[:, j])
@@ -130,6 +149,8 @@ def build_panel_agreement(
         calls = _judge_calls(run_dirs, names)
         costs = _judge_only_costs(run_dirs, names, candidates)
         n = max(len(verdicts), 1)
+        families = table.family[rows]
+        by_family = {table.names("family")[f]: families == f for f in np.unique(families).tolist()}
         cost = {
             "calls_per_verdict": round(sum(c["calls"] for c in calls.values()) / n, 3),
             "tokens_per_verdict": round(sum(c["tokens"] for c in calls.values()) / n, 1),
@@ -140,11 +161,11 @@ def build_panel_agreement(
             "priced_per_verdict": round(sum(costs.values()) / n, 6) if len(costs) == len(names) else None,
         }
         entry = {
-            "rule": prows[0]["details"]["panel"].get("rule"),
+            "rule": judged.rules[int(judged.panel_rule[first])],
             "members": members,
-            "overall": _agreement(verdicts, names),
-            "families": {f: _agreement(r, names) for f, r in sorted(by_family.items())},
-            "buckets": {b: _agreement(r, names) for b, r in sorted(by_bucket.items())},
+            "overall": _agreement(totals, passes),
+            "families": {f: _agreement(totals[m], passes[m]) for f, m in sorted(by_family.items())},
+            "buckets": {b: _agreement(totals[m], passes[m]) for b, m in sorted(_buckets(table, rows).items())},
             "cost": cost,
         }
         out["panels"][label] = entry

@@ -63,14 +63,15 @@ from judge.rubric import CONTEXT_LABELS
 from judge.verdicts import PROBE_BEHAVIOR_LABELS
 from routing.judges.panel_agreement import build_panel_agreement
 from routing.load.runs import Loaded
-from routing.load.table import SCORED
+from routing.load.table import SCORED, STATUSES, ScoreTable
+from routing.load.verdicts import LADDER, VERDICT_STAGES, JudgedBuilder, JudgedColumns
+from routing.load.verdicts import parse_stage_of as parse_stage_of  # where the ladder is read, re-exported
 
 LENGTH_BIAS_RHO = 0.5
 KAPPA_MIN = 0.6
 MIN_N = 5  # correlations and κ on fewer pairs are reported as None
 RUBRIC_FAMILIES = ("capability", "specialty", "live")
 RESISTANT_FAMILIES = ("orchestration", "robustness", "live")
-LADDER = ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
 FLAGGED_RATE_MAX = 0.5  # a judge flagging more than this share of its verdicts is warned about
 # Flags the parser or the scorer adds, not claims of the judge about the answer (and "<label>_invalid:…").
 NOTE_FLAGS = ("parsed_from_text", "grounding_source_missing", "behavior_contradicts_verdict")
@@ -158,22 +159,6 @@ def model_families(names: Iterable[Any]) -> set[str]:
     return found
 
 
-def parse_stage_of(row: Mapping[str, Any]) -> str | None:
-    """The parse-ladder outcome of one judged row (``LADDER``), None for judge-free rows."""
-    if row.get("judge") is None:
-        return None
-    details = row.get("details") or {}
-    if row["status"] == "infra_error" or "judge_error" in details:  # judge_error: an objective check kept the score
-        failure = details.get("judge_error", details)
-        if failure.get("error") != "judge_no_verdict":
-            return None  # no answer to judge: not the judge's doing
-        return "call_failed" if str(failure.get("reason", "")).startswith("judge call failed") else "failed"
-    if details.get("reasked"):
-        return "reasked"
-    stage = details.get("parse_stage")
-    return stage if stage in ("strict", "repaired", "patterns") else None
-
-
 def judge_verdict(row: Mapping[str, Any]) -> tuple[float | None, bool | None]:
     """The judge's own (value, passed) of a scored row: beside an objective check they are
     ``metrics.judge_value`` / ``judge_passed`` (the row's value is the check's); (None, None)
@@ -192,9 +177,20 @@ def label_shares(
 ) -> dict[str, Any]:
     """Counts of a side label's values (``labels``; anything else, None included, is ``unlabelled``)
     and, with ``rate_of``, that label's share of the labelled ones; "not available" without any."""
-    counts = {label: sum(1 for v in values if v == label) for label in labels}
+    tally: dict[Any, int] = {}
+    for value in values:
+        key = value if isinstance(value, (str, type(None))) else json.dumps(value)
+        tally[key] = tally.get(key, 0) + 1
+    return label_counts(tally, labels, rate_of, contract, what)
+
+
+def label_counts(
+    tally: Mapping[Any, int], labels: Sequence[str], rate_of: str | None, contract: str, what: str
+) -> dict[str, Any]:
+    """:func:`label_shares` from how often each value was given (``tally``: value -> count)."""
+    counts = {label: sum(c for v, c in tally.items() if v == label) for label in labels}
     n = sum(counts.values())
-    unlabelled = len(values) - n
+    unlabelled = sum(tally.values()) - n
     if not n:
         reason = (
             f"the judge gave no valid {what} label on any of {unlabelled} {contract} verdict(s)"
@@ -258,11 +254,6 @@ def answer_lengths(
 # --- the block ------------------------------------------------------------------------------------
 
 
-def _labels(loaded: Loaded) -> dict[str, str]:
-    """Model label (as the leaderboard shows it) by canonical model-identity JSON."""
-    return {json.dumps(e.model.as_dict(), sort_keys=True, default=str): e.model_label for e in loaded.table.entrants}
-
-
 def _judge_labels(groups: Mapping[str, dict[str, Any]]) -> dict[str, str]:
     plain = {g: f"{i.get('name')}@{i.get('backend')}" for g, i in groups.items()}
     clash = {p for p in plain.values() if list(plain.values()).count(p) > 1}
@@ -272,32 +263,40 @@ def _judge_labels(groups: Mapping[str, dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def _ladder(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    counts = dict.fromkeys(LADDER, 0)
-    for row in rows:
-        stage = parse_stage_of(row)
-        if stage is not None:
-            counts[stage] += 1
+def _ladder(judged: JudgedColumns, positions: np.ndarray) -> dict[str, Any]:
+    found = np.bincount(judged.stage[positions][judged.stage[positions] >= 0], minlength=len(LADDER))
+    counts = {stage: int(c) for stage, c in zip(LADDER, found, strict=True)}
     total = sum(counts.values())
     return {"n": total, "counts": counts, "rates": {k: (v / total if total else None) for k, v in counts.items()}}
 
 
 def flag_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`judged_flag_rates` of judged rows as ``scores.jsonl`` holds them."""
+    builder = JudgedBuilder()
+    for index, row in enumerate(rows):
+        builder.add(index, 0, row)
+    judged = builder.take([])
+    return judged_flag_rates(judged, np.arange(len(judged)))
+
+
+def judged_flag_rates(judged: JudgedColumns, positions: np.ndarray) -> dict[str, Any]:
     """The judge's flags over its verdicts (the rows :func:`parse_stage_of` reads as one): per flag
-    count and share, the share flagged at all (:data:`NOTE_FLAGS` aside) and the dropped claims."""
-    verdicts = [
-        row.get("details") or {} for row in rows if parse_stage_of(row) in ("strict", "repaired", "patterns", "reasked")
-    ]
+    count and share, the share flagged at all (:data:`NOTE_FLAGS` aside) and the dropped claims.
+    Counted per distinct flag set, so the cost grows with the sets, not with the verdicts."""
+    verdicts = positions[np.isin(judged.stage[positions], [LADDER.index(s) for s in VERDICT_STAGES])]
     counts: dict[str, int] = {}
     dropped: dict[str, int] = {}
     flagged = 0
-    for details in verdicts:
-        flags = [f for f in dict.fromkeys(details.get("flags") or ()) if isinstance(f, str)]
+    per_set = np.bincount(judged.flags[verdicts], minlength=len(judged.flag_sets))
+    for code in np.flatnonzero(per_set).tolist():
+        flags, times = judged.flag_sets[code], int(per_set[code])
         for flag in flags:
-            counts[flag] = counts.get(flag, 0) + 1
-        for flag in dict.fromkeys(details.get("judge_flag_dropped") or ()):
-            dropped[str(flag)] = dropped.get(str(flag), 0) + 1
-        flagged += any(not is_note_flag(f) for f in flags)
+            counts[flag] = counts.get(flag, 0) + times
+        flagged += times * any(not is_note_flag(f) for f in flags)
+    per_dropped = np.bincount(judged.dropped[verdicts], minlength=len(judged.dropped_sets))
+    for code in np.flatnonzero(per_dropped).tolist():
+        for flag in judged.dropped_sets[code]:
+            dropped[flag] = dropped.get(flag, 0) + int(per_dropped[code])
     n = len(verdicts)
     return {
         "n": n,
@@ -401,8 +400,8 @@ def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
                 "judges": set(),
                 "scored": 0,
                 "resistant": 0,
-                "context": [],
-                "behavior": [],
+                "context": {},  # side-label value -> how often the judge gave it
+                "behavior": {},
             },
         )
         entry["scored"] += int(per_scored[index])
@@ -410,23 +409,80 @@ def _model_tallies(loaded: Loaded) -> dict[str, dict[str, Any]]:
     return models
 
 
-def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dict[str, Any]:
-    """The ``judge_reliability`` block (module doc) for the runs ``loaded`` read."""
-    run_dirs = [r.dir for r in loaded.runs]
-    judged = loaded.judged
-    chars, judge_stages, any_lengths = answer_lengths(run_dirs, {(r["model"], r["item_id"]) for r in judged})
-    rows = [{**r, "_chars": chars.get((r["model"], r["item_id"]))} for r in judged]
-    model_label = _labels(loaded)
-    label_of = {
-        id(r): model_label.get(json.dumps(r["model_identity"], sort_keys=True, default=str), r["model"]) for r in rows
+def verdict_values(table: ScoreTable, rows: np.ndarray, primary_check: np.ndarray) -> np.ndarray:
+    """:func:`judge_verdict`'s value of each of ``rows`` (NaN for None): ``metrics.judge_value``
+    where the row has one, else NaN beside an objective check, else the row's value."""
+    value = table.value[rows]
+    own = table.metrics.get(JUDGE_VALUE_METRIC)
+    if own is not None:
+        mine = own[rows].astype(np.float64)
+        value = np.where(np.isnan(mine), np.where(primary_check, np.nan, value), mine)
+    else:
+        value = np.where(primary_check, np.nan, value)
+    return value
+
+
+def _agreement_metrics(table: ScoreTable) -> dict[str, np.ndarray]:
+    """The sub-metric columns :func:`_agreement` and :func:`judge_verdict` read."""
+    wanted = ("total", JUDGE_VALUE_METRIC, JUDGE_PASSED_METRIC)
+    return {k: table.metrics[k] for k in wanted if k in table.metrics}
+
+
+def _record(table: ScoreTable, row: int, judged: JudgedColumns, position: int) -> dict[str, Any]:
+    """One judged row as the fields :func:`_agreement` reads (built only for the re-judged sample)."""
+    value, passed = float(table.value[row]), float(table.passed[row])
+    details: dict[str, Any] = {"rejudge": judged.rejudge[row]}
+    if judged.primary_check[position]:
+        details["primary"] = "check"
+    return {
+        "status": STATUSES[int(table.status[row])],
+        "value": None if np.isnan(value) else value,
+        "passed": None if np.isnan(passed) else bool(passed),
+        "metrics": {k: float(v[row]) for k, v in _agreement_metrics(table).items() if not np.isnan(v[row])},
+        "details": details,
     }
+
+
+def _answer_chars(loaded: Loaded, rows: np.ndarray) -> tuple[np.ndarray, dict[str, set[str]], bool]:
+    """(answer length of each judged row, -1 unknown; verdict stages per judge name; whether any
+    answer text was found): :func:`answer_lengths` asked only for the judged (model, item) pairs."""
+    table = loaded.table
+    run_dirs = [r.dir for r in loaded.runs]
+    if not any((Path(d) / "results.jsonl").is_file() for d in run_dirs):
+        return np.full(len(rows), -1, dtype=np.int64), {}, False
+    names = [e.model.name for e in table.entrants]
+    pairs = [
+        (names[e], table.items[i]) for e, i in zip(table.entrant[rows].tolist(), table.item[rows].tolist(), strict=True)
+    ]
+    chars, stages, any_lengths = answer_lengths(run_dirs, set(pairs))
+    return np.array([chars.get(pair, -1) for pair in pairs], dtype=np.int64), stages, any_lengths
+
+
+def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dict[str, Any]:
+    """The ``judge_reliability`` block (module doc) for the runs ``loaded`` read, from the judged
+    rows' columns (:mod:`routing.load.verdicts`) and the table's: per-row work is array work."""
+    run_dirs = [r.dir for r in loaded.runs]
+    table, judged = loaded.table, loaded.judged
+    rows = judged.row
+    chars, judge_stages, any_lengths = _answer_chars(loaded, rows)
+    label_names = list(dict.fromkeys(e.model_label for e in table.entrants))
+    label_code = np.array([label_names.index(e.model_label) for e in table.entrants], dtype=np.int64)
+    labels = label_code[table.entrant[rows]] if len(rows) else np.zeros(0, dtype=np.int64)
+    # judge groups in the order their first verdict appears (one json.dumps per judge record, not per row)
     groups: dict[str, dict[str, Any]] = {}
-    group_of: dict[int, str] = {}
-    for r in rows:
-        if r.get("judge") is not None:
-            gid, identity = _judge_group(r["judge"])
-            groups.setdefault(gid, identity)
-            group_of[id(r)] = gid
+    group_codes: list[str] = []
+    record_group: dict[int, int] = {}
+    used, first = np.unique(judged.judge, return_index=True)
+    for code in used[np.argsort(first, kind="stable")].tolist():
+        gid, identity = _judge_group(judged.judge_records[code])
+        groups.setdefault(gid, identity)
+        if gid not in group_codes:
+            group_codes.append(gid)
+        record_group[code] = group_codes.index(gid)
+    group_of = np.full(len(judged.judge_records) + 1, -1, dtype=np.int64)
+    for code, g in record_group.items():
+        group_of[code] = g
+    group = group_of[judged.judge] if len(rows) else np.zeros(0, dtype=np.int64)
     judge_label = _judge_labels(groups)
     warnings: list[dict[str, str]] = []
     notes: list[str] = []
@@ -437,34 +493,36 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
         )
 
     models = _model_tallies(loaded)
-    for r in rows:
-        entry = models[label_of[id(r)]]
-        if id(r) in group_of:
-            entry["judges"].add(group_of[id(r)])
-        details = r.get("details") or {}
-        for field, key in (("context_awareness", "context"), ("behavior", "behavior")):
-            if field in details:  # asked by the row's contract; None = the judge gave no valid label
-                entry[key].append(details[field])
+    for lab, g in {(int(a), int(b)) for a, b in zip(labels.tolist(), group.tolist(), strict=True)}:
+        models[label_names[lab]]["judges"].add(group_codes[g])
+    for column, key in ((judged.context, "context"), (judged.behavior, "behavior")):
+        asked = column >= 0  # asked by the row's contract; a None value = the judge gave no valid label
+        pairs, counts = np.unique(labels[asked] * (len(judged.side_values) + 1) + column[asked], return_counts=True)
+        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+            tally = models[label_names[pair // (len(judged.side_values) + 1)]][key]
+            value = judged.side_values[pair % (len(judged.side_values) + 1)]
+            tally[value] = tally.get(value, 0) + count
 
+    status = table.status[rows]
+    rubric_families = [table.code("family", f) for f in RUBRIC_FAMILIES if f in table.vocab["family"]]
+    verdict = verdict_values(table, rows, judged.primary_check.astype(bool))
+    rejudged = np.isin(rows, np.fromiter(judged.rejudge, dtype=np.int64, count=len(judged.rejudge)))
+    is_rubric = (status == SCORED) & np.isin(table.family[rows], rubric_families) & (chars >= 0) & ~np.isnan(verdict)
     judges: dict[str, dict[str, Any]] = {}
-    for gid, identity in groups.items():
-        jrows = [r for r in rows if group_of.get(id(r)) == gid]
+    for g, (gid, identity) in enumerate(groups.items()):
+        jpos = np.flatnonzero(group == g)
         name = judge_label[gid]
         # (label, chars, the judge's own value) of every rubric verdict with a known answer length
-        rubric = [
-            (label_of[id(r)], r["_chars"], value)
-            for r in jrows
-            if r["status"] == "scored"
-            and r["family"] in RUBRIC_FAMILIES
-            and r["_chars"] is not None
-            and (value := judge_verdict(r)[0]) is not None
-        ]
-        length = length_controlled([v for _, _, v in rubric], [c for _, c, _ in rubric], [m for m, _, _ in rubric])
-        pooled = spearman([c for _, c, _ in rubric], [v for _, _, v in rubric])
-        agreement = _agreement(jrows)
+        rubric = jpos[is_rubric[jpos]]
+        r_labels = [label_names[x] for x in labels[rubric].tolist()]
+        r_chars, r_values = chars[rubric].tolist(), verdict[rubric].tolist()
+        length = length_controlled(r_values, r_chars, r_labels)
+        pooled = spearman(r_chars, r_values)
+        sampled = jpos[rejudged[jpos]].tolist()
+        agreement = _agreement([_record(table, int(rows[p]), judged, p) for p in sampled])
         stages = judge_stages.get(str(identity.get("name")), set())
         store = for_stages(calibrations(calibration_dir), stages) if calibration_dir is not None else []
-        flags = flag_rates(jrows)
+        flags = judged_flag_rates(judged, jpos)
         if flags["flagged_rate"] is not None and flags["n"] >= MIN_N and flags["flagged_rate"] > FLAGGED_RATE_MAX:
             top = ", ".join(f for f in flags["counts"] if not is_note_flag(f))
             warnings.append(
@@ -478,8 +536,8 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
             )
         judges[name] = {
             "identity": identity,
-            "judged": len(jrows),
-            "parse_ladder": _ladder(jrows),
+            "judged": len(jpos),
+            "parse_ladder": _ladder(judged, jpos),
             "flags": flags,
             "length": {**pooled, "slope_per_log_char": length["slope"]},
             "agreement": agreement,
@@ -520,9 +578,10 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                 f"{name}: no calibration of this exact judge in {calibration_dir} "
                 "(python -m pool.calibrate --pool FILE)"
             )
+        rubric_labels = labels[rubric]
         for model, view in length["groups"].items():
-            m_rows = [(c, v) for m, c, v in rubric if m == model]
-            corr = spearman([c for c, _ in m_rows], [v for _, v in m_rows])
+            mine = rubric[rubric_labels == label_names.index(model)]
+            corr = spearman(chars[mine].tolist(), verdict[mine].tolist())
             models[model].setdefault("length", {})[name] = {**corr, **view}
             if corr["rho"] is not None and abs(corr["rho"]) >= LENGTH_BIAS_RHO:
                 warnings.append(
@@ -570,12 +629,12 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                 "scored": entry["scored"],
                 "share": entry["resistant"] / entry["scored"] if entry["scored"] else None,
             },
-            "ctx_appropriate": label_shares(
+            "ctx_appropriate": label_counts(
                 entry["context"], CONTEXT_LABELS, "appropriate", "criteria", "context-awareness"
             ),
-            "probe_behavior": label_shares(entry["behavior"], PROBE_BEHAVIOR_LABELS, None, "probe", "behaviour"),
+            "probe_behavior": label_counts(entry["behavior"], PROBE_BEHAVIOR_LABELS, None, "probe", "behaviour"),
         }
-    panels = build_panel_agreement(rows, run_dirs, {e.model.name for e in loaded.table.entrants})
+    panels = build_panel_agreement(table, judged, run_dirs, {e.model.name for e in loaded.table.entrants})
     warnings += panels.pop("warnings")
     return {
         "schema_version": 1,

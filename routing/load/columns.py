@@ -21,10 +21,12 @@ The folder (plain numpy, no other dependency; ``np.fromfile`` reads any column):
   :data:`routing.load.table.STATUSES`), ``value``/``passed``/``latency_s``/``completion_tokens``/``cost``
   (float64, NaN for null), ``answered`` (uint8), ``line`` (int32: the row's line in scores.jsonl),
   ``metric.<name>`` and ``flag.<name>`` (float64, NaN where absent).
+- ``judged.<field>.bin`` — the judged rows as columns (:mod:`routing.load.verdicts`: the verdict
+  details judge reliability audits, one value per judged row, a panel's member votes flat), their
+  vocabularies in ``meta.json`` ``judged``.
 - ``rows.jsonl`` — the few per-row values that are not numbers: ``{"row", "label"}`` for
-  classification rows, ``{"row", "source"}`` for derived items, ``{"row", "judged"}`` for judged rows
-  (the fields judge reliability reads: status, family, task, domain, value, passed, metrics and the
-  verdict details it audits).
+  classification rows, ``{"row", "source"}`` for derived items, ``{"row", "rejudge"}`` for the
+  sampled verdicts judged again.
 
 Every row is checked as :func:`routing.load.runs.check_row` says before it becomes columns, so a copy
 holds only rows the JSONL reader would accept; ``python -m routing.columns RUN_DIR`` (re)builds it
@@ -61,9 +63,12 @@ from routing.load.rows import (
     label_of,
 )
 from routing.load.table import NOT_RECORDED, ModelIdentity
+from routing.load.verdicts import DTYPES as JUDGED_DTYPES
+from routing.load.verdicts import MEMBER_ARRAYS as JUDGED_MEMBER_ARRAYS
+from routing.load.verdicts import JudgedBuilder, JudgedColumns, from_files
 
 COLUMNS_DIRNAME = "scores.columns"
-FORMAT, VERSION = "medpool-score-columns", 2  # a copy of another version is ignored: readers go back to scores.jsonl
+FORMAT, VERSION = "medpool-score-columns", 3  # a copy of another version is ignored: readers go back to scores.jsonl
 CODE_COLUMNS = ("item", "suite", "task", "domain", "broad_area", "gold_type", "family")
 FLOAT_COLUMNS = ("value", "passed", "latency_s", "completion_tokens", "cost")
 FIXED_DTYPES = {
@@ -75,21 +80,6 @@ FIXED_DTYPES = {
     "answered": "u1",
     "line": "<i4",
 }
-# The details judge reliability audits (routing.judges.reliability, routing.judges.panel_agreement).
-JUDGED_DETAILS = (
-    "parse_stage",
-    "reasked",
-    "judge_error",
-    "primary",
-    "rejudge",
-    "panel",
-    "context_awareness",
-    "behavior",
-    "error",
-    "reason",
-    "flags",
-    "judge_flag_dropped",
-)
 LAZY_COLUMNS = ("line",)
 CHUNK_ROWS = 65_536  # rows built before a written copy appends them to its files
 
@@ -106,27 +96,11 @@ class RunColumns:
     flags: dict[str, np.ndarray]
     labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
     sources: dict[int, str] = field(default_factory=dict)
-    judged: dict[int, dict[str, Any]] = field(default_factory=dict)
+    judged: JudgedColumns = field(default_factory=JudgedColumns.empty)  # row: the row in this run
     judge_records: list[dict[str, Any] | None] = field(default_factory=list)  # as read, for the judged rows
 
     def __len__(self) -> int:
         return int(self.columns["line"].shape[0])
-
-
-def judged_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """What judge reliability needs of a judged row (its identities are added back when loaded)."""
-    details = row.get("details") or {}
-    return {
-        "item_id": row["item_id"],
-        "status": row["status"],
-        "family": row["family"],
-        "task": row["task"],
-        "domain": row.get("domain"),
-        "value": row["value"],
-        "passed": row.get("passed"),
-        "metrics": row.get("metrics") or {},
-        "details": {k: details[k] for k in JUDGED_DETAILS if k in details},
-    }
 
 
 @dataclass
@@ -139,7 +113,7 @@ class _Chunk:
     flags: dict[str, np.ndarray]
     labels: dict[int, tuple[Any, Any, tuple[Any, ...]]]
     sources: dict[int, str]
-    judged: dict[int, dict[str, Any]]
+    judged: JudgedColumns  # row: the row in the run
 
 
 class _Builder:
@@ -150,6 +124,7 @@ class _Builder:
         self.judge_records: list[dict[str, Any] | None] = [None]
         self.strings: dict[str, dict[str, int]] = {name: {} for name in CODE_COLUMNS}
         self.rows = 0  # rows taken before the current chunk
+        self.judged = JudgedBuilder()
         self._reset()
 
     def _reset(self) -> None:
@@ -161,7 +136,6 @@ class _Builder:
         self.flags = {name: array("d") for name in FLAG_COLUMNS}
         self.labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
         self.sources: dict[int, str] = {}
-        self.judged: dict[int, dict[str, Any]] = {}
         self.count = 0
 
     def _code(self, column: str, text: str) -> int:
@@ -210,7 +184,7 @@ class _Builder:
         if isinstance(row.get("source_item_id"), str):
             self.sources[index] = row["source_item_id"]
         if row.get("judge") is not None:
-            self.judged[index] = judged_record(row)
+            self.judged.add(self.rows + index, key[1], row)
         self.count += 1
 
     def take(self) -> _Chunk:
@@ -226,7 +200,8 @@ class _Builder:
             name: np.frombuffer(col, dtype=float).copy() if self.count else np.zeros(0)
             for name, col in self.flags.items()
         }
-        chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels, self.sources, self.judged)
+        judged = self.judged.take(self.judge_records)
+        chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels, self.sources, judged)
         self.rows += self.count
         self._reset()
         return chunk
@@ -311,6 +286,7 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
         return column
 
     extras = (folder / "rows.jsonl").open("w", encoding="utf-8")
+    judged_count = {"rows": 0, "member_votes": 0}
 
     def flush() -> None:
         chunk = builder.take()
@@ -331,8 +307,13 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
             )
         for row, source in chunk.sources.items():
             extras.write(json.dumps({"row": first + row, "source": source}, ensure_ascii=False) + "\n")
-        for row, record in chunk.judged.items():
-            extras.write(json.dumps({"row": first + row, "judged": record}, ensure_ascii=False) + "\n")
+        judged = chunk.judged  # every flush writes the judged files, so a run without judged rows has them empty
+        judged_count["rows"] += len(judged)
+        judged_count["member_votes"] += len(judged.member_name)
+        for name, dtype in JUDGED_DTYPES.items():
+            _append(files, folder, f"judged.{name}", getattr(judged, name).astype(dtype, copy=False))
+        for row, record in judged.rejudge.items():
+            extras.write(json.dumps({"row": row, "rejudge": record}, ensure_ascii=False) + "\n")
 
     try:
         for line_no, key, row in iter_checked_rows(run_dir, builder.interner):
@@ -357,6 +338,7 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
             **{f"metric.{k}": "<f8" for k in sorted(written_metrics)},
         },
         "metrics": sorted(written_metrics),
+        "judged": builder.judged.take(builder.judge_records).vocab_json() | judged_count,
     }
 
 
@@ -437,8 +419,24 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         judge_records=list(meta["judges"]),
     )
     if only is None:
+        judged = _read_judged(folder, meta.get("judged") or {}, out.judge_records)
+        if judged is None:
+            return None
+        out.judged = judged
         _read_extras(folder / "rows.jsonl", out)
     return out
+
+
+def _read_judged(folder: Path, meta: dict[str, Any], judge_records: list[Any]) -> JudgedColumns | None:
+    """The judged columns (:mod:`routing.load.verdicts`), None when a file is missing or short."""
+    arrays = {}
+    for name, dtype in JUDGED_DTYPES.items():
+        path = folder / f"judged.{name}.bin"
+        count = int(meta.get("member_votes" if name in JUDGED_MEMBER_ARRAYS else "rows", 0))
+        if not path.is_file() or path.stat().st_size != count * np.dtype(dtype).itemsize:
+            return None
+        arrays[name] = np.fromfile(path, dtype=dtype)
+    return from_files(meta, arrays, judge_records)
 
 
 def _frozen(value: Any) -> Any:
@@ -457,8 +455,8 @@ def _read_extras(path: Path, out: RunColumns) -> None:
                 out.labels[row] = (predicted, gold, tuple(declared))
             elif "source" in entry:
                 out.sources[row] = entry["source"]
-            elif "judged" in entry:
-                out.judged[row] = entry["judged"]
+            elif "rejudge" in entry:
+                out.judged.rejudge[row] = entry["rejudge"]
 
 
 def run_columns(run_dir: Path | str) -> RunColumns:

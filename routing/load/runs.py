@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from routing.load.table import (
     codes_in_use,
     make_entrants,
 )
+from routing.load.verdicts import JudgedColumns
 
 __all__ = [
     "FLAG_COLUMNS",
@@ -101,9 +102,9 @@ class Loaded:
     skipped_runs: tuple[str, ...]  # directories left out by --since
     superseded: int  # rows replaced by a later run's row for the same key
     kept_apart: tuple[dict[str, Any], ...] = ()  # see kept_apart(): same name, different identities
-    # The judged rows (the fields judge reliability audits, see routing.load.columns.judged_record), with
-    # model, model_identity and judge; merged as the table is, in the order their keys first appear.
-    judged: tuple[dict[str, Any], ...] = ()
+    # The judged rows as columns (routing.load.verdicts; ``row`` indexes the table), merged as the table is,
+    # in the order their keys first appear in the runs.
+    judged: JudgedColumns = field(default_factory=JudgedColumns.empty)
 
 
 def parse_time(text: str, where: str) -> datetime:
@@ -262,7 +263,7 @@ def _check_duplicates(run_dir: Path, key: np.ndarray, lines: np.ndarray, describ
     )
 
 
-def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTable, int, list[dict[str, Any]]]:
+def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTable, int, JudgedColumns]:
     """(table, superseded rows, judged rows) of runs given oldest first.
 
     A later run's row replaces an earlier one with the same (model identity, judge, item), except
@@ -347,7 +348,8 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     final[chosen] = np.arange(len(chosen))
     labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
     sources: dict[str, str] = {}
-    judged_at: list[tuple[int, dict[str, Any]]] = []
+    judged_parts: list[JudgedColumns] = []
+    judged_first: list[np.ndarray] = []
     first_of_winner = np.empty(len(key), dtype=np.int64)
     first_of_winner[winners] = first_seen
     for r, (_, cols) in enumerate(per_run):
@@ -358,17 +360,12 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         for local, source in cols.sources.items():
             if final[base + local] >= 0:
                 sources[items[int(item[final[base + local]])]] = source
-        for local, record in cols.judged.items():
-            if final[base + local] >= 0:
-                identity = cols.identities[int(cols.columns["ident"][local])]
-                judge_record = cols.judge_records[int(cols.columns["judge"][local])]
-                judged_at.append(
-                    (
-                        int(first_of_winner[base + local]),
-                        {**record, "model": identity.name, "model_identity": identity.as_dict(), "judge": judge_record},
-                    )
-                )
-    judged_at.sort(key=lambda pair: pair[0])
+        at = base + cols.judged.row
+        kept = np.flatnonzero(final[at] >= 0)
+        judged_parts.append(cols.judged.take(kept, final[at[kept]]))
+        judged_first.append(first_of_winner[at[kept]])
+    judged = JudgedColumns.concat(judged_parts)
+    judged = judged.take(np.argsort(np.concatenate(judged_first), kind="stable")) if len(judged) else judged
     table = ScoreTable(
         entrants=tuple(entrants),
         items=items,
@@ -389,7 +386,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         sources=sources,
         cost=column("cost"),
     )
-    return table, superseded, [record for _, record in judged_at]
+    return table, superseded, judged
 
 
 def _ordered_entrants(
@@ -432,10 +429,12 @@ def _sorted_vocab(codes: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, 
     return remap[codes], tuple(names[i] for i in order)
 
 
-def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str, Any]]] | None:
-    """:func:`merge_columns` of one run whose rows are already in table order with no key twice —
-    what ``pool.run`` writes — without copying its columns; None when the run is not like that.
-    Its identity columns are dropped from ``cols`` once used (the table holds entrants instead)."""
+def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, JudgedColumns] | None:
+    """:func:`merge_columns` of one run with no key twice; None when a key repeats. Rows already in
+    table order (a judge-free night as ``pool.run`` writes it) are taken without copying a column;
+    otherwise (a judged night: its rows are in (model, item) order, the table's are by entrant, judge
+    included) every column is put in table order once. Its identity columns are dropped from ``cols``
+    once used (the table holds entrants instead)."""
     c = cols.columns
     n_judges = len(cols.judges)
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
@@ -450,7 +449,10 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
         position = entrant[start : start + SORTED_CHECK_ROWS].astype(np.int64) * max(len(item_names), 1)
         position += item_rank[c["item"][start : start + SORTED_CHECK_ROWS]]
         if position[0] <= last or (len(position) > 1 and not bool((position[1:] > position[:-1]).all())):
-            return None
+            if not _into_table_order(cols, entrant, item_rank):
+                return None
+            entrant = cols.columns.pop("entrant")
+            break
         last = int(position[-1])
     codes: dict[str, np.ndarray] = {}
     vocab: dict[str, tuple[str, ...]] = {}
@@ -459,15 +461,7 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
     _with_system(codes, vocab)
     items = vocab.pop("item")
     item = codes.pop("item")
-    judged = [
-        {
-            **record,
-            "model": cols.identities[int(c["ident"][row])].name,
-            "model_identity": cols.identities[int(c["ident"][row])].as_dict(),
-            "judge": cols.judge_records[int(c["judge"][row])],
-        }
-        for row, record in sorted(cols.judged.items())
-    ]
+    judged = cols.judged  # its rows are table rows now
     for name in ("ident", "judge", "line"):
         c.pop(name, None)
     table = ScoreTable(
@@ -491,6 +485,29 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, list[dict[str,
         cost=c["cost"],
     )
     return table, 0, judged
+
+
+def _into_table_order(cols: RunColumns, entrant: np.ndarray, item_rank: np.ndarray) -> bool:
+    """Put every row of ``cols`` in table order (entrant, then item id), in place, with the entrant
+    column as ``columns["entrant"]``; False (nothing changed) when a (model, judge, item) key repeats."""
+    c = cols.columns
+    position = entrant.astype(np.int64) * max(len(item_rank), 1) + item_rank[c["item"]]
+    order = np.argsort(position, kind="stable")
+    position = position[order]
+    if len(position) > 1 and not bool((position[1:] > position[:-1]).all()):
+        return False
+    del position
+    table_row = np.empty(len(order), dtype=np.int64)
+    table_row[order] = np.arange(len(order), dtype=np.int64)
+    for group in (c, cols.metrics, cols.flags):
+        for name in list(group):
+            if name != "line" and group[name].strides != (0,):  # a broadcast NaN needs no order
+                group[name] = group[name][order]
+    c["entrant"] = entrant[order]
+    cols.labels = {int(table_row[row]): label for row, label in cols.labels.items()}
+    cols.sources = {int(table_row[row]): source for row, source in cols.sources.items()}
+    cols.judged = cols.judged.take(np.arange(len(cols.judged)), table_row[cols.judged.row])
+    return True
 
 
 def _narrowed(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -540,7 +557,7 @@ def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loade
         raise LoadError(f"no score rows in {', '.join(str(d / SCORES_FILENAME) for d, _ in infos)}")
     table, superseded, judged = merge_columns(per_run)
     runs = tuple(info for _, info in infos)
-    return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)), tuple(judged))
+    return Loaded(table, runs, tuple(skipped), superseded, tuple(kept_apart(table, runs)), judged)
 
 
 def _entrants_by_run(table: ScoreTable, n_runs: int, family: int | None = None) -> list[tuple[int, int]]:
