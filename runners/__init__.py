@@ -9,6 +9,8 @@ A runner turns a request into a response and knows nothing of items, runs or jud
   the wait formula).
 - ``registry.py`` — backend type name → runner and settings block (``@backend``), ``make_runner``.
 - ``settings.py`` — what every backend type's pool-file block shares, and the endpoint checks.
+- ``refusable.py`` — optional request fields a server may refuse (a verdict's ``response_format``, a
+  judge's ``logprobs``): one refused request, one warning, then left out for the rest of the run.
 - ``balanced.py`` — one runner in front of identical replicas, each request to the least busy.
 - ``embeddings.py`` — a client for OpenAI-compatible ``/embeddings`` endpoints.
 - ``protocols/`` — one module per backend protocol (OpenAI-compatible, vLLM, Ollama), each declaring

@@ -10,6 +10,7 @@ the endpoint (``runners.retry.JsonEndpoint``) and are written once for every pro
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, ClassVar
 
 from runners.base import (
@@ -20,7 +21,18 @@ from runners.base import (
     GenerationResponse,
     TokenLogprob,
 )
+from runners.refusable import OptionalField
 from runners.retry import JsonEndpoint, RetryPolicy, Sleep
+
+# A weighing judge's token logprobs as an optional request field (runners.refusable): a hosted API that
+# refuses them, naming them or not, is asked without them for the rest of the run.
+LOGPROBS = OptionalField(
+    "logprobs",
+    re.compile(r"logprob", re.IGNORECASE),
+    "judge verdicts from this endpoint are asked without token logprobs and scored argmax for the rest of "
+    "the run (set judge_scores: argmax in the pool file to skip the first try)",
+    unnamed_refusal=True,
+)
 
 
 def int_or_none(value: Any) -> int | None:

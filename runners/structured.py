@@ -8,7 +8,7 @@ server is told, so that a small model cannot answer outside that shape:
   {name, schema, strict}}`` (OpenAI, vLLM, the llama.cpp C++ server); Ollama gets ``format: <schema>``.
   A server that answers such a request with a 400 (or 422) whose message names ``response_format`` or
   ``json_schema`` does not take it: the runner sends that request again without it, once, and from
-  then on sends none to that endpoint (:func:`schema_refused`);
+  then on sends none to that endpoint (:func:`schema_refused`, :mod:`runners.refusable`);
 - ``grammar``: a GBNF grammar built from the schema by llama-cpp-python's converter
   (``llama_cpp.llama_grammar.json_schema_to_gbnf``, what ``LlamaGrammar.from_json_schema`` uses), sent
   as ``grammar``: both managed llama.cpp engines and llama.cpp's own server take it. Two things are
@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from runners.base import GenerationResponse
+from runners.refusable import OptionalField
 
 StructuredOutput = Literal["json_schema", "grammar", "none"]
 STRUCTURED_OUTPUTS: tuple[str, ...] = StructuredOutput.__args__  # type: ignore[attr-defined]
@@ -40,7 +41,13 @@ SCHEMA_NAME = "verdict"  # response_format.json_schema.name: OpenAI requires one
 # A refusal names the field it refuses: OpenAI/vLLM/llama.cpp messages say "response_format" or
 # "json_schema"; a 400 for anything else (a bad model id, a too-long prompt) is not a refusal.
 _REFUSAL = re.compile(r"response_format|json_schema|response format|json schema", re.IGNORECASE)
-REFUSAL_STATUSES = (400, 422)  # 422: FastAPI-based servers refuse an unknown body field with it
+# The schema as an optional request field (runners.refusable): refused once, never sent again that run.
+RESPONSE_FORMAT = OptionalField(
+    "response_format",
+    _REFUSAL,
+    "verdicts from this endpoint are asked without a schema for the rest of the run "
+    "(set structured_output: none on the backend to skip the first try)",
+)
 GRAMMAR_STRING_CHARS = 60  # a one-sentence rationale, a quoted piece of evidence: a 256-token verdict holds several
 GRAMMAR_STRING_ITEMS = 8  # labels or flags listed in one array
 GRAMMAR_ENUM_SPAN = 1000  # integer ranges up to this many values become an enum
@@ -89,7 +96,4 @@ def _grammar_of(schema_json: str) -> str:
 
 def schema_refused(response: GenerationResponse) -> bool:
     """The server refused the request because of its ``response_format`` (see the module doc)."""
-    if response.error_class != "client_error" or not response.attempts:
-        return False
-    last = response.attempts[-1]
-    return last.status in REFUSAL_STATUSES and bool(_REFUSAL.search(response.error_detail or last.detail))
+    return RESPONSE_FORMAT.refused_by_name(response)

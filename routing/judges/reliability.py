@@ -43,7 +43,13 @@ Per judge (identity without the contract's prompt version):
   and are left out), warned when above one half (on at least 5 verdicts): a judge that flags most
   answers is flagging by habit; ``dropped``, the claims a deterministic check of the answer did
   not confirm (``details.judge_flag_dropped``, ``judge.injection``). Answers scored without a
-  judge call (``empty_answer`` / ``short_answer``) are not verdicts and are not counted.
+  judge call (``empty_answer`` / ``short_answer``) are not verdicts and are not counted;
+- **score variants** (``score_variants``, only for a judge some of whose rows say which) — how many
+  of its rows' values are ``weighted`` (the expectation over the judge's token probabilities),
+  ``argmax`` (its most likely labels) or ``mixed`` (a panel whose members differ)
+  (``details.score_variant``, ``judge.weighting``); a warning when weighted and argmax rows sit side
+  by side, or any panel verdict is mixed: the judge's numbers then stand on two footings — a backend
+  that stopped returning logprobs part-way, say.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ from judge.verdicts import PROBE_BEHAVIOR_LABELS
 from routing.judges.panel_agreement import build_panel_agreement
 from routing.load.runs import Loaded
 from routing.load.table import SCORED, STATUSES, ScoreTable
-from routing.load.verdicts import LADDER, VERDICT_STAGES, JudgedBuilder, JudgedColumns
+from routing.load.verdicts import LADDER, SCORE_VARIANTS, VERDICT_STAGES, JudgedBuilder, JudgedColumns
 from routing.load.verdicts import parse_stage_of as parse_stage_of  # where the ladder is read, re-exported
 
 LENGTH_BIAS_RHO = 0.5
@@ -268,6 +274,22 @@ def _ladder(judged: JudgedColumns, positions: np.ndarray) -> dict[str, Any]:
     counts = {stage: int(c) for stage, c in zip(LADDER, found, strict=True)}
     total = sum(counts.values())
     return {"n": total, "counts": counts, "rates": {k: (v / total if total else None) for k, v in counts.items()}}
+
+
+def score_variants(judged: JudgedColumns, positions: np.ndarray) -> dict[str, int] | None:
+    """How many of the rows at ``positions`` carry each :data:`SCORE_VARIANTS` value; None when none says."""
+    variant = judged.variant[positions]
+    found = np.bincount(variant[variant >= 0], minlength=len(SCORE_VARIANTS))
+    if not found.any():
+        return None
+    return {name: int(c) for name, c in zip(SCORE_VARIANTS, found, strict=True)}
+
+
+def mixes_variants(counts: Mapping[str, int] | None) -> bool:
+    """The judge's values stand on both footings: weighted and argmax ones (or a panel's mix) side by side."""
+    if not counts:
+        return False
+    return bool(counts.get("mixed")) or (bool(counts.get("weighted")) and bool(counts.get("argmax")))
 
 
 def flag_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -543,6 +565,19 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
             "agreement": agreement,
             "calibration": [_calibration_view(c) for c in store],
         }
+        variants = score_variants(judged, jpos)
+        if variants is not None:
+            judges[name]["score_variants"] = variants
+        if mixes_variants(variants):
+            warnings.append(
+                {
+                    "kind": "score_variant",
+                    "subject": name,
+                    "message": f"{name}: its scores are not all on one footing "
+                    f"({variants['weighted']} weighted, {variants['argmax']} argmax, {variants['mixed']} mixed): "
+                    "probability-weighted and argmax values side by side (did its backend stop returning logprobs?)",
+                }
+            )
         if pooled["rho"] is not None and abs(pooled["rho"]) >= LENGTH_BIAS_RHO:
             warnings.append(
                 {

@@ -15,6 +15,9 @@ vocabulary:
   ``details.behavior`` as written (None included), -1 when the row has no such field;
 - ``flags`` / ``dropped`` — index into ``flag_sets`` / ``dropped_sets``: the verdict's distinct
   string flags in order, and its distinct ``judge_flag_dropped`` claims as strings;
+- ``variant`` — which score the verdict's value is (``details.score_variant``): index into
+  :data:`SCORE_VARIANTS` (weighted by the judge's token probabilities, argmax, or a panel's mix of
+  both), -1 when the row does not say;
 - ``panel_rule`` — index into ``rules`` of a panel verdict's rule, -1 for a verdict without a panel
   block; ``members`` — how many member votes it lists, laid out flat in ``member_name`` (index into
   ``member_names``), ``member_passed`` (1.0 / 0.0, NaN: no vote) and ``member_total`` (NaN: none);
@@ -33,11 +36,13 @@ import numpy as np
 
 LADDER = ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
 VERDICT_STAGES = LADDER[:4]  # the judge's reply was read: a verdict
+SCORE_VARIANTS = ("weighted", "argmax", "mixed")  # details.score_variant (judge.weighting, pool.score.panel)
 ARRAYS = {  # field -> dtype on disk, one value per judged row
     "row": "<i8",
     "judge": "<i4",
     "stage": "i1",
     "primary_check": "u1",
+    "variant": "i1",
     "context": "<i4",
     "behavior": "<i4",
     "flags": "<i4",
@@ -97,6 +102,7 @@ class JudgedColumns:
     judge: np.ndarray
     stage: np.ndarray
     primary_check: np.ndarray
+    variant: np.ndarray
     context: np.ndarray
     behavior: np.ndarray
     flags: np.ndarray
@@ -222,6 +228,8 @@ class JudgedBuilder:
         a["judge"].append(judge)
         a["stage"].append(-1 if stage is None else LADDER.index(stage))
         a["primary_check"].append(details.get("primary") == "check")
+        variant = details.get("score_variant")
+        a["variant"].append(SCORE_VARIANTS.index(variant) if variant in SCORE_VARIANTS else -1)
         for name, key in (("context", "context_awareness"), ("behavior", "behavior")):
             a[name].append(codes["side_values"].code(_scalar(details[key])) if key in details else -1)
         flags = tuple(f for f in dict.fromkeys(details.get("flags") or ()) if isinstance(f, str))

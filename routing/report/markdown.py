@@ -165,6 +165,31 @@ def stale_gold_section(leaderboard: dict[str, Any]) -> list[str]:
     return out
 
 
+def variants_text(counts: dict[str, int] | None) -> str:
+    """A judge's ``score_variants`` (``routing.judges.reliability``) as "weighted 812 · argmax 4"."""
+    return " · ".join(f"{k} {v}" for k, v in (counts or {}).items() if v) or "–"
+
+
+def score_variants_section(reliability: dict[str, Any] | None) -> list[str]:
+    """Which variant each judge's numbers are (probability-weighted or argmax); nothing when no row says."""
+    judges = {
+        j: v["score_variants"] for j, v in ((reliability or {}).get("judges") or {}).items() if v.get("score_variants")
+    }
+    if not judges:
+        return []
+    out = [
+        "## Judged scores: weighted or argmax",
+        "",
+        "Weighted: the expectation over the judge's token probabilities; argmax: its most likely labels; "
+        "mixed: a panel whose members differ.",
+        "",
+    ]
+    out += [f"- {md_text(j)}: scores: {variants_text(c)}" for j, c in judges.items()]
+    out += [f"- warning: {md_text(w['message'])}" for w in reliability["warnings"] if w["kind"] == "score_variant"]
+    out.append("")
+    return out
+
+
 REFERENCE_POINTS = 95  # the MedBench score of the reference answers the capability judge compares against
 
 
@@ -313,6 +338,7 @@ def render_markdown(leaderboard: dict[str, Any], hard: dict[str, Any], manifest:
             out += reference_gap_section([b for b in buckets if b["kind"] == "task"])
     out += objective_sections(leaderboard)
     out += judged_battles_section(leaderboard.get("judged_battles"))
+    out += score_variants_section(leaderboard.get("judge_reliability"))
     out += stale_gold_section(leaderboard)
     method = hard["method"]
     cap = f", at most {method['cap']}" if method.get("cap") is not None else ""

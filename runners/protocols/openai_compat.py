@@ -18,7 +18,7 @@ A request with an ``output_schema`` (a judge's verdict) is constrained as the ba
 ``structured_output`` says (:mod:`runners.structured`): ``json_schema`` (the default) sends
 ``response_format``, and a server that refuses it gets that request again without it, once per
 runner: the refusal is remembered, and until the first constrained request has an answer the others
-wait for it, so a refusing server sees exactly one refused request. ``grammar`` sends a GBNF
+wait for it, so a refusing server sees exactly one refused request (:mod:`runners.refusable`). ``grammar`` sends a GBNF
 ``grammar`` (llama.cpp's servers; the default of the managed ``llamacpp`` type); ``none`` sends no
 schema.
 
@@ -28,25 +28,26 @@ shapes are read back (chat: ``choices[0].logprobs.content[]`` of ``{token, logpr
 [{token, logprob}]}``; completion: ``choices[0].logprobs`` with ``tokens``, ``token_logprobs`` and
 ``top_logprobs`` as one ``{token: logprob}`` map per token). A body without them gives
 ``token_logprobs = None``: never invented.
+A server that refuses them (a 4xx naming ``logprobs``, or any client 4xx that the same request
+without them does not get) is handled like a refused ``response_format``: one refused request, one
+warning, and the rest of the run's requests to that endpoint are sent without them, so their
+answers have ``token_logprobs = None`` and are scored argmax.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any, Literal
 
 from pydantic import Field
 
 from runners.base import GenerationRequest, GenerationResponse
 from runners.llamacpp.settings import LlamaCppSettings
-from runners.protocol import JsonProtocolRunner, int_or_none, parse_logprobs, sampling_fields
+from runners.protocol import LOGPROBS, JsonProtocolRunner, int_or_none, parse_logprobs, sampling_fields
+from runners.refusable import FieldProbe, OptionalField
 from runners.registry import backend
 from runners.retry import BadResponse
 from runners.settings import RemoteSettings
-from runners.structured import STRUCTURED_OUTPUTS, StructuredOutput, grammar, response_format, schema_refused
-
-log = logging.getLogger(__name__)
+from runners.structured import RESPONSE_FORMAT, STRUCTURED_OUTPUTS, StructuredOutput, grammar, response_format
 
 # Where a backend takes ``think`` (see the module doc); "none": it takes none.
 ThinkParam = Literal["none", "chat_template_kwargs", "enable_thinking"]
@@ -65,16 +66,20 @@ def _content_text(content: Any) -> str:
 
 
 def build_payload(
-    request: GenerationRequest, think_param: ThinkParam = "none", structured: StructuredOutput = "none"
+    request: GenerationRequest,
+    think_param: ThinkParam = "none",
+    structured: StructuredOutput = "none",
+    logprobs: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) for one request; ``think`` goes where ``think_param`` says (chat mode only), the
-    request's ``output_schema`` as ``structured`` says (``runners.structured``)."""
+    request's ``output_schema`` as ``structured`` says (``runners.structured``), its ``top_logprobs``
+    unless ``logprobs`` is False (a server that refused them)."""
     payload: dict[str, Any] = {"model": request.model, "stream": False, **sampling_fields(request.params)}
     if request.output_schema is not None and structured == "json_schema":
         payload["response_format"] = response_format(request.output_schema)
     elif request.output_schema is not None and structured == "grammar":
         payload["grammar"] = grammar(request.output_schema)
-    k = request.params.top_logprobs
+    k = request.params.top_logprobs if logprobs else None
     if request.mode == "chat":
         payload["messages"] = [dict(m) for m in request.messages]
         if k is not None:
@@ -186,35 +191,33 @@ class OpenAICompatRunner(JsonProtocolRunner):
         super().__init__(base_url, **kwargs)
         self.think_param = think_param
         self.structured_output: StructuredOutput = structured_output
-        # json_schema only: None until the server has answered a constrained request (took it, or refused it)
-        self.schema_accepted: bool | None = None
-        self._probe = asyncio.Lock()
+        self.refusals = FieldProbe(self)  # optional fields this endpoint took or refused (runners.refusable)
 
-    async def _send(self, request: GenerationRequest, structured: StructuredOutput) -> GenerationResponse:
-        path, payload = build_payload(request, self.think_param, structured)
+    @property
+    def schema_accepted(self) -> bool | None:
+        """json_schema only: None until the server has answered a constrained request (took it, or refused it)."""
+        return self.refusals.state.get(RESPONSE_FORMAT.name)
+
+    @property
+    def logprobs_accepted(self) -> bool | None:
+        """None until the server has answered a request asking for token logprobs (took them, or refused them)."""
+        return self.refusals.state.get(LOGPROBS.name)
+
+    def _optional_fields(self, request: GenerationRequest) -> list[OptionalField]:
+        """The refusable fields ``request`` would carry."""
+        fields = []
+        if request.output_schema is not None and self.structured_output == "json_schema":
+            fields.append(RESPONSE_FORMAT)
+        if request.params.top_logprobs is not None:
+            fields.append(LOGPROBS)
+        return fields
+
+    async def _send(self, request: GenerationRequest, fields: frozenset[str]) -> GenerationResponse:
+        structured = self.structured_output
+        if structured == "json_schema" and RESPONSE_FORMAT.name not in fields:
+            structured = "none"
+        path, payload = build_payload(request, self.think_param, structured, LOGPROBS.name in fields)
         return await self._endpoint.post(path, payload, self.parse_body)
 
     async def generate(self, request: GenerationRequest) -> GenerationResponse:
-        if request.output_schema is None or self.structured_output != "json_schema":
-            return await self._send(request, self.structured_output)
-        if self.schema_accepted is None:
-            async with self._probe:  # the first constrained request finds out; the others wait for it
-                if self.schema_accepted is None:
-                    return await self._probe_schema(request)
-        return await self._send(request, "json_schema" if self.schema_accepted else "none")
-
-    async def _probe_schema(self, request: GenerationRequest) -> GenerationResponse:
-        """Send ``request`` with its ``response_format``; on a refusal, remember it and send it once without."""
-        response = await self._send(request, "json_schema")
-        if schema_refused(response):
-            self.schema_accepted = False
-            log.warning(
-                "%r refused response_format (%s); verdicts from this endpoint are asked without a schema "
-                "for the rest of the run (set structured_output: none on the backend to skip the first try)",
-                self,
-                response.error_detail,
-            )
-            return await self._send(request, "none")
-        if response.ok:
-            self.schema_accepted = True
-        return response
+        return await self.refusals.send(self._optional_fields(request), lambda fields: self._send(request, fields))

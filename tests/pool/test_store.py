@@ -67,6 +67,7 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "seed": st.none() | st.integers(0, 2**31),
     "think": st.none() | st.booleans(),
     "num_ctx": st.none() | st.integers(256, 131072),
+    "top_logprobs": st.none() | st.integers(1, 20),
 }
 PARAM_NAMES = {f.name for f in dataclasses.fields(GenerationParams)}
 
@@ -86,7 +87,9 @@ def test_every_generation_param_is_in_the_key_tests_and_payload() -> None:
     payload = request_payload(GenerationRequest("m", messages=({"role": "user", "content": "x"},)))
     assert set(payload["params"]) == PARAM_NAMES - SENT_WHEN_SET  # added params: in the key only when set
     payload = request_payload(
-        GenerationRequest("m", messages=({"role": "user", "content": "x"},), params=GenerationParams(num_ctx=8192))
+        GenerationRequest(
+            "m", messages=({"role": "user", "content": "x"},), params=GenerationParams(num_ctx=8192, top_logprobs=5)
+        )
     )
     assert set(payload["params"]) == PARAM_NAMES
 

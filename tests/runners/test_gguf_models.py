@@ -120,7 +120,9 @@ def test_hash_mismatch_names_file_and_both_hashes_and_leaves_nothing(
 def test_concurrent_assembly_never_exposes_a_partial_file(tmp_path: Path) -> None:
     parts = _chunk_files(tmp_path)
     dest = tmp_path / "cache" / "model.gguf"
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: a fork of this multi-threaded test process (fake servers' threads) can copy a held
+    # lock into a worker, which then waits on it for ever
+    ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(4) as pool:
         results = pool.starmap(assemble_parts, [(parts, dest, WHOLE_SHA)] * 8)
     assert results == [dest] * 8

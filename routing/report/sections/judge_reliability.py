@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from routing.report.html import esc, table, td
-from routing.report.markdown import fmt
+from routing.report.markdown import fmt, variants_text
 
 
 def _cnt(counts: dict[str, Any], rates: dict[str, Any], key: str) -> str:
@@ -98,6 +98,7 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
             "reliability-models",
         )
     )
+    with_variants = any(v.get("score_variants") for v in reliability["judges"].values())
     ladder = [
         [
             td(j),
@@ -107,10 +108,17 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
                 for k in ("strict", "repaired", "patterns", "reasked", "failed", "call_failed")
             ),
             td("–" if v["length"]["rho"] is None else f"{v['length']['rho']:+.2f} (n={v['length']['n']})", True),
+            *([td(variants_text(v.get("score_variants")))] if with_variants else []),
         ]
         for j, v in reliability["judges"].items()
     ]
     out.append("<h3>Parse ladder per judge</h3>")
+    if with_variants:
+        out.append(
+            '<p class="small muted">Scores: how many of the judge\'s values are probability-weighted (the expectation '
+            "over its token probabilities), argmax (its most likely labels) or mixed (a panel whose members "
+            "differ).</p>"
+        )
     out.append(
         table(
             [
@@ -123,6 +131,7 @@ def judge_reliability_section(reliability: dict[str, Any] | None) -> str:
                 "failed",
                 "call failed",
                 "length ρ (all models)",
+                *(["scores (weighted / argmax)"] if with_variants else []),
             ],
             ladder,
             "reliability-judges",
