@@ -1,4 +1,4 @@
-"""Three synthetic nights for the history, compare and trend tests (built on tests.routing.test_routing_fixtures).
+"""Three synthetic nights for the history, compare and trend tests (built on tests.routing.run_fixtures).
 
 - night 1: three models (alpha strong, beta middling, a hostile-named third weak), nothing cached;
 - night 2: the same answers, except alpha now fails every single-choice exam item — a regression in
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from routing.build import BuildOptions, build
-from tests.routing.test_routing_fixtures import JUDGE, OTHER_JUDGE, synthetic_rows, write_run
+from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, synthetic_rows, write_run
 
 HOSTILE = "<script>document.title='PWNED'</script>"
 STRENGTHS = {"alpha": 0.85, "beta": 0.6, "gamma": 0.3}

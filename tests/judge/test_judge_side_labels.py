@@ -25,8 +25,8 @@ from judge.verdicts import ProbeVerdict
 from pool.score.panel import panel_scores
 from routing.build import build
 from routing.load.columns import read_columns, write_columns
-from tests.routing.test_routing_fixtures import JUDGE as JUDGE_RECORD
-from tests.routing.test_routing_fixtures import row, write_run
+from tests.routing.run_fixtures import JUDGE as JUDGE_RECORD
+from tests.routing.run_fixtures import row, write_run
 
 JUDGE = JudgeIdentity(model="qwen-judge", backend="local", prompt_version="abc123def456")
 CRITERIA_GOLD = {

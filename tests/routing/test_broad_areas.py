@@ -24,7 +24,7 @@ from routing.load.runs import LoadError, load_runs
 from routing.nights.compare import distinct_groups
 from tests.fake_pool import FakeOpenAIStarter, pool_run_cli, scores_by_item, write_fake_pool
 from tests.pool.test_scoring_stage import judge_behaviour
-from tests.routing.test_routing_fixtures import JUDGE, row, write_run
+from tests.routing.run_fixtures import JUDGE, row, write_run
 from tests.shared_data import need_shared
 
 INTERNISTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "book-gold" / "internists.yaml"

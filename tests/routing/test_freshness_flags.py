@@ -11,7 +11,7 @@ import pytest
 
 from routing.build import BuildOptions, build
 from routing.load.rows import LoadError
-from tests.routing.test_routing_fixtures import make_run
+from tests.routing.run_fixtures import make_run
 
 FAST = BuildOptions(bootstrap=50, bt_rounds=5, elo_rounds=5, cv_folds=0)
 DRIFTED_ITEMS = ["synthetic/internal_medicine/crit_0", "synthetic/internal_medicine/crit_3"]  # cardiology:cad

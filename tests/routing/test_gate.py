@@ -15,7 +15,7 @@ from routing.nights.compare import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, 
 from routing.nights.compare_md import render_compare_md
 from routing.nights.gate.detectable import MDD_MCNEMAR, minimum_detectable_drop
 from routing.nights.gate.sequential import STATE_FILENAME
-from tests.routing.test_routing_fixtures import row, write_run
+from tests.routing.run_fixtures import row, write_run
 
 
 def night(root: Path, name: str, values: dict[str, np.ndarray], day: int) -> Path:

@@ -13,7 +13,7 @@ import yaml
 from pool.items_source import read_id_list
 from routing.boards.hard import CONTINUOUS, PASS_FAIL, hard_recovery_simulation, hard_size
 from routing.build import BuildOptions, build, main
-from tests.routing.test_routing_fixtures import JUDGE, row, write_run
+from tests.routing.run_fixtures import JUDGE, row, write_run
 
 FAST = BuildOptions(bootstrap=50, bt_rounds=5, elo_rounds=3)
 

@@ -21,7 +21,7 @@ from routing.boards.leaderboard import build_buckets
 from routing.build import BuildOptions, build, main
 from routing.load.runs import load_runs
 from routing.load.table import common_items
-from tests.routing.test_routing_fixtures import JUDGE, identity, row, write_run
+from tests.routing.run_fixtures import JUDGE, identity, row, write_run
 
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10)
 DEEPSEEK = "https://api.deepseek.com/v1"

@@ -15,7 +15,7 @@ from judge.calibration.claim_set import calibration_metrics
 from judge.calibration.store import record_calibration
 from routing.build import build
 from routing.judges.reliability import cohen_kappa, length_controlled, model_families, parse_stage_of, spearman
-from tests.routing.test_routing_fixtures import JUDGE, identity, row, write_run
+from tests.routing.run_fixtures import JUDGE, identity, row, write_run
 
 STAGE = "judge:0123456789"
 

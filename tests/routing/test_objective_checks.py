@@ -24,7 +24,7 @@ from routing.load.runs import load_runs
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ok
 from tests.pool.test_scoring_stage import GOOD
-from tests.routing.test_routing_fixtures import JUDGE, row, synthetic_rows, write_run
+from tests.routing.run_fixtures import JUDGE, row, synthetic_rows, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10, cv_folds=0)

@@ -16,7 +16,7 @@ import numpy as np
 from routing.judges.reliability import build_reliability
 from routing.load.columns import write_columns
 from routing.load.runs import load_runs
-from tests.routing.test_routing_fixtures import JUDGE, OTHER_JUDGE, identity, row, write_run
+from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, identity, row, write_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "judge_reliability_golden.json"
 MEMBERS = ("judge-qwen", "judge-deepseek", "glm-judge")

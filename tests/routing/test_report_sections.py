@@ -15,7 +15,7 @@ from routing.nights.compare import compare_runs
 from routing.nights.sections import DELTA_COLUMNS, DELTA_HEAD, since_last_night_section
 from routing.report.page import SECTIONS, render_report
 from tests.nightly_fixtures import make_night
-from tests.routing.test_routing_fixtures import synthetic_rows, write_run
+from tests.routing.run_fixtures import synthetic_rows, write_run
 
 FAST = BuildOptions(bootstrap=100, bt_rounds=10, elo_rounds=5)
 

@@ -17,7 +17,7 @@ from routing.load.runs import load_runs
 from routing.serve.classifier import BucketClassifier, FittedTfidf
 from routing.serve.routes import NEVER, Thresholds, choose_thresholds, resolve, route_header, route_table
 from routing.serve.validation import end_to_end
-from tests.routing.test_routing_fixtures import JUDGE, row, write_run
+from tests.routing.run_fixtures import JUDGE, row, write_run
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "data" / "book-gold" / "internists.yaml"
 PARAMS = BuildOptions(bootstrap=200).parameters()

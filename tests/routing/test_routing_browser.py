@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from routing.build import BuildOptions, build
-from tests.routing.test_routing_fixtures import synthetic_rows, write_run
+from tests.routing.run_fixtures import synthetic_rows, write_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCRIPT_NAME = "<script>document.title='PWNED'</script>"

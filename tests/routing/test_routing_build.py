@@ -19,7 +19,7 @@ from routing.build import OUTPUTS, BuildOptions, build, main
 from routing.decide.manifest import bucket_route
 from routing.load.runs import LoadError, digest_scores, load_runs
 from routing.load.table import common_items_mask
-from tests.routing.test_routing_fixtures import (
+from tests.routing.run_fixtures import (
     JUDGE,
     OTHER_JUDGE,
     identity,

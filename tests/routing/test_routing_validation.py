@@ -21,7 +21,7 @@ from routing.decide.validation import (
     routed_model,
 )
 from routing.load.runs import load_runs
-from tests.routing.test_routing_fixtures import make_run, row, write_run
+from tests.routing.run_fixtures import make_run, row, write_run
 
 PARAMS = BuildOptions(bootstrap=200).parameters()
 TASKS = ("t0", "t1", "t2")

@@ -22,7 +22,7 @@ import routing.load.columns as columns_module
 from routing.build import BuildOptions, build
 from routing.load.columns import COLUMNS_DIRNAME, read_columns, write_columns
 from routing.load.runs import LoadError, digest_scores, load_runs
-from tests.routing.test_routing_fixtures import JUDGE, OTHER_JUDGE, identity, row, synthetic_rows, write_run
+from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, identity, row, synthetic_rows, write_run
 
 GOLDEN = Path(__file__).parents[1] / "data" / "columns_golden.json"
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10)

@@ -16,7 +16,7 @@ from routing.judges.reliability import build_reliability, mixes_variants
 from routing.load.columns import write_columns
 from routing.load.runs import load_runs
 from routing.load.verdicts import SCORE_VARIANTS
-from tests.routing.test_routing_fixtures import JUDGE, OTHER_JUDGE, row, write_run
+from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, row, write_run
 
 QWEN, DEEPSEEK = "judge-qwen@llamacpp", "judge-deepseek@openai"
 

@@ -21,7 +21,7 @@ from routing.decide.decision import Contestant, decide
 from routing.decide.manifest import build_manifest
 from routing.load.runs import load_runs
 from routing.stats.intervals import holm, mcnemar_midp, ratio_intervals, wilson_interval
-from tests.routing.test_routing_fixtures import row, write_run
+from tests.routing.run_fixtures import row, write_run
 
 ROUNDS = 100  # bootstrap draws only feed macro-F1 and the orchestrator here; pass/fail decisions do not use them
 PARAMS = BuildOptions(bootstrap=ROUNDS, cv_folds=0).parameters()

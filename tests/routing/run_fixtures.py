@@ -1,5 +1,6 @@
 """Synthetic run directories in the shape pool.run writes (``scores.jsonl`` + ``summary.json``),
-for the routing tests; plus checks that the generator itself keeps the contract of eval/items/scores.py."""
+for the routing tests (``tests/routing/test_run_fixtures.py`` checks that they keep the contract of
+eval/items/scores.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.items.scores import FAMILY_OF_GOLD_TYPE, Score
+from eval.items.scores import FAMILY_OF_GOLD_TYPE
 
 JUDGE = {"model": "judge-qwen", "backend": "llamacpp", "prompt_version": "a1b2c3d4"}
 OTHER_JUDGE = {"model": "judge-deepseek", "backend": "openai", "prompt_version": "a1b2c3d4"}
@@ -225,22 +226,3 @@ def rows_by_item(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[st
     for r in rows:
         out.setdefault(r["item_id"], []).append(r)
     return out
-
-
-def test_rows_follow_the_score_contract() -> None:
-    for r in synthetic_rows({"a": 0.5, "b": 0.9}, n_items=4):
-        score = Score(
-            status=r["status"], value=r["value"], passed=r["passed"], metrics=r["metrics"], details=r["details"]
-        )
-        assert {k: v for k, v in score.to_record().items() if k != "judge"} == {
-            k: r[k] for k in ("status", "value", "passed", "metrics", "details")
-        }
-        assert r["family"] == FAMILY_OF_GOLD_TYPE[r["gold_type"]]
-        assert r["model_identity"]["name"] == r["model"]
-
-
-def test_write_run_writes_both_files(tmp_path: Path) -> None:
-    run = make_run(tmp_path / "run", n_items=3)
-    lines = (run / "scores.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 3 * 3 * 9 and all(json.loads(line)["model"] for line in lines)
-    assert json.loads((run / "summary.json").read_text())["run_id"] == "run-1"
