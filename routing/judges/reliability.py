@@ -575,7 +575,8 @@ def build_reliability(loaded: Loaded, calibration_dir: Path | str | None) -> dic
                     "subject": name,
                     "message": f"{name}: its scores are not all on one footing "
                     f"({variants['weighted']} weighted, {variants['argmax']} argmax, {variants['mixed']} mixed): "
-                    "probability-weighted and argmax values side by side (did its backend stop returning logprobs?)",
+                    "probability-weighted and argmax values side by side (an argmax verdict had no weighted value: "
+                    "no logprobs, a repaired reply or an ambiguous score token; docs/scoring.md)",
                 }
             )
         if pooled["rho"] is not None and abs(pooled["rho"]) >= LENGTH_BIAS_RHO:
