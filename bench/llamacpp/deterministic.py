@@ -31,9 +31,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.harness.measure import write_json_report
-from bench.llamacpp.throughput import QUESTIONS, WARM_UP, _batch, _check, _load_average, request_for
-from pool.config import load_pool
-from pool.config.schema import LlamaCppBackend, Model
+from bench.llamacpp.throughput import (
+    QUESTIONS,
+    WARM_UP,
+    _batch,
+    _check,
+    _load_average,
+    local_models,
+    request_for,
+)
+from pool.config.schema import Model
 from runners.base import GenerationRequest, Runner
 from runners.llamacpp.replicas import ManagedLlamaReplicas
 from runners.llamacpp.server import ServedModel
@@ -157,20 +164,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    config = load_pool(args.pool)
-    local = [m for m in config.enabled_models() if isinstance(config.backend_of(m), LlamaCppBackend)]
-    if args.models:
-        wanted = args.models.split(",")
-        unknown = sorted(set(wanted) - {m.name for m in local})
-        if unknown:
-            print(
-                f"error: --models: {', '.join(unknown)} not among {args.pool}'s enabled llamacpp models",
-                file=sys.stderr,
-            )
-            return 2
-        local = [m for m in local if m.name in wanted]
-    if not local:
-        print(f"error: {args.pool} has no enabled llamacpp model to measure", file=sys.stderr)
+    try:
+        local = local_models(args.pool, args.models)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     machine = {"cpus": os.cpu_count(), "load_average_before": _load_average()}
     started, start = datetime.datetime.now().astimezone(), time.perf_counter()

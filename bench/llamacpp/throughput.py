@@ -317,23 +317,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    config = load_pool(args.pool)
+def local_models(pool: str, names: str | None) -> list[Model]:
+    """The pool's enabled ``llamacpp`` models to measure: all, or the comma-separated ``names``;
+    ValueError naming what is wrong (an unknown name, or none to measure)."""
+    config = load_pool(pool)
     local = [m for m in config.enabled_models() if isinstance(config.backend_of(m), LlamaCppBackend)]
-    if args.models:
-        wanted = args.models.split(",")
+    if names:
+        wanted = names.split(",")
         unknown = sorted(set(wanted) - {m.name for m in local})
         if unknown:
-            print(
-                f"error: --models: {', '.join(unknown)} not among {args.pool}'s enabled llamacpp models "
-                f"({', '.join(m.name for m in local)})",
-                file=sys.stderr,
+            raise ValueError(
+                f"--models: {', '.join(unknown)} not among {pool}'s enabled llamacpp models "
+                f"({', '.join(m.name for m in local)})"
             )
-            return 2
         local = [m for m in local if m.name in wanted]
     if not local:
-        print(f"error: {args.pool} has no enabled llamacpp model to measure", file=sys.stderr)
+        raise ValueError(f"{pool} has no enabled llamacpp model to measure")
+    return local
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        local = local_models(args.pool, args.models)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     replicas = args.replicas or REPLICAS_DEFAULT.replicas
     slots = args.slots or LOCAL_DEFAULT.slots
