@@ -50,6 +50,7 @@ import numpy as np
 from eval import macro_f1
 from eval.gold_types import primary_metric_of
 from eval.items.scores import CHECK_METRICS, FAMILIES, JUDGE_PASSED_METRIC, JUDGE_VALUE_METRIC
+from routing.load.labels import LabelColumns
 from routing.load.table import (
     INFRA_ERROR,
     SCORED,
@@ -65,7 +66,7 @@ from routing.stats.intervals import (
     hull_with_wilson,
     ratio_intervals,
     resampled_macro_f1,
-    resampled_ratios,
+    resampled_ratios_side_by_side,
     wilson_interval,
 )
 
@@ -225,13 +226,22 @@ def label_codes(table: ScoreTable) -> _LabelCodes:
     def code(label: Any) -> int:
         return names.setdefault(_hashable(label), len(names))
 
-    rows = np.array(sorted(table.labels), dtype=np.int64)
-    pred, gold, declared = (np.empty(len(rows), dtype=np.int64) for _ in range(3))
-    for i, row in enumerate(rows.tolist()):
-        predicted, gold_label, declared_set = table.labels[row]
-        pred[i], gold[i] = code(predicted), code(gold_label)
-        declared[i] = sets.setdefault(tuple(code(x) for x in declared_set), len(sets))
-    codes = _LabelCodes(rows, pred, gold, declared, list(names), list(sets))
+    labels = table.labels
+    if isinstance(labels, LabelColumns):  # already codes: only their vocabularies are re-coded
+        value_code = np.array([code(v) for v in labels.label_values] + [0], dtype=np.int64)
+        set_code = np.array(
+            [sets.setdefault(tuple(code(x) for x in s), len(sets)) for s in labels.label_sets] + [0], dtype=np.int64
+        )
+        pred, gold = value_code[labels.predicted], value_code[labels.gold]
+        codes = _LabelCodes(labels.rows, pred, gold, set_code[labels.declared], list(names), list(sets))
+    else:
+        rows = np.array(sorted(labels), dtype=np.int64)
+        pred, gold, declared = (np.empty(len(rows), dtype=np.int64) for _ in range(3))
+        for i, row in enumerate(rows.tolist()):
+            predicted, gold_label, declared_set = labels[row]
+            pred[i], gold[i] = code(predicted), code(gold_label)
+            declared[i] = sets.setdefault(tuple(code(x) for x in declared_set), len(sets))
+        codes = _LabelCodes(rows, pred, gold, declared, list(names), list(sets))
     _LABEL_CODES.clear()  # one table at a time: a build reads one
     _LABEL_CODES[id(table.labels)] = (table.labels, codes)
     return codes
@@ -304,24 +314,31 @@ def bucket_stats(
     if not filled:
         return [{} for _ in cell_rows]
     items = np.unique(np.concatenate([table.item[rows] for rows in filled]))
-    layout, nums, dens = [], [], []
+    layout: list[list[str] | None] = []
+    cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     scale: dict[str, float] = {}
     for rows in cell_rows:
         if not len(rows):
             layout.append(None)
             continue
         names, num, den = _mean_columns(table, rows, family)
-        position = np.searchsorted(items, table.item[rows])
-        full_num, full_den = np.zeros((len(items), len(names))), np.zeros((len(items), len(names)))
-        full_num[position], full_den[position] = num, den
         layout.append(names)
         for j, name in enumerate(names):
             scale[name] = max(scale.get(name, 1.0), float(np.max(num[den[:, j] > 0, j], initial=1.0)))
-        nums.append(full_num)
-        dens.append(full_den)
-    all_num, all_den = np.hstack(nums), np.hstack(dens)
+        cells.append((np.searchsorted(items, table.item[rows]), num, den))
+    # every cell's columns over the bucket's items, numerators then denominators side by side: the
+    # layout the resampled sums read, filled in place (no joined copy of the cells' columns)
+    k = sum(num.shape[1] for _, num, _ in cells)
+    both = np.zeros((len(items), 2 * k))
+    column = 0
+    while cells:
+        position, num, den = cells.pop(0)
+        both[position, column : column + num.shape[1]] = num
+        both[position, k + column : k + column + num.shape[1]] = den
+        column += num.shape[1]
+    all_num, all_den = both[:, :k], both[:, k:]
     drawn = any(name in draws_of for names in layout if names for name in names)
-    draws = resampled_ratios(all_num, all_den, len(items), rounds, seed) if drawn else None
+    draws = resampled_ratios_side_by_side(both, rounds, seed) if drawn else None
     lo, hi, methods = ratio_intervals(
         all_num, all_den, np.array([scale[name] for names in layout if names for name in names])
     )

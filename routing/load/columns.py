@@ -16,7 +16,10 @@ The folder (plain numpy, no other dependency; ``np.fromfile`` reads any column):
   ``columns`` (name → numpy dtype), ``metrics`` (sub-metric names) and ``nan_columns`` (float
   columns without a single value: readers take them as NaN without reading them). Written last: a
   folder without it is incomplete and ignored.
-- ``<column>.bin`` — raw little-endian values, one per row, in ``scores.jsonl`` order:
+- ``<column>.bin`` — raw little-endian values, one per row, in table order (by entrant, then item id:
+  :mod:`routing.load.order`; ``row_order: "table"``), so that loading a judged night needs no
+  reordering pass; in ``scores.jsonl`` order (``row_order: "file"``, and every copy of version 3)
+  when a (model, judge, item) key repeats, so the merge sees which row came last:
   ``ident``/``judge`` (indexes into identities/judges), the seven code columns, ``status`` (int8,
   :data:`routing.load.table.STATUSES`), ``value``/``passed``/``latency_s``/``completion_tokens``/``cost``
   (float64, NaN for null), ``answered`` (uint8), ``line`` (int32: the row's line in scores.jsonl),
@@ -50,6 +53,8 @@ from typing import Any
 import numpy as np
 
 from eval.items.scores import JudgeIdentity
+from routing.load.labels import LabelBuilder, LabelColumns
+from routing.load.order import table_order
 from routing.load.rows import (
     FLAG_COLUMNS,
     NO_DOMAIN,
@@ -68,7 +73,8 @@ from routing.load.verdicts import MEMBER_ARRAYS as JUDGED_MEMBER_ARRAYS
 from routing.load.verdicts import JudgedBuilder, JudgedColumns, from_files
 
 COLUMNS_DIRNAME = "scores.columns"
-FORMAT, VERSION = "medpool-score-columns", 3  # a copy of another version is ignored: readers go back to scores.jsonl
+FORMAT, VERSION = "medpool-score-columns", 4  # a copy of another version is ignored: readers go back to scores.jsonl
+READABLE_VERSIONS = (3, VERSION)  # version 3: the same files, rows always in file order
 CODE_COLUMNS = ("item", "suite", "task", "domain", "broad_area", "gold_type", "family")
 FLOAT_COLUMNS = ("value", "passed", "latency_s", "completion_tokens", "cost")
 FIXED_DTYPES = {
@@ -82,6 +88,7 @@ FIXED_DTYPES = {
 }
 LAZY_COLUMNS = ("line",)
 CHUNK_ROWS = 65_536  # rows built before a written copy appends them to its files
+NARROW_SLICE_ROWS = 1 << 20  # rows of a float64 column checked at a time for an exact float32 copy
 
 
 @dataclass
@@ -94,7 +101,7 @@ class RunColumns:
     columns: dict[str, np.ndarray]  # FIXED_DTYPES columns
     metrics: dict[str, np.ndarray]
     flags: dict[str, np.ndarray]
-    labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
+    labels: LabelColumns = field(default_factory=LabelColumns.empty)
     sources: dict[int, str] = field(default_factory=dict)
     judged: JudgedColumns = field(default_factory=JudgedColumns.empty)  # row: the row in this run
     judge_records: list[dict[str, Any] | None] = field(default_factory=list)  # as read, for the judged rows
@@ -111,7 +118,7 @@ class _Chunk:
     fixed: dict[str, np.ndarray]
     metrics: dict[str, np.ndarray]
     flags: dict[str, np.ndarray]
-    labels: dict[int, tuple[Any, Any, tuple[Any, ...]]]
+    labels: LabelColumns
     sources: dict[int, str]
     judged: JudgedColumns  # row: the row in the run
 
@@ -125,6 +132,7 @@ class _Builder:
         self.strings: dict[str, dict[str, int]] = {name: {} for name in CODE_COLUMNS}
         self.rows = 0  # rows taken before the current chunk
         self.judged = JudgedBuilder()
+        self.labels = LabelBuilder()  # its vocabulary kept from chunk to chunk
         self._reset()
 
     def _reset(self) -> None:
@@ -134,7 +142,6 @@ class _Builder:
         }
         self.metrics: dict[str, array[float]] = {}
         self.flags = {name: array("d") for name in FLAG_COLUMNS}
-        self.labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
         self.sources: dict[int, str] = {}
         self.count = 0
 
@@ -180,7 +187,7 @@ class _Builder:
             self.flags[name].append(value)
         label = label_of(row)
         if label is not None:
-            self.labels[index] = label
+            self.labels.add(index, label)
         if isinstance(row.get("source_item_id"), str):
             self.sources[index] = row["source_item_id"]
         if row.get("judge") is not None:
@@ -201,7 +208,7 @@ class _Builder:
             for name, col in self.flags.items()
         }
         judged = self.judged.take(self.judge_records)
-        chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels, self.sources, judged)
+        chunk = _Chunk(self.rows, fixed, metrics, flags, self.labels.take(), self.sources, judged)
         self.rows += self.count
         self._reset()
         return chunk
@@ -257,6 +264,7 @@ def write_columns(run_dir: Path | str) -> Path:
     building.mkdir()
     try:
         rows = _write_chunks(run_dir, building)
+        rows["row_order"] = "table" if _store_in_table_order(building, rows) else "file"
         meta = rows | {
             "format": FORMAT,
             "version": VERSION,
@@ -342,6 +350,44 @@ def _write_chunks(run_dir: Path, folder: Path) -> dict[str, Any]:
     }
 
 
+def _store_in_table_order(folder: Path, meta: dict[str, Any]) -> bool:
+    """Rewrite the written copy's rows in table order (:mod:`routing.load.order`), one column file at
+    a time; judged rows keep their order, their ``row`` (and the row numbers in ``rows.jsonl``) renumbered.
+    False when a key repeats: the rows then stay in file order."""
+    n = int(meta["rows"])
+    codes = {name: np.fromfile(folder / f"{name}.bin", dtype=FIXED_DTYPES[name]) for name in ("ident", "judge", "item")}
+    order, unique = table_order(
+        codes["ident"],
+        codes["judge"],
+        codes["item"],
+        [ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]],
+        [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]],
+        meta["vocab"]["item"],
+    )
+    del codes
+    if order is None:
+        return unique
+    for name, dtype in meta["columns"].items():
+        if name not in meta["nan_columns"]:  # NaN throughout: the same in any order
+            path = folder / f"{name}.bin"
+            np.fromfile(path, dtype=dtype)[order].tofile(path)
+    table_row = np.empty(n, dtype=np.int64)
+    table_row[order] = np.arange(n, dtype=np.int64)
+    del order
+    path = folder / "judged.row.bin"
+    dtype = JUDGED_DTYPES["row"]
+    table_row[np.fromfile(path, dtype=dtype)].astype(dtype).tofile(path)
+    extras = folder / "rows.jsonl"
+    with extras.open(encoding="utf-8") as f:
+        entries = [json.loads(line) for line in f]
+    for entry in entries:
+        entry["row"] = int(table_row[entry["row"]])
+    with extras.open("w", encoding="utf-8") as f:
+        for entry in entries:  # in their written order: the order readers meet them in either way
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return True
+
+
 def _append(files: dict[str, Any], folder: Path, name: str, column: np.ndarray) -> None:
     handle = files.get(name)
     if handle is None:
@@ -366,7 +412,7 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") not in READABLE_VERSIONS:
         return None
     stamp = meta.get("source") or {}
     if source.is_file() and {k: stamp.get(k) for k in ("size", "mtime_ns")} != _source_stamp(source):
@@ -387,7 +433,9 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
         elif name in LAZY_COLUMNS:  # mapped, so it costs memory only when a duplicate row must be named
             columns[name] = np.memmap(path, dtype=dtype, mode="r", shape=(n,)) if n else np.zeros(0, dtype=dtype)
         else:
-            columns[name] = np.fromfile(path, dtype=dtype)
+            columns[name] = (
+                _read_narrowed(path, n) if name.startswith(("metric.", "flag.")) else np.fromfile(path, dtype=dtype)
+            )
     vocab = {name: list(meta["vocab"][name]) for name in CODE_COLUMNS}
     for name in CODE_COLUMNS:
         if n and name in wanted and (columns[name].min() < 0 or columns[name].max() >= len(vocab[name])):
@@ -427,6 +475,20 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
     return out
 
 
+def _read_narrowed(path: Path, n: int) -> np.ndarray:
+    """A float64 sub-metric or flag column as float32 when every value is one exactly (judge
+    dimensions, counts, 0/1 flags: the table keeps those narrow, see ``routing.load.runs``), else as
+    float64; read a slice at a time, so the whole float64 column never sits beside its narrow copy."""
+    mapped = np.memmap(path, dtype="<f8", mode="r", shape=(n,)) if n else np.zeros(0)
+    narrow = np.empty(n, dtype=np.float32)
+    for start in range(0, n, NARROW_SLICE_ROWS):
+        part = mapped[start : start + NARROW_SLICE_ROWS]
+        narrow[start : start + len(part)] = part
+        if not np.array_equal(narrow[start : start + len(part)].astype(np.float64), part, equal_nan=True):
+            return np.fromfile(path, dtype="<f8")
+    return narrow
+
+
 def _read_judged(folder: Path, meta: dict[str, Any], judge_records: list[Any]) -> JudgedColumns | None:
     """The judged columns (:mod:`routing.load.verdicts`), None when a file is missing or short."""
     arrays = {}
@@ -446,17 +508,19 @@ def _frozen(value: Any) -> Any:
 def _read_extras(path: Path, out: RunColumns) -> None:
     if not path.is_file():
         return
+    labels = LabelBuilder()
     with path.open(encoding="utf-8") as f:
         for line in f:
             entry = json.loads(line)
             row = int(entry["row"])
             if "label" in entry:
                 predicted, gold, declared = entry["label"]
-                out.labels[row] = (predicted, gold, tuple(declared))
+                labels.add(row, (predicted, gold, tuple(declared)))
             elif "source" in entry:
                 out.sources[row] = entry["source"]
             elif "rejudge" in entry:
                 out.judged.rejudge[row] = entry["rejudge"]
+    out.labels = labels.take()
 
 
 def run_columns(run_dir: Path | str) -> RunColumns:

@@ -43,6 +43,8 @@ import numpy as np
 
 from eval.items.scores import JudgeIdentity
 from routing.load.columns import CODE_COLUMNS, RunColumns, read_columns, run_columns
+from routing.load.labels import LabelColumns
+from routing.load.order import item_ranks, judge_key, ordered_entrants
 from routing.load.rows import (
     FLAG_COLUMNS,
     INFRA_CODE,
@@ -207,17 +209,17 @@ def _digest_columns(run_dir: Path, cols: RunColumns) -> ScoreDigest:
         lambda r: (cols.identities[c["ident"][r]].name, cols.vocab["item"][c["item"][r]]),
     )
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
-    entrants, index = _ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
+    entrants, index = ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
     families = cols.vocab["family"]
     group = pair * len(families) + c["family"]
-    order = np.argsort(group, kind="stable")
+    order = np.lexsort((c["line"], group))  # file order within a group, whatever order the copy keeps
     starts = np.concatenate([[0], np.flatnonzero(np.diff(group[order])) + 1])
     values: dict[tuple[int, str], np.ndarray] = {}
     judges: dict[str, set[str]] = {}
     for rows in np.split(order, starts[1:]):
         p, family = int(pair[rows[0]]), families[int(c["family"][rows[0]])]
         values[(int(index[p]), family)] = c["value"][rows][c["status"][rows] == SCORED]
-        judges.setdefault(family, set()).add(_judge_key(cols.judges[p % n_judges]))
+        judges.setdefault(family, set()).add(judge_key(cols.judges[p % n_judges]))
     return ScoreDigest(
         entrants=tuple(entrants),
         values=values,
@@ -309,8 +311,15 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     last[:-1] = key[by_key][1:] != key[by_key][:-1]
     winners = by_key[last]
     superseded = len(key) - len(winners)
+    # where each key was first seen, as (run, line in its scores.jsonl): judged rows keep that order
+    # whatever order a run's columnar copy stores its rows in
+    lines = np.concatenate([np.asarray(cols.columns["line"], dtype=np.int64) for _, cols in per_run])
+    file_place = run * (int(lines.max(initial=0)) + 1) + lines
+    del lines
     first_seen = (
-        np.minimum.reduceat(by_key, np.concatenate([[0], np.flatnonzero(last[:-1]) + 1])) if len(key) else by_key
+        np.minimum.reduceat(file_place[by_key], np.concatenate([[0], np.flatnonzero(last[:-1]) + 1]))
+        if len(key)
+        else by_key
     )
 
     def gathered(get: Any) -> np.ndarray:
@@ -320,7 +329,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     g_item = gathered(lambda c, m: m["item"])
     # Entrants in order: (model name, identity key), then judge key ("" for judge-free).
     pair = g_ident * n_judges + g_judge
-    entrants, rank = _ordered_entrants(np.unique(pair), identities.values, judges.values, n_judges)
+    entrants, rank = ordered_entrants(np.unique(pair), identities.values, judges.values, n_judges)
     entrant = rank[pair]
     item_names = vocabs["item"].values
     item_rank = np.argsort(np.argsort(np.array(item_names, dtype=object), kind="stable"), kind="stable")
@@ -346,7 +355,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     flags = {name: np.concatenate([cols.flags[name] for _, cols in per_run])[chosen] for name in FLAG_COLUMNS}
     final = np.full(len(key), -1, dtype=np.int64)
     final[chosen] = np.arange(len(chosen))
-    labels: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
+    label_parts: list[LabelColumns] = []
     sources: dict[str, str] = {}
     judged_parts: list[JudgedColumns] = []
     judged_first: list[np.ndarray] = []
@@ -354,9 +363,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     first_of_winner[winners] = first_seen
     for r, (_, cols) in enumerate(per_run):
         base = int(offsets[r])
-        for local, label in cols.labels.items():
-            if final[base + local] >= 0:
-                labels[int(final[base + local])] = label
+        label_parts.append(cols.labels.renumbered(final[base : base + len(cols)]))
         for local, source in cols.sources.items():
             if final[base + local] >= 0:
                 sources[items[int(item[final[base + local]])]] = source
@@ -381,29 +388,12 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
         run=run[chosen].astype(np.int16),
         metrics=_narrowed(metrics),
         flags=_narrowed(flags),
-        labels=labels,
+        labels=LabelColumns.concat(label_parts),
         answered=column("answered").astype(bool),
         sources=sources,
         cost=column("cost"),
     )
     return table, superseded, judged
-
-
-def _ordered_entrants(
-    pairs: np.ndarray, identities: Sequence[ModelIdentity], judges: Sequence[JudgeIdentity | None], n_judges: int
-) -> tuple[list[Entrant], np.ndarray]:
-    """The entrants of the (identity * n_judges + judge) pair codes present, in table order — model
-    name, identity key, then judge key (judge-free first) — and the entrant index of each pair code."""
-    order = sorted(
-        pairs.tolist(),
-        key=lambda p: (
-            (identities[p // n_judges].name, identities[p // n_judges].key),
-            _judge_key(judges[p % n_judges]),
-        ),
-    )
-    rank = np.zeros(int(pairs.max()) + 1 if len(pairs) else 0, dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    return make_entrants([(identities[p // n_judges], judges[p % n_judges]) for p in order]), rank
 
 
 def _with_system(codes: dict[str, np.ndarray], vocab: dict[str, tuple[str, ...]]) -> None:
@@ -438,12 +428,11 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, JudgedColumns]
     c = cols.columns
     n_judges = len(cols.judges)
     pair = c["ident"].astype(np.int64) * n_judges + c["judge"]
-    entrants, rank = _ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
+    entrants, rank = ordered_entrants(np.unique(pair), cols.identities, cols.judges, n_judges)
     entrant = rank[pair]
     del pair
     item_names = cols.vocab["item"]
-    item_rank = np.zeros(len(item_names), dtype=np.int64)
-    item_rank[sorted(range(len(item_names)), key=item_names.__getitem__)] = np.arange(len(item_names))
+    item_rank = item_ranks(item_names)
     last = -1
     for start in range(0, len(entrant), SORTED_CHECK_ROWS):  # in slices: no row-sized temporaries
         position = entrant[start : start + SORTED_CHECK_ROWS].astype(np.int64) * max(len(item_names), 1)
@@ -479,7 +468,7 @@ def _merge_sorted_run(cols: RunColumns) -> tuple[ScoreTable, int, JudgedColumns]
         run=np.broadcast_to(np.int16(0), len(entrant)),
         metrics=_narrowed(cols.metrics),
         flags=_narrowed(cols.flags),
-        labels=dict(sorted(cols.labels.items())),
+        labels=cols.labels,
         answered=c["answered"].view(bool) if c["answered"].dtype == np.uint8 else c["answered"].astype(bool),
         sources={items[int(item[row])]: source for row, source in cols.sources.items()},
         cost=c["cost"],
@@ -504,7 +493,7 @@ def _into_table_order(cols: RunColumns, entrant: np.ndarray, item_rank: np.ndarr
             if name != "line" and group[name].strides != (0,):  # a broadcast NaN needs no order
                 group[name] = group[name][order]
     c["entrant"] = entrant[order]
-    cols.labels = {int(table_row[row]): label for row, label in cols.labels.items()}
+    cols.labels = cols.labels.renumbered(table_row)
     cols.sources = {int(table_row[row]): source for row, source in cols.sources.items()}
     cols.judged = cols.judged.take(np.arange(len(cols.judged)), table_row[cols.judged.row])
     return True
@@ -518,7 +507,7 @@ def _narrowed(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     out = {}
     for name in list(columns):
         column = columns.pop(name)
-        if column.strides == (0,):  # one read-only NaN for the whole column
+        if column.strides == (0,) or column.dtype == np.float32:  # one read-only NaN; read narrow already
             out[name] = column
             continue
         narrow = column.astype(np.float32)
@@ -529,10 +518,6 @@ def _narrowed(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out[name] = narrow if exact else column
         del column, narrow
     return out
-
-
-def _judge_key(judge: JudgeIdentity | None) -> str:
-    return "" if judge is None else judge.key()
 
 
 def load_runs(run_dirs: Sequence[Path | str], since: str | None = None) -> Loaded:

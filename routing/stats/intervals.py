@@ -107,6 +107,12 @@ def resampled_ratios(num: np.ndarray, den: np.ndarray, n: int, rounds: int, seed
     return _ratios_over(num, den, rounds, resample_count_chunks(n, rounds, seed))
 
 
+def resampled_ratios_side_by_side(both: np.ndarray, rounds: int, seed: int) -> np.ndarray:
+    """:func:`resampled_ratios` of (n × 2k) columns, numerators then denominators side by side (rounds × k):
+    a caller that builds its columns in that layout saves the copy that joins them."""
+    return _sums_to_ratios(both, rounds, resample_count_chunks(both.shape[0], rounds, seed))
+
+
 def _chunks(rounds: int, per_round: int) -> list[slice]:
     step = max(1, CHUNK_ELEMENTS // max(per_round, 1))
     return [slice(start, min(start + step, rounds)) for start in range(0, rounds, step)]
@@ -128,16 +134,20 @@ def _ratios_over(
 ) -> np.ndarray:
     """Σnum / Σden per resample, the resamples' counts given a chunk of rounds at a time."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    flat = num.ndim == 1
     both = np.concatenate([num.reshape(len(num), -1), den.reshape(len(den), -1)], axis=1)
+    out = _sums_to_ratios(both, rounds, chunks)
+    return out[:, 0] if num.ndim == 1 else out
+
+
+def _sums_to_ratios(both: np.ndarray, rounds: int, chunks: Iterable[tuple[slice, np.ndarray]]) -> np.ndarray:
+    """Σnum / Σden per resample (rounds × k) of (n × 2k) float64 columns, numerators then denominators."""
     k = both.shape[1] // 2
     sums = np.empty((rounds, 2 * k))
     for part, counts in chunks:
         sums[part] = counts.astype(float) @ both
     top, bottom = sums[:, :k], sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
-    return out[:, 0] if flat else out
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
 
 
 def bootstrap_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -285,8 +295,35 @@ def ratio_intervals(
     column is a ratio Σnum/Σden (``delta t``, or ``wilson (pooled ratio)`` without spread). ``scale``
     (k,) is the largest value the column can take (default: max(1, its largest value)); intervals
     are clipped to [0, scale] when the values are non-negative. See the module docstring.
+
+    Computed a block of columns at a time (each column stands alone), so a bucket of many cells holds
+    the temporaries of one block, not of every column at once.
     """
     num, den = np.atleast_2d(np.asarray(num, dtype=float)), np.atleast_2d(np.asarray(den, dtype=float))
+    k = num.shape[1]
+    scales = None if scale is None else np.broadcast_to(np.asarray(scale, dtype=float), (k,))
+    width = max(2, CHUNK_ELEMENTS // max(num.shape[0], 1))  # two at least: a lone column sums in another order
+    starts = list(range(0, k, width)) or [0]
+    if len(starts) > 1 and k - starts[-1] < 2:
+        starts.pop()  # the last block takes the lone column with it
+    ends = [*starts[1:], k]
+    parts = [
+        _ratio_intervals_block(num[:, a:b], den[:, a:b], None if scales is None else scales[a:b], level)
+        for a, b in zip(starts, ends, strict=True)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        [m for p in parts for m in p[2]],
+    )
+
+
+def _ratio_intervals_block(
+    num: np.ndarray, den: np.ndarray, scale: np.ndarray | None, level: float
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """:func:`ratio_intervals` of a block of columns."""
     present = den > 0
     m = present.sum(axis=0).astype(float)
     sum_num, sum_den = num.sum(axis=0), den.sum(axis=0)

@@ -161,6 +161,41 @@ def test_the_columnar_copy_loads_the_same_table_and_judged_rows(tmp_path: Path) 
         assert b.entrants == a.entrants
 
 
+def test_a_judged_run_is_stored_in_table_order_and_loads_as_from_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each night alone (the single-run path) and the three merged: a copy in table order, one left in
+    file order (as version 3 wrote every copy, and as a run with a repeated key keeps it) and
+    ``scores.jsonl`` give the same table, the same judged rows in the same order, and the same digest."""
+    runs = fixture_runs(tmp_path)
+    expected = [load_runs([run]) for run in runs]
+    merged = load_runs(runs)
+    for run in runs:
+        write_columns(run)
+    metas = [json.loads((run / COLUMNS_DIRNAME / "meta.json").read_text(encoding="utf-8")) for run in runs]
+    assert [m["row_order"] for m in metas] == ["table"] * 3 and all(m["version"] == 4 for m in metas)
+    lines = [read_columns(run).columns["line"] for run in runs]  # type: ignore[union-attr]
+    assert any(bool((np.diff(line) < 0).any()) for line in lines), "no fixture night was reordered"
+    for run, want in zip(runs, expected, strict=True):
+        got = load_runs([run])
+        tables_equal(got.table, want.table)
+        assert got.judged == want.judged
+    got = load_runs(runs)
+    tables_equal(got.table, merged.table)
+    assert got.judged == merged.judged and got.superseded == merged.superseded
+    monkeypatch.setattr(columns_module, "_store_in_table_order", lambda folder, meta: False)
+    for run in runs:
+        write_columns(run)
+        meta_path = run / COLUMNS_DIRNAME / "meta.json"
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        assert meta["row_order"] == "file"
+        meta_path.write_text(json.dumps({**meta, "version": 3}), encoding="utf-8")
+        assert read_columns(run) is not None
+    got = load_runs(runs)
+    tables_equal(got.table, merged.table)
+    assert got.judged == merged.judged
+
+
 def test_the_build_equals_the_row_by_row_build_and_the_columnar_one(tmp_path: Path) -> None:
     runs = fixture_runs(tmp_path / "runs")
     build(runs, tmp_path / "jsonl", FAST, calibration_dir=tmp_path / "no-calibrations")
