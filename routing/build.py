@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from routing.judges.reliability import build_reliability
 from routing.load.freshness import find_freshness
 from routing.load.runs import Loaded, LoadError, load_runs
 from routing.load.table import INFRA_ERROR, common_items
+from routing.load.verdicts import JudgedColumns
 from routing.report.markdown import render_markdown
 from routing.report.page import render_report
 from routing.serve.validation import end_to_end_row
@@ -138,6 +139,10 @@ def build(
     ]
     header = {"generated_at": generated_at, "runs": runs, "parameters": params}
 
+    # first, while the judged verdicts are loaded: nothing after reliability reads them, and a night of
+    # 10^7 rows holds ~240 MB of them, dropped before the leaderboard's buckets are built
+    reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
+    loaded = replace(loaded, judged=JudgedColumns.empty())
     buckets = build_buckets(table, keep, rounds=options.bootstrap, seed=options.seed)
     # the pairwise stage's judged battles decide the buckets the scores left tied, kept apart (routing.decide.judged)
     verdicts, judged_boards = read_judged(run_dirs), []
@@ -172,7 +177,6 @@ def build(
             leaderboard["judged_battles"] = judged
         leaderboard["checks"] = check_agreement(table, buckets, keep)
         leaderboard["decision_recognition"] = decision_recognition(table, keep)
-        reliability = build_reliability(loaded, calibration_dir if calibration_dir is not None else default_store_dir())
         leaderboard["judge_reliability"] = manifest["judge_reliability"] = reliability
         leaderboard["judge_panel"] = reliability["judge_panel"]
         if (audit := find_freshness(list(run_dirs), freshness)) is not None:  # items kept; their buckets flagged

@@ -377,14 +377,13 @@ def _store_in_table_order(folder: Path, meta: dict[str, Any]) -> bool:
     path = folder / "judged.row.bin"
     dtype = JUDGED_DTYPES["row"]
     table_row[np.fromfile(path, dtype=dtype)].astype(dtype).tofile(path)
-    extras = folder / "rows.jsonl"
-    with extras.open(encoding="utf-8") as f:
-        entries = [json.loads(line) for line in f]
-    for entry in entries:
-        entry["row"] = int(table_row[entry["row"]])
-    with extras.open("w", encoding="utf-8") as f:
-        for entry in entries:  # in their written order: the order readers meet them in either way
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    extras, renumbered = folder / "rows.jsonl", folder / "rows.jsonl.renumbered"
+    with extras.open(encoding="utf-8") as old, renumbered.open("w", encoding="utf-8") as new:
+        for line in old:  # in their written order: the order readers meet them in either way
+            entry = json.loads(line)
+            entry["row"] = int(table_row[entry["row"]])
+            new.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    os.replace(renumbered, extras)
     return True
 
 
