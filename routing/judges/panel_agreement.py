@@ -13,6 +13,10 @@ For every panel (judge identity ``panel:…``), over the rows it judged (``detai
   panel's, and how often it gave no verdict;
 - **the panel's cost per verdict**: judge calls and tokens per panel verdict, per member and in
   all (``results.jsonl``), and the money when ``summary.json`` prices a member that only judges.
+
+A nightly panel gives millions of verdicts: the votes are read ``SLICE_ROWS`` judged rows at a time and
+each family or bucket is a mask over the panel's rows, never a copy, so the block costs a few float
+vectors over those rows; the numbers are those of reading everything at once, bit for bit.
 """
 
 from __future__ import annotations
@@ -30,43 +34,62 @@ from routing.load.table import NO_DOMAIN, SCORED, ScoreTable
 from routing.load.verdicts import JudgedColumns
 
 MIN_ROWS = 5  # agreement on fewer rows is reported as None
+SLICE_ROWS = 1 << 16  # judged rows read at a time: bounds the vote-index temporaries on 10^7-row nights
 
 
 def _member_matrix(judged: JudgedColumns, positions: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(totals, passes): rows × members, nan where a member gave no verdict (passes as 1.0 / 0.0);
-    a vote counts for the first of ``names`` equal to its member's name."""
+    """(totals, passes): rows × members, nan where a member gave no verdict (passes as 1.0 / 0.0, held
+    as float32: exact for those values, half the memory);
+    a vote counts for the first of ``names`` equal to its member's name. ``positions`` ascending.
+
+    Filled ``SLICE_ROWS`` judged rows at a time (each row's votes found from that slice's own running
+    offsets), so the flat vote indices never span the night: the same matrices as in one go."""
     totals = np.full((len(positions), len(names)), np.nan)
-    passes = np.full((len(positions), len(names)), np.nan)
+    passes = np.full((len(positions), len(names)), np.nan, dtype=np.float32)
     column_of = np.array([names.index(n) if n in names else -1 for n in judged.member_names] + [-1], dtype=np.int64)
-    counts = judged.members[positions].astype(np.int64)
-    starts = judged.member_starts()[positions]
-    flat = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(int(counts.sum()))
-    unit = np.repeat(np.arange(len(positions)), counts)
-    column = column_of[judged.member_name[flat]]
-    voted = (column >= 0) & ~np.isnan(judged.member_passed[flat])
-    passes[unit[voted], column[voted]] = judged.member_passed[flat][voted]
-    scored = voted & ~np.isnan(judged.member_total[flat])
-    totals[unit[scored], column[scored]] = judged.member_total[flat][scored]
+    offset, done = 0, 0  # flat index of the slice's first vote; positions filled so far
+    for lo in range(0, len(judged), SLICE_ROWS):
+        counts = judged.members[lo : lo + SLICE_ROWS].astype(np.int64)
+        ends = np.cumsum(counts)
+        upto = int(np.searchsorted(positions, lo + len(counts)))
+        if upto > done:
+            local = positions[done:upto] - lo
+            mine = counts[local]
+            flat = np.repeat(offset + ends[local] - mine - np.concatenate([[0], np.cumsum(mine)[:-1]]), mine)
+            flat += np.arange(len(flat))
+            unit = np.repeat(np.arange(done, upto), mine)
+            column = column_of[judged.member_name[flat]]
+            passed, total = judged.member_passed[flat], judged.member_total[flat]
+            voted = (column >= 0) & ~np.isnan(passed)
+            passes[unit[voted], column[voted]] = passed[voted]
+            scored = voted & ~np.isnan(total)
+            totals[unit[scored], column[scored]] = total[scored]
+        offset += int(ends[-1]) if len(ends) else 0
+        done = upto
+        if done == len(positions):
+            break
     return totals, passes
 
 
-def _agreement(totals: np.ndarray, passes: np.ndarray) -> dict[str, Any]:
-    complete = ~np.isnan(passes).any(axis=1)
-    n = len(totals)
-    alpha = krippendorff_alpha_interval(totals) if n >= MIN_ROWS else None
-    kappa = fleiss_kappa(passes[complete]) if complete.sum() >= MIN_ROWS else None
+def _agreement(totals: np.ndarray, passes: np.ndarray, complete: np.ndarray, rows: np.ndarray | None) -> dict[str, Any]:
+    """α and κ over the ``rows`` mask (None: all), read in place; ``complete``: every member voted."""
+    n = len(totals) if rows is None else int(np.count_nonzero(rows))
+    whole = int(np.count_nonzero(complete if rows is None else complete & rows))
+    alpha = krippendorff_alpha_interval(totals, rows) if n >= MIN_ROWS else None
+    kappa = fleiss_kappa(passes, rows) if whole >= MIN_ROWS else None
     return {
         "n": n,
-        "complete": int(complete.sum()),
+        "complete": whole,
         "krippendorff_alpha_total": alpha,
         "fleiss_kappa_pass": kappa,
     }
 
 
-def _buckets(table: ScoreTable, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Bucket name (``family/kind/name`` as the leaderboard's) -> mask over ``rows``: the task
-    buckets and the domain buckets of each family (rows without a domain are in none)."""
-    out: dict[str, np.ndarray] = {}
+def _buckets(table: ScoreTable, rows: np.ndarray) -> dict[str, tuple[int, str, int]]:
+    """Bucket name (``family/kind/name`` as the leaderboard's) -> (family code, column, code) over
+    ``rows``: the task buckets and the domain buckets of each family (rows without a domain are in
+    none). Masks are made one at a time (:func:`_bucket_mask`): a night has many buckets."""
+    out: dict[str, tuple[int, str, int]] = {}
     families = table.family[rows]
     for family in np.unique(families).tolist():
         name = table.names("family")[family]
@@ -74,12 +97,16 @@ def _buckets(table: ScoreTable, rows: np.ndarray) -> dict[str, np.ndarray]:
         for kind, column in BUCKET_KINDS.get(name, ()):
             if column not in ("task", "domain"):
                 continue  # the verdict records carry no other bucket column
-            codes = getattr(table, column)[rows]
-            for code in np.unique(codes[in_family]).tolist():
+            for code in np.unique(getattr(table, column)[rows][in_family]).tolist():
                 value = table.names(column)[code]
                 if value and not (column == "domain" and value == NO_DOMAIN):
-                    out[f"{name}/{kind}/{value}"] = in_family & (codes == code)
+                    out[f"{name}/{kind}/{value}"] = (family, column, code)
     return out
+
+
+def _bucket_mask(table: ScoreTable, rows: np.ndarray, bucket: tuple[int, str, int]) -> np.ndarray:
+    family, column, code = bucket
+    return (table.family[rows] == family) & (getattr(table, column)[rows] == code)
 
 
 def _judge_calls(run_dirs: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -118,39 +145,52 @@ def _judge_only_costs(run_dirs: Sequence[str], names: Sequence[str], candidates:
     return costs
 
 
+def _panels(judged: JudgedColumns) -> dict[str, np.ndarray]:
+    """Panel label -> the positions (ascending) of the judged rows it gave."""
+    label_of = [str((record or {}).get("model")) for record in judged.judge_records]
+    positions = np.flatnonzero(judged.panel_rule >= 0)
+    judges = judged.judge[positions]
+    by_label: dict[str, list[int]] = {}
+    for code in np.unique(judges).tolist():
+        by_label.setdefault(label_of[code], []).append(code)
+    return {label: positions[np.isin(judges, codes)] for label, codes in sorted(by_label.items())}
+
+
 def build_panel_agreement(
     table: ScoreTable, judged: JudgedColumns, run_dirs: Sequence[str], candidates: set[str]
 ) -> dict[str, Any]:
     """The ``judge_panel`` block: one entry per panel found in the ``judged`` rows (empty without
     panels); ``candidates``: the pool names of every model scored (a member that is not one only judges)."""
-    label_of = [str((record or {}).get("model")) for record in judged.judge_records]
-    panels: dict[str, list[int]] = {}
-    for position in np.flatnonzero(judged.panel_rule >= 0).tolist():
-        panels.setdefault(label_of[int(judged.judge[position])], []).append(position)
     out: dict[str, Any] = {"alpha_warn": ALPHA_WARN, "panels": {}, "warnings": []}
-    starts = judged.member_starts()
-    for label, positions in sorted(panels.items()):
-        first = positions[0]
-        names = [judged.member_names[c] for c in judged.member_name[starts[first] : starts[first + 1]].tolist()]
-        prows = np.asarray(positions, dtype=np.int64)
+    for label, prows in _panels(judged).items():
+        first = int(prows[0])
+        start = int(judged.members[:first].sum(dtype=np.int64))
+        names = [
+            judged.member_names[c] for c in judged.member_name[start : start + int(judged.members[first])].tolist()
+        ]
         rows = judged.row[prows]
         verdict = ~np.isnan(table.passed[rows]) | (table.status[rows] == SCORED)
         verdicts, rows = prows[verdict], rows[verdict]
+        del prows, verdict
         totals, passes = _member_matrix(judged, verdicts, names)
-        panel_pass = (table.passed[rows] == 1.0).astype(float)
+        n = max(len(verdicts), 1)
+        del verdicts
+        complete = ~np.isnan(passes).any(axis=1)
+        panel_pass = table.passed[rows] == 1.0
         members = {}
         for j, name in enumerate(names):
-            given = ~np.isnan(passes[:, j])
+            given = int(np.count_nonzero(~np.isnan(passes[:, j])))
+            same = int(np.count_nonzero(passes[:, j] == panel_pass))  # NaN (no vote) equals nothing
             members[name] = {
-                "verdicts": int(given.sum()),
-                "missing": int((~given).sum()),
-                "agreement_with_panel": float(np.mean(passes[given, j] == panel_pass[given])) if given.any() else None,
+                "verdicts": given,
+                "missing": len(passes) - given,
+                "agreement_with_panel": same / given if given else None,
             }
+        del panel_pass
         calls = _judge_calls(run_dirs, names)
         costs = _judge_only_costs(run_dirs, names, candidates)
-        n = max(len(verdicts), 1)
         families = table.family[rows]
-        by_family = {table.names("family")[f]: families == f for f in np.unique(families).tolist()}
+        family_codes = {table.names("family")[f]: f for f in np.unique(families).tolist()}
         cost = {
             "calls_per_verdict": round(sum(c["calls"] for c in calls.values()) / n, 3),
             "tokens_per_verdict": round(sum(c["tokens"] for c in calls.values()) / n, 1),
@@ -163,9 +203,14 @@ def build_panel_agreement(
         entry = {
             "rule": judged.rules[int(judged.panel_rule[first])],
             "members": members,
-            "overall": _agreement(totals, passes),
-            "families": {f: _agreement(totals[m], passes[m]) for f, m in sorted(by_family.items())},
-            "buckets": {b: _agreement(totals[m], passes[m]) for b, m in sorted(_buckets(table, rows).items())},
+            "overall": _agreement(totals, passes, complete, None),
+            "families": {
+                f: _agreement(totals, passes, complete, families == code) for f, code in sorted(family_codes.items())
+            },
+            "buckets": {
+                b: _agreement(totals, passes, complete, _bucket_mask(table, rows, spec))
+                for b, spec in sorted(_buckets(table, rows).items())
+            },
             "cost": cost,
         }
         out["panels"][label] = entry
