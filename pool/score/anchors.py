@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from judge import ParseFailure, judge_messages, judged_score, parse_reply
-from pool.score.rounds import JudgeRounds, answer_for_judge
+from pool.score.rounds import JudgeRounds, answer_for_judge, weighed
 from pool.store.outcome import Result, Unit
 
 ANCHOR_SUFFIX = ":anchor"
@@ -58,7 +58,7 @@ async def judge_anchors(
         if parsed is None or isinstance(parsed, ParseFailure):
             fresh["error"] = "no verdict" if parsed is not None else "judge call failed"
         else:
-            again = judged_score(item, answer.text, parsed, stage.judge.identity(item))
+            again = weighed(stage.judge, item, judged_score(item, answer.text, parsed, stage.judge.identity(item)), row)
             score = scores[key]
             fresh.update(
                 total=again.metrics["total"],

@@ -15,6 +15,8 @@ from typing import Any
 from eval.gold_types import RUBRIC_GOLD_TYPES
 from eval.items import Item
 from eval.items.scores import Score
+from judge import contract_for
+from judge.weighting import weighted_score
 from pool.config import Model, PoolConfig
 from pool.execute.dispatch import Messages
 from pool.execute.progress import ProgressDisplay
@@ -33,6 +35,14 @@ def answer_for_judge(answer: str) -> str:
     if len(answer) <= JUDGE_ANSWER_MAX_CHARS:
         return answer
     return answer[:JUDGE_ANSWER_MAX_CHARS] + f"\n[… {len(answer) - JUDGE_ANSWER_MAX_CHARS} more characters not shown]"
+
+
+def weighed(judge: JudgeSetup, item: Item, score: Score, row: Result) -> Score:
+    """``score`` with the weighted values of its verdict (``judge.weighting``) when ``judge`` asked for
+    token logprobs (``top_logprobs``); as it is otherwise. Every verdict a run compares with another
+    (a re-judged one, an anchor) is weighed the same way, so pass/fail is read on one footing."""
+    logprobs = row.extra.get("logprobs") if isinstance(row.extra, dict) else None
+    return weighted_score(contract_for(item), score, row.text, logprobs, use=judge.top_logprobs is not None)
 
 
 class JudgeRounds:

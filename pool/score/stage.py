@@ -29,7 +29,6 @@ from eval.scorers.checked import beside_judge, judge_fallback, without_judge
 from eval.scorers.judged import AnswerGuard
 from judge import (
     ParseFailure,
-    contract_for,
     hallu_messages,
     judge_messages,
     judged_score,
@@ -38,7 +37,6 @@ from judge import (
     unparseable_score,
 )
 from judge.perturb import PERTURBATION, reversed_dimensions
-from judge.weighting import weighted_score
 from pool.config import Model, PoolConfig
 from pool.execute.budget import call_cost
 from pool.execute.session import Session
@@ -48,7 +46,7 @@ from pool.score.criteria_items import grade_criteria_items
 from pool.score.guards import answer_guard, guarded_score, reask_guarded
 from pool.score.identity import JudgeSetup, model_identity
 from pool.score.panel import panel_identity, panel_scores
-from pool.score.rounds import JUDGE_ANSWER_MAX_CHARS, JudgeRounds, answer_for_judge
+from pool.score.rounds import JUDGE_ANSWER_MAX_CHARS, JudgeRounds, answer_for_judge, weighed
 from pool.store.outcome import Result, Unit
 from pool.store.run_store import RunStore
 from routing.load.columns import COLUMNS_DIRNAME, write_columns
@@ -251,7 +249,7 @@ class ScoringStage(JudgeRounds):
                 verdicts[(answer.model, answer.item_id)] = parsed
             else:
                 score = judged_score(item, answer.text, parsed, identity)
-                scores[(answer.model, answer.item_id)] = _weighed(judge, item, score, row)
+                scores[(answer.model, answer.item_id)] = weighed(judge, item, score, row)
         await self.judge_round(reask, setup=judge)
         for unit, _ in reask:
             item = self.items[unit.item_id]
@@ -265,7 +263,7 @@ class ScoringStage(JudgeRounds):
                 scores[key] = unparseable_score(identity, reason, row.text if row is not None else "")
             else:
                 score = judged_score(item, answer_text[key], parsed, identity, reasked=True)
-                scores[key] = _weighed(judge, item, score, row)
+                scores[key] = weighed(judge, item, score, row)
 
     async def _hallucination_check(self, answers: list[Result], scores: dict[tuple[str, str], Score]) -> None:
         """``--hallu``: claim-level labels for judged reference/criteria answers, added to their metrics.
@@ -361,7 +359,10 @@ class ScoringStage(JudgeRounds):
             if parsed is None or isinstance(parsed, ParseFailure):
                 second["error"] = "no verdict" if parsed is not None else "judge call failed"
             else:
-                again = judged_score(item, answer.text, parsed, self.judge.identity(item))
+                # weighed as the first verdict was: pass/fail agreement compares like with like
+                again = weighed(
+                    self.judge, item, judged_score(item, answer.text, parsed, self.judge.identity(item)), row
+                )
                 second.update(total=again.metrics["total"], passed=again.passed, value=again.value)
             lead = (scores[key].details.get("panel") or {}).get("members", [{}])[0]
             if "total" in lead:  # a panel's row holds the panel's verdict: compare the lead with its own
@@ -441,13 +442,6 @@ class ScoringStage(JudgeRounds):
             judge["panel"] = [{"model": setup.model.name, "backend": setup.backend} for setup in self.panel]
             judge["rule"] = self.panel_rule
         return {"by_family": counts, "judge": judge, "judge_infra_errors": unparseable, "anchors": self.anchors}
-
-
-def _weighed(judge: JudgeSetup, item: Item, score: Score, row: Result) -> Score:
-    """``score`` with the weighted values of its verdict (``judge.weighting``) when ``judge`` asked for
-    token logprobs (``top_logprobs``); as it is otherwise."""
-    logprobs = row.extra.get("logprobs") if isinstance(row.extra, dict) else None
-    return weighted_score(contract_for(item), score, row.text, logprobs, use=judge.top_logprobs is not None)
 
 
 def _write_columns(run_dir: Path) -> None:

@@ -112,7 +112,9 @@ def fake(sent: list[dict[str, Any]]):
     return behave
 
 
-def run(tmp_path: Path, url: str, judges: str, extra: str = "", out: str = "run") -> dict[str, dict[str, Any]]:
+def run(
+    tmp_path: Path, url: str, judges: str, extra: str = "", out: str = "run", options: tuple[str, ...] = ()
+) -> dict[str, dict[str, Any]]:
     lines = [
         "backends:",
         "  fake:",
@@ -129,7 +131,7 @@ def run(tmp_path: Path, url: str, judges: str, extra: str = "", out: str = "run"
     pool = tmp_path / "pool.yaml"
     pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
     data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    args = ("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / out), "--no-routing")
+    args = ("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / out), "--no-routing", *options)
     result = pool_run_cli(*args, cache=tmp_path / "cache", timeout=120)
     assert result.returncode == 0, result.stderr
     return scores_by_item(tmp_path / out)
@@ -188,3 +190,14 @@ def test_a_panel_combines_its_members_weighted_scores_by_its_rule(tmp_path, url)
     assert r1["value"] == pytest.approx(33.65 / 40) and r1["passed"] is False
     assert r1["details"]["score_variant"] == "weighted"
     assert [m["score_variant"] for m in r1["details"]["panel"]["members"]] == ["weighted", "weighted"]
+
+
+def test_re_judged_and_anchor_verdicts_are_weighed_as_the_first_one(tmp_path, url):
+    """The same judge, unchanged, asked again: its weighted verdict (31.3, a fail) is read on the same
+    footing every time — never the argmax pass (36) against the weighted fail."""
+    rows = run(tmp_path, url, "judge:\n  model: judgey", options=("--rejudge-sample", "2", "--anchor-sample", "2"))
+    r1 = rows["r1"]
+    assert r1["passed"] is False and r1["details"]["argmax"]["passed"] is True
+    assert r1["details"]["rejudge"]["passed"] is False and r1["details"]["rejudge"]["total"] == 36
+    anchor = r1["details"]["anchor"]
+    assert anchor["passed"] is False and anchor["agrees"] is True and anchor["total_diff"] == 0
