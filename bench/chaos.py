@@ -2,8 +2,9 @@
 
 The long version of ``tests/pool/test_chaos.py``: the FAKE chaos pool (good, weak and hostile models, a
 judge, 20% injected faults, a dead endpoint), ``--hallu`` on, ≥ 10 SIGKILLs in each phase
-(answering, judging, claim checks, routing build; one while re-asking short answers) plus SIGTERMs,
-then a final resume; the three artefacts are compared with an uninterrupted run of the same pool.
+(answering, judging, claim checks, the pairwise stage's side-by-side verdicts, routing build; one while
+re-asking short answers) plus SIGTERMs, then a final resume; the artefacts (results, scores, manifest,
+judged battles) are compared with an uninterrupted run of the same pool.
 A second scenario takes the judge down (its backend unreachable) to check that the judge, not the candidates,
 is charged.
 Then the table of malformed inputs (``bench/harness/malformed_cases.py``).
@@ -32,7 +33,10 @@ def kill_scenario(work: Path, kills: int, items: int, fault_rate: float, seed: i
     try:
         pool = chaos.write_pool(work / "pool.yaml", base_url, chaos.free_port())
         data = chaos.write_suite(work / "suite" / "items.jsonl", items)
-        args = ["--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"]
+        args = [
+            *("--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"),
+            *("--pairwise", "--pairwise-budget", "200"),
+        ]
         clean, killed = work / "clean" / "run", work / "killed" / "run"
         chaos.run_clean([*args, "--out", str(clean)], work / "cache-clean")
         report = chaos.run_with_kills(
@@ -122,6 +126,7 @@ def main() -> int:
         and kills["results_identical"]
         and kills["scores_identical"]
         and kills["manifest_identical"]
+        and kills.get("pairwise_identical", True)
     )
     return 0 if ok else 1
 

@@ -5,8 +5,9 @@ The pool is the FAKE chaos server (``tests/fakes/chaos_server.py``: good, weak a
 a judge, injected faults) plus a dead endpoint nobody listens on. Phases are read off the run
 store while the run goes: ``answering`` (answer rows still missing), ``reasking`` (short answers asked
 once more, ``reask_short_answers: true``), ``judging`` (verdict rows being written), ``hallu`` (claim-check
-rows being written) and ``routing`` (``scores.jsonl`` written, manifest not yet). Each kill waits for its
-phase, then a random 0–``jitter_s`` more.
+rows being written), ``pairwise`` (with ``--pairwise``: the ties' side-by-side verdicts being written
+to ``RUN_DIR/pairwise/``) and ``routing`` (``scores.jsonl`` written, manifest not yet). Each kill waits
+for its phase, then a random 0–``jitter_s`` more.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import yaml
 from runners.llamacpp.server import free_loopback_port
 
 REPO = Path(__file__).resolve().parents[2]
-PHASES = ("answering", "reasking", "judging", "hallu", "routing")
+PHASES = ("answering", "reasking", "judging", "hallu", "pairwise", "routing")
 # Phases too brief for a random wait: the kill lands as soon as the phase is seen.
 BRIEF_PHASES = ("reasking", "routing")
 # Phases whose few rows are done by the first resume after a kill: a second kill would find them gone.
@@ -190,24 +191,37 @@ def phase_of(run_dir: Path, started: float) -> str | None:
     Evidence must come from the process started at ``started`` itself — a row it recorded, or
     ``scores.jsonl`` it wrote — never from the store a previous process left behind.
     """
+    since = datetime.fromtimestamp(started, UTC).isoformat(timespec="milliseconds")
     scores = run_dir / "scores.jsonl"
     if scores.exists() and scores.stat().st_mtime >= started:
         manifest = run_dir / "routing_manifest.yaml"
-        return "routing" if not manifest.exists() or manifest.stat().st_mtime < started else None
-    since = datetime.fromtimestamp(started, UTC).isoformat(timespec="milliseconds")
+        if manifest.exists() and manifest.stat().st_mtime >= started:
+            return None
+        judged = run_dir / "pairwise_judged.json"
+        stage_done = judged.exists() and judged.stat().st_mtime >= started
+        if not stage_done and _latest_stage(run_dir / "pairwise" / "run.sqlite", since) is not None:
+            return "pairwise"
+        return "routing"
+    stage = _latest_stage(run_dir / "run.sqlite", since)
+    if stage is None:
+        return None
+    if stage in ("answer", "answer:reask"):
+        return "answering" if stage == "answer" else "reasking"
+    return "hallu" if ":hallu" in stage else "judging"
+
+
+def _latest_stage(store: Path, since: str) -> str | None:
+    """The stage of the latest result row a run store recorded since ``since`` (None: none, or no store)."""
+    if not store.exists():
+        return None
     try:
-        with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=1) as conn:
             row = conn.execute(
                 "SELECT stage FROM results WHERE finished_at >= ? ORDER BY finished_at DESC LIMIT 1", (since,)
             ).fetchone()
     except sqlite3.Error:
         return None
-    if row is None:
-        return None
-    stage = row[0]
-    if stage in ("answer", "answer:reask"):
-        return "answering" if stage == "answer" else "reasking"
-    return "hallu" if ":hallu" in stage else "judging"
+    return None if row is None else str(row[0])
 
 
 def kill_in_phase(
@@ -326,6 +340,18 @@ def normalised_scores(run_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+def normalised_pairwise(run_dir: Path) -> dict[str, Any] | None:
+    """The pairwise stage's battles and report, without where the run lives and how many of its calls
+    one process made (a resumed stage asks only what its killed predecessors left)."""
+    if not (run_dir / "pairwise_judged.json").exists():
+        return None
+    report = json.loads((run_dir / "pairwise_judged.json").read_text(encoding="utf-8"))
+    report.pop("run", None)
+    for volatile in ("calls_made", "cache_hits", "run"):
+        report.get("totals", {}).pop(volatile, None)
+    return {"battles": _jsonl(run_dir / "battles.jsonl"), "report": report}
+
+
 def normalised_manifest(run_dir: Path) -> dict[str, Any]:
     manifest = yaml.safe_load((run_dir / "routing_manifest.yaml").read_text(encoding="utf-8"))
     manifest.pop("generated_at", None)
@@ -384,6 +410,10 @@ def compare(clean: Path, resumed: Path, with_manifest: bool = True) -> dict[str,
         "results_identical": normalised_results(clean) == normalised_results(resumed),
         "scores_identical": normalised_scores(clean) == normalised_scores(resumed),
     }
+    if (clean / "pairwise_judged.json").exists() or (resumed / "pairwise_judged.json").exists():
+        pairwise = normalised_pairwise(clean), normalised_pairwise(resumed)
+        report["pairwise_identical"] = pairwise[0] == pairwise[1]
+        report["pairwise_differences"] = differences(*pairwise)[:10]
     if with_manifest:
         report["manifest_identical"] = normalised_manifest(clean) == normalised_manifest(resumed)
         report["manifest_differences"] = differences(normalised_manifest(clean), normalised_manifest(resumed))[:10]

@@ -12,8 +12,8 @@ exactly the rows of an uninterrupted one:
 - ``hostile-model`` answers with HTML, a script tag and a judge-prompt injection that carries a
   perfect "verdict" — if a candidate's text were ever stored as its verdict, its scores would jump;
 - ``judge-model`` grades by who wrote the fenced answer (good 9s, weak 6s, hostile 2s), replies
-  with prose first for a fifth of the answers (so the re-ask path runs), and labels claims for the
-  hallucination contract.
+  with prose first for a fifth of the answers (so the re-ask path runs), labels claims for the
+  hallucination contract, and in a pairwise comparison names the better writer (good > weak > hostile).
 
 Faults: the first attempt of a request fails with probability ``--fault-rate`` (chosen by the
 request's hash, so it is reproducible), as a 500, a 429, a dropped connection, a garbage body, a
@@ -72,22 +72,33 @@ def candidate_answer(model: str, payload: dict[str, Any]) -> str:
     return f"{kind} answer 答案：{letter}。诊室血压≥140/90 mmHg，需就医，遵医嘱。"
 
 
+def _kind(answer: str) -> int:
+    """How good a candidate's answer is, by who wrote it: hostile 0, weak 1, good 2."""
+    if "HOSTILE" in answer or "<script>" in answer or "‹script›" in answer or "onerror" in answer:
+        return 0
+    return 1 if "weak answer" in answer else 2
+
+
+def pairwise_reply(text: str) -> str:
+    """The better of the two fenced answers by who wrote them (a tie between equals); never prose."""
+    first, second = text.split("<<<ANSWER B>>>", 1)
+    a, b = _kind(first.split("<<<ANSWER A>>>", 1)[-1]), _kind(second.split("<<<END ANSWER B>>>", 1)[0])
+    return json.dumps({"winner": "A" if a > b else "B" if b > a else "tie", "rationale": "fake"})
+
+
 def judge_reply(payload: dict[str, Any], shift: int = 0) -> str:
     messages = payload.get("messages") or []
     text = json.dumps(messages, ensure_ascii=False)
     reask = len(messages) > 2
+    if "<<<ANSWER B>>>" in text:
+        return pairwise_reply(text)
     if "fact checker" in text:
         labels = ["supported", "unsupported", "not_sure"]
         n = 1 + digest(text) % 3
         return json.dumps({"claims": [{"claim": f"c{i}", "label": labels[(digest(text) + i) % 3]} for i in range(n)]})
     if not reask and digest(text) % 5 == 0:
         return "这个回答大体不错，我给八分左右。"  # prose: the parse ladder fails, one re-ask follows
-    if "HOSTILE" in text or "<script>" in text or "‹script›" in text or "onerror" in text:
-        scores = (2, 3, 2, 2)
-    elif "weak answer" in text:
-        scores = (6, 6, 7, 5)
-    else:
-        scores = (9, 9, 9, 8)
+    scores = ((2, 3, 2, 2), (6, 6, 7, 5), (9, 9, 9, 8))[_kind(text)]
     scores = tuple(max(0, min(10, s + shift)) for s in scores)
     return json.dumps(
         {

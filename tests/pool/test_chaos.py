@@ -1,8 +1,8 @@
 """Resume equals an uninterrupted run, whatever phase the process dies in (short chaos run).
 
-SIGKILLs while answering, re-asking short answers, judging, checking claims (--hallu) and building the routing
-artefacts, plus a SIGTERM, against the FAKE chaos pool (20% injected faults, a hostile model, a
-dead endpoint); the long version is ``python -m bench.chaos``.
+SIGKILLs while answering, re-asking short answers, judging, checking claims (--hallu), judging the ties side
+by side (--pairwise) and building the routing artefacts, plus a SIGTERM, against the FAKE chaos pool (20%
+injected faults, a hostile model, a dead endpoint); the long version is ``python -m bench.chaos``.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ import pytest
 
 from bench.harness import chaos
 
+PAIRWISE = ("--pairwise", "--pairwise-budget", "48")  # the ties judged side by side, a few dozen calls
+
 
 @pytest.fixture
 def chaos_pool(tmp_path):
     proc, base_url = chaos.start_fake(tmp_path, fault_rate=0.2)
     pool = chaos.write_pool(tmp_path / "pool.yaml", base_url, chaos.free_port())
-    data = chaos.write_suite(tmp_path / "suite" / "items.jsonl", 12)
+    data = chaos.write_suite(tmp_path / "suite" / "items.jsonl", 15)  # 5 per task: buckets large enough to tie
     yield pool, data
     proc.terminate()
     proc.wait(10)
@@ -24,7 +26,7 @@ def chaos_pool(tmp_path):
 
 def test_kills_in_every_phase_then_resume_equals_a_clean_run(tmp_path, chaos_pool):
     pool, data = chaos_pool
-    args = ["--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"]
+    args = [*("--pool", str(pool), "--data", str(data), "--hallu", "--max-consecutive-failures", "3"), *PAIRWISE]
     clean, killed = tmp_path / "clean" / "run", tmp_path / "killed" / "run"  # same run id: "run"
     chaos.run_clean([*args, "--out", str(clean)], tmp_path / "cache-clean")
     report = chaos.run_with_kills(
@@ -36,6 +38,7 @@ def test_kills_in_every_phase_then_resume_equals_a_clean_run(tmp_path, chaos_poo
     assert outcome["units_lost"] == 0 and outcome["units_duplicated"] == 0, outcome
     assert outcome["judge_rows_by_non_judge"] == 0, outcome
     assert outcome["results_identical"] and outcome["scores_identical"] and outcome["manifest_identical"], outcome
+    assert outcome["pairwise_identical"], outcome["pairwise_differences"]
     assert outcome["units_recorded"] == outcome["units_planned"]
 
 
