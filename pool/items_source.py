@@ -230,16 +230,20 @@ def _nothing_loaded(loaded: LoadResult, options: Mapping[str, Any]) -> str:
     )
 
 
+def read_named_file(path: Path, flag: str, fix: str = "") -> str:
+    """The UTF-8 text of a file the command line named with ``flag``; one :class:`DataError` naming the
+    flag and the file when it is not UTF-8 or cannot be read (``fix``: what to do then, if anything)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{flag} {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise DataError(f"{flag} {path}: cannot read it ({exc.strerror}){f'; {fix}' if fix else ''}") from None
+
+
 def read_id_list(path: Path) -> list[str]:
     """Item ids from ``hard.yaml`` (``item_ids:``), a YAML/JSON list, or a text file (one id a line)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"--subset {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise DataError(f"--subset {path}: cannot read it ({exc.strerror})") from None
+    text = read_named_file(path, "--subset")
     if path.suffix in (".yaml", ".yml", ".json"):
         try:
             data = yaml.safe_load(text)

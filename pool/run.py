@@ -59,8 +59,8 @@ from pool.run_spec import (
 )
 from pool.selection import count_text, valid_tracks
 from pool.version import __version__
-from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, SCORE_DIFFERENCE, SECONDS, duration, integer
-from routing.nights.gate.detectable import DEFAULT_MIN_DROP
+from routing.cli_types import NON_NEGATIVE, OPEN_FRACTION, SECONDS, duration, integer
+from routing.nights.gate.options import add_gate_option
 from routing.report.digest import report as digest_report
 from routing.screen.shortlist import ShortlistError
 
@@ -290,33 +290,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="runs root whose index.jsonl records this run and holds the nights it is compared with "
         "(default: the run folder's parent, e.g. runs/)",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--fail-on-regression",
-        nargs="?",
-        const=0.0,
-        type=SCORE_DIFFERENCE,
-        metavar="THRESHOLD",
-        help=f"exit {EXIT_REGRESSION} when the comparison with the last comparable night shows a significant "
+        f"exit {EXIT_REGRESSION} when the comparison with the last comparable night shows a significant "
         "regression larger than THRESHOLD score points (scores in [0, 1]; default 0: any)",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--min-drop",
-        type=SCORE_DIFFERENCE,
-        default=DEFAULT_MIN_DROP,
-        metavar="DROP",
-        help="the drop that matters in the nightly comparison (scores in [0, 1]; default %(default)s): a family "
+        "the drop that matters in the nightly comparison (scores in [0, 1]; default %(default)s): a family "
         "whose test could not see it is 'inconclusive', not 'no change' (docs/running.md)",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--fail-on-inconclusive",
-        action="store_true",
-        help=f"exit {EXIT_INCONCLUSIVE} when the nightly comparison is inconclusive for some model's family "
+        f"exit {EXIT_INCONCLUSIVE} when the nightly comparison is inconclusive for some model's family "
         "(and nothing regressed)",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--sequential",
-        action="store_true",
-        help="also run the anytime-valid sequential gate, whose evidence accumulates night after night in "
+        "also run the anytime-valid sequential gate, whose evidence accumulates night after night in "
         "the history root's gate_sequential.json (docs/statistics.md); its alarm counts as a regression",
     )
     parser.add_argument(

@@ -157,6 +157,17 @@ def accepted_flags(module: str) -> frozenset[str] | None:
     return frozenset(help_flags(module)) | {"--help"}
 
 
+def documented_parser(module: str) -> argparse.ArgumentParser | None:
+    """The module's own ``build_parser()`` (or its ``__main__``'s), None when it has none."""
+    spec = importlib.util.find_spec(module)
+    for name in (module, f"{module}.__main__") if spec and spec.submodule_search_locations else (module,):
+        build = getattr(importlib.import_module(name), "build_parser", None)
+        if callable(build):
+            parser = build()
+            return parser if isinstance(parser, argparse.ArgumentParser) else None
+    return None
+
+
 def help_flags(module: str, *command: str) -> Iterator[str]:
     """The flags ``python -m module [command] --help`` shows, and its sub-commands' (``{a,b}`` in its usage)."""
     shown = subprocess.run(
@@ -201,6 +212,21 @@ def test_every_documented_command_names_a_module_and_flags_that_exist() -> None:
         if unknown:
             wrong.append(f"{command.where()}: python -m {command.module} does not accept {', '.join(unknown)}")
     assert not wrong, "documented commands that do not run as written:\n" + "\n".join(sorted(set(wrong)))
+
+
+def test_every_documented_command_formats_its_help() -> None:
+    """``--help`` of every documented ``python -m`` command with a parser prints (a stray ``%`` in a help
+    text, say, makes argparse fail only when the help is shown)."""
+    broken: list[str] = []
+    modules = sorted({c.module for c in commands() if ours(c.module) and accepted_flags(c.module) is not None})
+    for module in modules:
+        parser = documented_parser(module)
+        try:
+            if parser is not None:
+                parser.format_help()
+        except (ValueError, TypeError, KeyError) as exc:
+            broken.append(f"python -m {module} --help: {type(exc).__name__}: {exc}")
+    assert len(modules) > 20 and not broken, "\n".join(broken)
 
 
 def pool_examples() -> Iterator[tuple[Block, dict[str, Any]]]:

@@ -6,5 +6,5 @@
   judge of a panel and the panel (``--set criteria``), plain and probability-weighted (AUC of P(met), its threshold);
 - :mod:`~pool.calibrate.criteria_text` the summary that calibration prints;
 - :mod:`~pool.calibrate.judging` what both share: the judge set up as a run sets it up, asked with one re-ask,
-  its identity in the calibration store, the exit codes.
+  its identity in the calibration store, storing only a calibration whose calls all came back, the exit codes.
 """

@@ -37,7 +37,7 @@ from judge.calibration.claim_set import (
     metrics_by_tier,
 )
 from judge.calibration.probabilities import claim_p_unsupported, weighted_claim_metrics
-from judge.calibration.store import CalibrationStoreError, judge_key, record_calibration
+from judge.calibration.store import CalibrationStoreError, judge_key
 from judge.contracts.framing import Message
 from judge.contracts.hallu import hallu_judge_prompt
 from judge.parse import parse_claims
@@ -45,16 +45,15 @@ from pool.calibrate.criteria import CRITERIA_SET
 from pool.calibrate.judging import (
     CANDIDATE,
     CONTRACT_ITEMS,
-    EXIT_INFRA,
     EXIT_INPUT,
-    EXIT_OK,
     REPLY_KEPT_CHARS,
     JudgeAsk,
     JudgeReply,
+    failed_calls_exit,
     judge_identity,
     open_judge,
+    record_unless_failed,
     run_judging,
-    store_dir_of,
 )
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
 from pool.execute.response_cache import ResponseCache
@@ -230,7 +229,6 @@ def calibrate_claims(args: argparse.Namespace) -> int:
     except (PoolConfigError, ItemFormatError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    store_dir = store_dir_of(args)
     judged, code = run_judging(
         lambda work, cache: judge_claims(config, judge, calibration_set.claims, work, cache), args
     )
@@ -239,25 +237,14 @@ def calibrate_claims(args: argparse.Namespace) -> int:
     identity, outcomes, counts = judged
     entry = calibration_entry(calibration_set, outcomes, counts)
     failed = [o.claim.id for o in outcomes if o.reason.startswith(("judge call failed", "re-ask failed"))]
-    stored = None
-    if not failed:
-        try:
-            path, entry = record_calibration(store_dir, identity, entry)
-        except (CalibrationStoreError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-        stored = str(path)
+    try:
+        entry, stored = record_unless_failed(args, identity, entry, failed)
+    except (CalibrationStoreError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     print(
         json.dumps({"judge_key": judge_key(identity), "identity": identity, **entry}, ensure_ascii=False, indent=1)
         if args.json
         else render_text(identity, entry, stored)
     )
-    if failed:
-        print(
-            f"{len(failed)} judge call(s) failed ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "
-            "nothing stored. "
-            "Run again: answered claims come from the response cache.",
-            file=sys.stderr,
-        )
-        return EXIT_INFRA
-    return EXIT_OK
+    return failed_calls_exit(failed, f"{len(failed)} judge call(s) failed", "claims")

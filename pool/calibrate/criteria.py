@@ -57,7 +57,6 @@ from judge.calibration.store import (
     THRESHOLD_KEY,
     CalibrationStoreError,
     judge_key,
-    record_calibration,
 )
 from judge.contracts.criteria_items import KINDS, criteria_ids, kind_of
 from judge.contracts.framing import Message
@@ -69,16 +68,15 @@ from judge.weighting import weigh_criteria_items, weigh_rubric
 from pool.calibrate.criteria_text import render_criteria_text
 from pool.calibrate.judging import (
     CANDIDATE,
-    EXIT_INFRA,
     EXIT_INPUT,
-    EXIT_OK,
     REPLY_KEPT_CHARS,
     JudgeAsk,
     JudgeReply,
+    failed_calls_exit,
     judge_identity,
     open_judge,
+    record_unless_failed,
     run_judging,
-    store_dir_of,
 )
 from pool.config import Model, PoolConfig, PoolConfigError, load_pool
 from pool.execute.response_cache import ResponseCache
@@ -447,14 +445,11 @@ def calibrate_criteria(args: argparse.Namespace) -> int:
     failed = sorted({a for j in judged for a in j.failed})
     rows: list[tuple[JudgeCriteria, dict[str, Any], str | None]] = []
     for one in judged:
-        entry, stored = criteria_entry(inputs, one), None
-        if not failed:
-            try:
-                path, entry = record_calibration(store_dir_of(args), one.identity, entry)
-            except (CalibrationStoreError, OSError) as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return EXIT_INPUT
-            stored = str(path)
+        try:
+            entry, stored = record_unless_failed(args, one.identity, criteria_entry(inputs, one), failed)
+        except (CalibrationStoreError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INPUT
         rows.append((one, entry, stored))
     if args.json:
         print(
@@ -471,11 +466,4 @@ def calibrate_criteria(args: argparse.Namespace) -> int:
             f"{len(cs.answers)} answers (seed {inputs.seed}, set sha256 {cs.sha256[:12]})"
         )
         print(render_criteria_text(header, [(j.name, judge_key(j.identity), e, stored) for j, e, stored in rows]))
-    if failed:
-        print(
-            f"judge calls failed on {len(failed)} answer(s) ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}); "
-            "nothing stored. Run again: answered requests come from the response cache.",
-            file=sys.stderr,
-        )
-        return EXIT_INFRA
-    return EXIT_OK
+    return failed_calls_exit(failed, f"judge calls failed on {len(failed)} answer(s)", "requests")

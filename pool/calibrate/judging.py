@@ -7,7 +7,8 @@ response cache — so its stage names and requests are a run's, and ask it throu
 (:meth:`CalibrationJudge.ask`). :func:`judge_identity` is what the calibration store files a result
 under; a reply keeps its token logprobs when the judge asks for them (``JudgeSetup.top_logprobs``),
 so its verdict can be weighed (``judge.weighting``); :func:`run_judging` runs one calibration's
-judging to its end and turns a failure into the exit code the CLI gives.
+judging to its end and turns a failure into the exit code the CLI gives; :func:`record_unless_failed`
+and :func:`failed_calls_exit` end both: a calibration with a failed call is neither stored nor exit 0.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eval.items import Item, Source
-from judge.calibration.store import default_store_dir
+from judge.calibration.store import default_store_dir, record_calibration
 from judge.contracts.framing import Message
 from judge.contracts.spec import Contract
 from judge.contracts.table import prompt_version, reask_prompt
@@ -243,3 +244,30 @@ def run_judging(
 
 def store_dir_of(args: argparse.Namespace) -> Path:
     return Path(args.store).expanduser() if args.store else default_store_dir()
+
+
+def record_unless_failed(
+    args: argparse.Namespace, identity: Mapping[str, Any], entry: dict[str, Any], failed: Sequence[str]
+) -> tuple[dict[str, Any], str | None]:
+    """``entry`` recorded under ``identity`` in the store ``--store`` names, unless some judge call failed
+    (``failed``): a partial calibration would show drift that is not there. Returns (the entry as stored,
+    with its drift; its file), or (``entry``, None) when nothing was stored. Raises
+    :class:`~judge.calibration.store.CalibrationStoreError` / :class:`OSError` when the store refuses it."""
+    if failed:
+        return entry, None
+    path, stored = record_calibration(store_dir_of(args), identity, entry)
+    return stored, str(path)
+
+
+def failed_calls_exit(failed: Sequence[str], lead: str, answered: str) -> int:
+    """After the summary: ``EXIT_OK``, or, when some judge calls failed, a line on stderr (``lead`` then the
+    first five ``failed`` ids) saying nothing was stored and that a second run takes the ``answered`` ones
+    from the response cache, and ``EXIT_INFRA``."""
+    if not failed:
+        return EXIT_OK
+    shown = f"{', '.join(failed[:5])}{'…' if len(failed) > 5 else ''}"
+    print(
+        f"{lead} ({shown}); nothing stored. Run again: answered {answered} come from the response cache.",
+        file=sys.stderr,
+    )
+    return EXIT_INFRA

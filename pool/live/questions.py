@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from eval.gold_checks import DOMAIN_PATTERN
-from pool.items_source import DataError
+from pool.items_source import DataError, read_named_file
 
 MODES = ("patient", "doctor")
 JSONL_FIELDS = ("question", "domain")
@@ -62,15 +62,7 @@ def from_arguments(texts: Sequence[str]) -> list[LiveQuestion]:
 
 def from_file(path: Path) -> list[LiveQuestion]:
     """The questions of ``--questions FILE`` (see the module docstring)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"--questions {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise DataError(f"--questions {path}: cannot read it ({exc.strerror}); check the path") from None
-    return from_text(text, str(path))
+    return from_text(read_named_file(path, "--questions", "check the path"), str(path))
 
 
 def from_text(text: str, where: str) -> list[LiveQuestion]:

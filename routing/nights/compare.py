@@ -54,7 +54,7 @@ import yaml
 
 from eval.files import FolderError, atomic_write_text, make_folder, write_failed
 from routing.boards.leaderboard import BUCKET_KINDS
-from routing.cli_types import OPEN_FRACTION, SCORE_DIFFERENCE
+from routing.cli_types import OPEN_FRACTION
 from routing.decide.manifest import ROLLUP_KINDS, p_number
 from routing.load.runs import LoadError, load_runs
 from routing.load.table import SCORED, ScoreTable
@@ -69,6 +69,7 @@ from routing.nights.gate.detectable import (
     gate_status,
     minimum_detectable_drop,
 )
+from routing.nights.gate.options import add_gate_option
 from routing.nights.gate.sequential import (
     DEFAULT_REFERENCE_NIGHTS,
     STATE_FILENAME,
@@ -86,6 +87,7 @@ from routing.stats.intervals import CI_T, holm, json_number, paired_difference_t
 
 EXIT_OK, EXIT_WRITE, EXIT_INPUT, EXIT_REGRESSION = 0, 1, 2, 3
 EXIT_INCONCLUSIVE = 5  # 4 is pool.run's budget stop
+INCONCLUSIVE_HELP = f"exit {EXIT_INCONCLUSIVE} when some model's family is inconclusive (and nothing regressed)"
 COMPARE_JSON, COMPARE_MD = "compare.json", "compare.md"
 CI_NO_SPREAD = "wilson (no spread)"
 MIN_N = 5
@@ -189,6 +191,17 @@ class Comparison:
     def regressed(self, threshold: float) -> bool:
         """Whether any significant regression is larger than ``threshold`` (score points in [0, 1])."""
         return bool(self.regressions(threshold))
+
+    def exit_code(self, fail_on_regression: float | None, fail_on_inconclusive: bool) -> int:
+        """The gate's word as an exit code, the same for every command that compares: ``EXIT_REGRESSION``
+        when ``fail_on_regression`` is given and a significant regression is larger than it (or a sequential
+        alarm rang), else ``EXIT_INCONCLUSIVE`` when ``fail_on_inconclusive`` and some model's family is
+        inconclusive, else ``EXIT_OK``."""
+        if fail_on_regression is not None and (self.regressed(fail_on_regression) or self.sequential_alarms()):
+            return EXIT_REGRESSION
+        if fail_on_inconclusive and self.inconclusive():
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
 
     def to_json(self) -> dict[str, Any]:
         deltas = sorted(
@@ -652,14 +665,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where compare.json / compare.md go (default: NEW); a report.html there gets a 'Since last night' section",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--fail-on-regression",
-        nargs="?",
-        const=0.0,
-        default=None,
-        type=SCORE_DIFFERENCE,
-        metavar="THRESHOLD",
-        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
+        f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD score points "
         "(default when given without a value: 0, i.e. any significant regression)",
     )
     parser.add_argument(
@@ -671,24 +680,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--min-n", type=int, default=MIN_N, help="paired items needed to test a model in a bucket (default %(default)s)"
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--min-drop",
-        type=SCORE_DIFFERENCE,
-        default=DEFAULT_MIN_DROP,
-        metavar="DROP",
-        help="the drop that matters, in score points (scores are fractions: 0.05 = 5 points): 'no change' only when "
-        f"the test found nothing and could have found this drop with {POWER:.0%} power, else 'inconclusive' "
+        "the drop that matters, in score points (scores are fractions: 0.05 = 5 points): 'no change' only when "
+        f"the test found nothing and could have found this drop with {POWER:.0%}% power, else 'inconclusive' "
         "(default %(default)s)",
     )
-    parser.add_argument(
-        "--fail-on-inconclusive",
-        action="store_true",
-        help=f"exit {EXIT_INCONCLUSIVE} when some model's family is inconclusive (and nothing regressed)",
-    )
-    parser.add_argument(
+    add_gate_option(parser, "--fail-on-inconclusive", INCONCLUSIVE_HELP)
+    add_gate_option(
+        parser,
         "--sequential",
-        action="store_true",
-        help=f"also run the sequential gate over nights: its state is {STATE_FILENAME} in --root; looking every "
+        f"also run the sequential gate over nights: its state is {STATE_FILENAME} in --root; looking every "
         "night does not inflate its false alarms",
     )
     parser.add_argument(
@@ -696,12 +699,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="with --sequential: the runs root holding index.jsonl and the state (default: NEW's parent folder)",
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--reference-nights",
-        type=int,
-        default=DEFAULT_REFERENCE_NIGHTS,
-        metavar="W",
-        help="with --sequential: nights that form the reference before monitoring starts (default %(default)s)",
+        "with --sequential: nights that form the reference before monitoring starts (default %(default)s)",
     )
     return parser
 
@@ -741,8 +742,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_WRITE
     sys.stdout.write(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path} and {md_path}")
-    if args.fail_on_regression is not None and (comparison.regressed(threshold) or comparison.sequential_alarms()):
-        return EXIT_REGRESSION
-    if args.fail_on_inconclusive and comparison.inconclusive():
-        return EXIT_INCONCLUSIVE
-    return EXIT_OK
+    return comparison.exit_code(args.fail_on_regression, args.fail_on_inconclusive)

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.files import FolderError, write_failed
-from routing.cli_types import SCORE_DIFFERENCE
 from routing.load.runs import LoadError, ScoreDigest
 from routing.nights.compare import (
     COMPARE_JSON,
@@ -40,12 +39,14 @@ from routing.nights.compare import (
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_WRITE,
+    INCONCLUSIVE_HELP,
     Comparison,
     compare_runs,
     with_sequential,
     write_comparison,
 )
 from routing.nights.gate.detectable import DEFAULT_MIN_DROP
+from routing.nights.gate.options import add_gate_option
 from routing.nights.gate.sequential import DEFAULT_REFERENCE_NIGHTS, STATE_FILENAME, SequentialStateError
 from routing.nights.history import HistoryError, IndexEntry, append_run, latest_comparable
 from routing.nights.sections import since_last_night_section, trends_section
@@ -114,13 +115,7 @@ def after_run(
         except (HistoryError, LoadError) as exc:
             problems.append(f"not compared with {base}: {exc}")
     updated = refresh_report(root, run_dir, last)
-    crossed = (
-        comparison is not None
-        and fail_on_regression is not None
-        and (comparison.regressed(fail_on_regression) or bool(comparison.sequential_alarms()))
-    )
-    unseen = comparison is not None and fail_on_inconclusive and bool(comparison.inconclusive())
-    code = EXIT_REGRESSION if crossed else EXIT_INCONCLUSIVE if unseen else EXIT_OK
+    code = EXIT_OK if comparison is None else comparison.exit_code(fail_on_regression, fail_on_inconclusive)
     return NightlyOutcome(entry, base, comparison, code, updated, tuple(problems))
 
 
@@ -135,40 +130,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory pool.run wrote")
     parser.add_argument("--root", default="runs", help="runs root holding index.jsonl (default: %(default)s)")
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--fail-on-regression",
-        nargs="?",
-        const=0.0,
-        default=None,
-        type=SCORE_DIFFERENCE,
-        metavar="THRESHOLD",
-        help=f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD (default 0)",
+        f"exit {EXIT_REGRESSION} when a significant regression is larger than THRESHOLD (default 0)",
     )
     parser.add_argument(
         "--last", type=int, default=DEFAULT_LAST, help="nights in the trend charts (default %(default)s)"
     )
-    parser.add_argument(
+    add_gate_option(
+        parser,
         "--min-drop",
-        type=SCORE_DIFFERENCE,
-        default=DEFAULT_MIN_DROP,
-        metavar="DROP",
-        help="the drop that matters (0.05 = 5 points): 'no change' only when it could have been seen "
-        "(default %(default)s)",
+        "the drop that matters (0.05 = 5 points): 'no change' only when it could have been seen (default %(default)s)",
     )
-    parser.add_argument(
-        "--fail-on-inconclusive",
-        action="store_true",
-        help=f"exit {EXIT_INCONCLUSIVE} when some model's family is inconclusive (and nothing regressed)",
-    )
-    parser.add_argument(
-        "--sequential", action="store_true", help=f"also advance the sequential gate ({STATE_FILENAME} in --root)"
-    )
-    parser.add_argument(
-        "--reference-nights",
-        type=int,
-        default=DEFAULT_REFERENCE_NIGHTS,
-        metavar="W",
-        help="with --sequential: nights that form the reference (default %(default)s)",
+    add_gate_option(parser, "--fail-on-inconclusive", INCONCLUSIVE_HELP)
+    add_gate_option(parser, "--sequential", f"also advance the sequential gate ({STATE_FILENAME} in --root)")
+    add_gate_option(
+        parser, "--reference-nights", "with --sequential: nights that form the reference (default %(default)s)"
     )
     return parser
 

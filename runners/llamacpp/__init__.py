@@ -10,7 +10,8 @@ pool config can read :mod:`~runners.llamacpp.settings` without loading aiohttp o
 - ``gguf_models.py`` — the GGUF models PyPI packages ship, prepared into a cache and sha256-verified
   (``python -m runners.llamacpp.gguf_models``).
 - ``server.py`` — :class:`~runners.llamacpp.server.ManagedLlamaServer`: config file, own process
-  group, pid file, readiness, timings from the log; stops a killed run's leftover.
+  group, pid file, readiness, timings from the log; stops a killed run's leftover. Its ``ManagedLifetime``
+  (``async with`` starts, always stops) and ``ServerOptions`` are what the replicas share with it.
 - ``replicas.py`` — several identical servers for one backend, started and stopped together.
 - ``watch.py`` — a runner that turns a managed server's death into one error naming its cause.
 - ``exit.py`` — why a server stopped, said so a person can act on it (a bad build's SIGILL).

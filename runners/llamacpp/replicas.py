@@ -21,16 +21,18 @@ import glob
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Unpack
 
 from runners.base import Mode
 from runners.llamacpp.server import (
+    DEFAULT_LABEL,
+    ManagedLifetime,
     ManagedLlamaServer,
-    ServedModel,
+    ModelSpec,
     ServerDied,
+    ServerOptions,
     ServerTiming,
     free_loopback_ports,
     server_pid_path,
@@ -39,8 +41,6 @@ from runners.llamacpp.server import (
 from runners.llamacpp.settings import LlamaCppSettings
 
 logger = logging.getLogger(__name__)
-
-ModelSpec = ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
 
 
 def replica_log_path(log_path: Path, index: int, replicas: int) -> Path:
@@ -62,7 +62,7 @@ def stop_leftover_replicas(log_path: Path) -> int:
     return sum(stop_leftover_server(p) for p in pid_files if p.exists())
 
 
-class ManagedLlamaReplicas:
+class ManagedLlamaReplicas(ManagedLifetime):
     """``async with ManagedLlamaReplicas(models, settings) as group:`` then use ``group.base_urls``.
 
     ``settings.replicas`` servers, each serving every model as ``settings`` say (engine, threads,
@@ -75,12 +75,9 @@ class ManagedLlamaReplicas:
         models: Iterable[ModelSpec],
         settings: LlamaCppSettings,
         *,
-        host: str = "127.0.0.1",
         log_path: str | os.PathLike[str] | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        ready_timeout_s: float = 120.0,
-        stop_timeout_s: float = 10.0,
-        label: str = "the managed llama.cpp server",
+        label: str = DEFAULT_LABEL,
+        **options: Unpack[ServerOptions],
     ) -> None:
         replicas = settings.replicas
         if replicas < 1:  # a block built without validation (model_construct, model_copy)
@@ -92,12 +89,9 @@ class ManagedLlamaReplicas:
             ManagedLlamaServer(
                 served,
                 settings,
-                host=host,
-                cache_dir=cache_dir,
                 log_path=replica_log_path(self.log_path, i, replicas) if self.log_path else None,
-                ready_timeout_s=ready_timeout_s,
-                stop_timeout_s=stop_timeout_s,
                 label=label if replicas == 1 else f"{label} (replica {i})",
+                **options,
             )
             for i in range(replicas)
         ]
@@ -116,22 +110,11 @@ class ManagedLlamaReplicas:
     def modes(self) -> dict[str, Mode]:
         return self.servers[0].modes
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
-            # Interrupted (Ctrl-C, SIGTERM, a cancel) or failed: the requests in flight are abandoned and a
-            # server has nothing to keep, but a polite stop waits for it to finish them (up to stop_timeout_s).
-            for server in self.servers:
-                server.kill()
-        await self.stop()
+    def abandon(self) -> None:
+        # Interrupted (Ctrl-C, SIGTERM, a cancel) or failed: the requests in flight are abandoned and a
+        # server has nothing to keep, but a polite stop waits for it to finish them (up to stop_timeout_s).
+        for server in self.servers:
+            server.kill()
 
     async def start(self) -> None:
         """Stop a killed run's leftovers, then start every replica at once and wait for all."""

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 import aiohttp
 
@@ -180,7 +180,50 @@ def free_loopback_port(host: str = "127.0.0.1") -> int:
     return free_loopback_ports(1, host)[0]
 
 
-class ManagedLlamaServer:
+DEFAULT_LABEL = "the managed llama.cpp server"  # who a server is in messages, unless its backend is named
+ModelSpec = ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]
+
+
+class ServerOptions(TypedDict, total=False):
+    """The keywords :class:`~runners.llamacpp.replicas.ManagedLlamaReplicas` hands every replica
+    unchanged, so their defaults are written once, in :class:`ManagedLlamaServer`'s signature."""
+
+    host: str
+    cache_dir: str | os.PathLike[str] | None
+    ready_timeout_s: float
+    stop_timeout_s: float
+
+
+class ManagedLifetime:
+    """What a single server and a group of replicas share: ``async with`` starts it and always stops it
+    (normal exit, error, cancellation, Ctrl-C). :meth:`abandon` runs first when the block ended by an
+    exception; a group overrides it to kill what a polite stop would wait for."""
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    def abandon(self) -> None:
+        """Before :meth:`stop`, when the ``async with`` block ended by an exception: nothing by default."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.abandon()
+        await self.stop()
+
+
+class ManagedLlamaServer(ManagedLifetime):
     """``async with ManagedLlamaServer([...], settings) as server:`` then call ``server.base_url``.
 
     ``settings`` (a backend's block, or ``LlamaCppSettings.of(...)``) says which engine runs and how;
@@ -191,7 +234,7 @@ class ManagedLlamaServer:
 
     def __init__(
         self,
-        models: Iterable[ServedModel | tuple[str, str] | tuple[str, str, Mapping[str, Any]]],
+        models: Iterable[ModelSpec],
         settings: LlamaCppSettings,
         *,
         host: str = "127.0.0.1",
@@ -200,7 +243,7 @@ class ManagedLlamaServer:
         cache_dir: str | os.PathLike[str] | None = None,
         ready_timeout_s: float = 120.0,
         stop_timeout_s: float = 10.0,
-        label: str = "the managed llama.cpp server",
+        label: str = DEFAULT_LABEL,
     ) -> None:
         self.settings = settings
         self.models = [m if isinstance(m, ServedModel) else ServedModel(*m) for m in models]
@@ -234,18 +277,6 @@ class ManagedLlamaServer:
     @property
     def modes(self) -> dict[str, Mode]:
         return {m.alias: m.mode for m in self.models}
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """Write the config, spawn the server, wait until every alias is listed."""
