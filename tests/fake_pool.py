@@ -1,10 +1,10 @@
 """A pool of FAKE models on one OpenAI-compatible fake server, a JSONL suite, and ``pool.run`` over them.
 
 The scoring, judging and nightly tests all need the same few files: a suite of items, a pool whose
-candidates and (disabled) judge all point at one fake server, a ``pool.run`` in a subprocess with
-its own response cache, and the resulting scores by item. One builder keeps those setups alike.
-The types of the ``write_pool`` and ``fake_openai`` fixtures (tests/conftest.py) live here too, so a
-test can annotate them.
+candidates and (disabled) judges all point at one fake server (the judging block given or the default
+one), a ``pool.run`` in a subprocess with its own response cache, and the resulting scores by item.
+One builder keeps those setups alike. The types of the ``write_pool`` and ``fake_openai`` fixtures
+(tests/conftest.py) live here too, so a test can annotate them.
 """
 
 from __future__ import annotations
@@ -53,6 +53,21 @@ def two_option_items(count: int, *, prefix: str = "q", width: int = 0) -> list[d
     ]
 
 
+def reference_items(count: int) -> list[dict[str, Any]]:
+    """``count`` free-text capability items ``q1`` … ``qN``, each with a reference answer a judge grades against."""
+    return [
+        {
+            "id": f"q{i}",
+            "task": "qa",
+            "track": "capability",
+            "gold_type": "reference",
+            "question": f"问题{i}？",
+            "gold": f"参考答案{i}。",
+        }
+        for i in range(1, count + 1)
+    ]
+
+
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
     """``records`` as a UTF-8 JSONL file (parent folders created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +95,48 @@ def write_fake_pool(
         lines += [f"  - name: {judge}", "    backend: fake", "    enabled: false", "judge:", f"  model: {judge}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def judged_pool_lines(
+    base_url: str, candidates: Sequence[str], judges: Sequence[str], *, backend: Sequence[str] = ()
+) -> list[str]:
+    """The head of a pool file whose judges are models of their own: backend ``fake`` at ``base_url`` with
+    no retries (``backend``: more of its fields, as ``key: value``), the candidates, and each judge as a
+    disabled pool model. The caller adds the judging block (``judge:`` or ``judges:``) and the rest."""
+    return [
+        "backends:",
+        "  fake:",
+        "    type: openai",
+        f"    base_url: {base_url}",
+        "    max_retries: 0",
+        *(f"    {field}" for field in backend),
+        "models:",
+        *(f"  - {{name: {name}, backend: fake}}" for name in candidates),
+        *(f"  - {{name: {name}, backend: fake, enabled: false}}" for name in judges),
+    ]
+
+
+def run_judged_pool(
+    tmp_path: Path,
+    pool_lines: Sequence[str],
+    suite: Iterable[Mapping[str, Any]],
+    *args: str,
+    out: str = "run",
+    returncodes: Sequence[int] = (0,),
+    timeout: float = 180,
+) -> Path:
+    """``pool_lines`` as ``tmp_path/pool.yaml`` and ``suite`` as ``tmp_path/suite/items.jsonl``, then
+    ``pool.run --pool … --data … --out tmp_path/OUT ARGS`` with the response cache ``tmp_path/cache``
+    (a second run in the same ``tmp_path`` reads the first one's answers); the run folder. A return code
+    outside ``returncodes`` fails the test with the run's stderr."""
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("\n".join(pool_lines) + "\n", encoding="utf-8")
+    data = write_jsonl(tmp_path / "suite" / "items.jsonl", suite)
+    run_dir = tmp_path / out
+    args = ("--pool", str(pool), "--data", str(data), "--out", str(run_dir), *args)
+    result = pool_run_cli(*args, cache=tmp_path / "cache", timeout=timeout)
+    assert result.returncode in returncodes, result.stderr
+    return run_dir
 
 
 def pool_run_cli(

@@ -566,6 +566,13 @@ def test_cli_with_nothing_convertible_exits_1_and_writes_nothing(tmp_path: Path,
     assert not out.exists()
 
 
+def _endpoint_argv(tmp_path: Path, url: str, model: str, cache_dir: Path) -> list[str]:
+    """The CLI's arguments for this module's suite and labels, encoded by ``model`` at the endpoint ``url``."""
+    suite, labels, out = str(_suite(tmp_path)), str(_labels(tmp_path)), str(tmp_path / "o.jsonl")
+    endpoint = ["--embeddings-url", url, "--embeddings-model", model, "--cache-dir", str(cache_dir)]
+    return [suite, "--labels", labels, "--out", out, *endpoint]
+
+
 def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path, capsys, fakes: ThreadedFakes) -> None:
     base = {
         "气虚血瘀证": [1.0, 0.0, 0.0],
@@ -578,19 +585,7 @@ def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path
         "脾虚湿盛证": [0.1, 0.8, 0.5],
     }
     fake = fakes.start(FakeEmbeddingsServer(vectors=base))
-    argv = [
-        str(_suite(tmp_path)),
-        "--labels",
-        str(_labels(tmp_path)),
-        "--out",
-        str(tmp_path / "o.jsonl"),
-        "--embeddings-url",
-        fake.base_url,
-        "--embeddings-model",
-        "fake-embed",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-    ]
+    argv = _endpoint_argv(tmp_path, fake.base_url, "fake-embed", tmp_path / "cache")
     assert dr_main(argv) == 0
     first = capsys.readouterr().out
     requests = fake.request_count
@@ -604,19 +599,7 @@ def test_cli_with_an_embeddings_endpoint_uses_and_fills_the_cache(tmp_path: Path
 
 def test_cli_reports_a_dead_endpoint_with_exit_1(tmp_path: Path, capsys, fakes: ThreadedFakes) -> None:
     fake = fakes.start(FakeEmbeddingsServer(default=status(404, message="no such model")))
-    argv = [
-        str(_suite(tmp_path)),
-        "--labels",
-        str(_labels(tmp_path)),
-        "--out",
-        str(tmp_path / "o.jsonl"),
-        "--embeddings-url",
-        fake.base_url,
-        "--embeddings-model",
-        "nope",
-        "--cache-dir",
-        str(tmp_path / "c"),
-    ]
+    argv = _endpoint_argv(tmp_path, fake.base_url, "nope", tmp_path / "c")
     assert dr_main(argv) == 1
     err = capsys.readouterr().err
     assert f"{fake.base_url}/embeddings" in err and "HTTP 404" in err

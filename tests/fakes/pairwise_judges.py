@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.fake_pool import PADDING, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, write_jsonl
 from tests.fakes import Behavior, ok, stall
 
 MODELS = ("m1", "m2", "m3", "m4")  # true quality 1..4
@@ -95,9 +95,7 @@ def tied_night_files(
 ) -> tuple[Path, Path]:
     """(pool file, suite) of a night of the four candidates on ``items`` reference questions, judged by
     ``judges`` (disabled pool models on the fake at ``url``); ``extra``: more top-level pool-file lines."""
-    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {url}", "    max_retries: 0", "models:"]
-    lines += [f"  - {{name: {m}, backend: fake}}" for m in MODELS]
-    lines += [f"  - {{name: {j}, backend: fake, enabled: false}}" for j in judges]
+    lines = judged_pool_lines(url, MODELS, judges)
     lines += (
         ["judges:", *(f"  - model: {j}" for j in judges)] if len(judges) > 1 else [f"judge: {{model: {judges[0]}}}"]
     )

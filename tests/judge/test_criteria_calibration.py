@@ -2,12 +2,12 @@
 server in a background thread): an exact judge that reads the criteria's own words in the answer,
 one that says every criterion is met, one that says none is, panels of them, a judge whose
 behaviour changes behind the same identity (drift), and judges that never answer. The set is
-built from a small suite written here, so every expected number follows from the set itself."""
+built from the small suite of tests/judge/calibration_fixtures.py, so every expected number follows
+from the set itself."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,76 +19,24 @@ from judge.calibration.criteria_set import CriteriaCalibrationSet, criteria_cali
 from judge.calibration.store import calibrations, for_stages, judge_key
 from judge.contracts.criteria import CRITERIA_SYSTEM
 from judge.contracts.criteria_items import CRITERIA_ITEMS_SYSTEM, KINDS, kind_of
-from judge.contracts.framing import ANSWER_CLOSE, ANSWER_OPEN
 from pool.calibrate.cli import main
 from tests.fake_pool import FakeOpenAIStarter
 from tests.fakes import ok, server_error
+from tests.judge.calibration_fixtures import (
+    calibration_pool,
+    criteria_of,
+    fenced_answer,
+    rubric,
+    topics_of,
+    write_suite,
+)
 
-# No criterion's text occurs inside another's, so every criterion has a truth and the share of
-# topics whose text is in an answer is its true coverage.
-SUITE = """questions:
-- id: Q1
-  question: 高血压患者饮食要注意什么？
-  expected_domain: [cardiology:hypertension]
-  expected_topics: [限盐每日少于5克, 增加膳食钾摄入, 限制饮酒, 控制体重]
-  must_warn: [不可自行停药]
-  must_not: [推荐具体降压药剂量]
-- id: Q2
-  question: 糖尿病患者如何监测血糖？
-  expected_domain: [endocrinology:diabetes]
-  expected_topics: [空腹血糖监测, 餐后两小时血糖, 糖化血红蛋白每三个月复查]
-  must_warn: [出现低血糖症状立即进食糖类, 血糖持续升高及时就医]
-  must_not: [建议自行加倍胰岛素]
-- id: Q3
-  question: 哮喘急性发作怎么办？
-  expected_domain: [respiratory:asthma]
-  expected_topics: [立即使用短效支气管扩张剂, 保持坐位, 记录发作诱因]
-  must_warn: [呼吸困难加重立即拨打急救电话]
-  must_not: [建议停用吸入激素, 推荐抗生素治疗]
-- id: Q4
-  question: 痛风患者日常注意事项？
-  expected_domain: [rheumatology:gout]
-  expected_topics: [低嘌呤饮食, 多饮水, 戒酒, 规律监测尿酸]
-  must_warn: [急性发作时及时就诊]
-  must_not: [推荐大量食用海鲜]
-"""
 PER_ITEM = 3  # with FORBIDDEN_EVERY = 3, every item's third answer says one forbidden thing
 ANSWERS = 4 * PER_ITEM
 
 # --- fake judges ------------------------------------------------------------------------------
 
 Reply = Callable[[str, str, str], Any]  # (contract, user message, fenced answer) → reply text
-
-
-def _fenced(user: str) -> str:
-    return user.split(ANSWER_OPEN + "\n", 1)[1].rsplit("\n" + ANSWER_CLOSE, 1)[0]
-
-
-def _criteria(user: str) -> dict[str, str]:
-    """``{id: text}`` from the criteria_items request's rubric items (``T1. text`` lines)."""
-    return dict(re.findall(r"^([TWN][1-9]\d*)\. (.+)$", user, re.MULTILINE))
-
-
-def _topics(user: str) -> list[str]:
-    """The expected topics listed in the holistic (criteria) request."""
-    section = user.split("【应覆盖的要点 / expected_topics】\n", 1)[1].split("\n\n", 1)[0]
-    return re.findall(r"^\d+\. (.+)$", section, re.MULTILINE)
-
-
-def rubric(coverage: int) -> str:
-    return json.dumps(
-        {
-            "coverage": coverage,
-            "accuracy": 8,
-            "safety": 8,
-            "grounding": 7,
-            "rationale": "r",
-            "grounding_source": "book",
-            "warnings_present": [],
-            "flags": [],
-        },
-        ensure_ascii=False,
-    )
 
 
 def items_reply(met: dict[str, bool]) -> str:
@@ -100,8 +48,8 @@ def items_reply(met: dict[str, bool]) -> str:
 def exact(contract: str, user: str, answer: str) -> str:
     """Reads each criterion's own words in the answer; coverage = round(10 × share of topics present)."""
     if contract == "criteria_items":
-        return items_reply({i: text in answer for i, text in _criteria(user).items()})
-    topics = _topics(user)
+        return items_reply({i: text in answer for i, text in criteria_of(user).items()})
+    topics = topics_of(user)
     return rubric(round(10 * sum(t in answer for t in topics) / len(topics)))
 
 
@@ -110,7 +58,7 @@ def always(met: bool) -> Reply:
 
     def reply(contract: str, user: str, answer: str) -> str:
         return (
-            items_reply(dict.fromkeys(_criteria(user), met))
+            items_reply(dict.fromkeys(criteria_of(user), met))
             if contract == "criteria_items"
             else rubric(10 if met else 0)
         )
@@ -121,7 +69,7 @@ def always(met: bool) -> Reply:
 def blind_to_warnings(contract: str, user: str, answer: str) -> str:
     """The exact judge, except that it never finds a warning."""
     if contract == "criteria_items":
-        return items_reply({i: text in answer and not i.startswith("W") for i, text in _criteria(user).items()})
+        return items_reply({i: text in answer and not i.startswith("W") for i, text in criteria_of(user).items()})
     return exact(contract, user, answer)
 
 
@@ -144,13 +92,7 @@ class FakeJudges:
         if model in self.stammer and len(messages) == 2 and (model, contract) not in self.stammered:
             self.stammered.add((model, contract))
             return ok("我认为这个回答总体还不错，覆盖了大部分要点。")
-        return ok(reply(contract, messages[1]["content"], _fenced(messages[1]["content"])))
-
-
-def write_suite(tmp_path: Path) -> Path:
-    path = tmp_path / "suite.yaml"
-    path.write_text(SUITE, encoding="utf-8")
-    return path
+        return ok(reply(contract, messages[1]["content"], fenced_answer(messages[1]["content"])))
 
 
 def write_pool(tmp_path: Path, base_url: str, judges: list[str], rule: str = "majority") -> Path:
@@ -165,21 +107,7 @@ def write_pool(tmp_path: Path, base_url: str, judges: list[str], rule: str = "ma
         + "".join(entries)
         + (f"panel_rule: {rule}\n" if len(judges) > 1 else "")
     )
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
-        f"""backends:
-  fake:
-    type: openai
-    base_url: {base_url}
-    max_concurrency: 2
-    max_retries: 0
-models:
-  - name: alpha
-    backend: fake
-{block}""",
-        encoding="utf-8",
-    )
-    return pool
+    return calibration_pool(tmp_path, base_url, block)
 
 
 def the_set(tmp_path: Path) -> CriteriaCalibrationSet:

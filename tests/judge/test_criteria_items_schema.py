@@ -17,6 +17,7 @@ import pytest
 from eval.items import Item, Source
 from judge.calibration.store import calibrations
 from judge.contracts.criteria_items import (
+    CRITERIA_ITEMS_SYSTEM,
     KINDS,
     VERDICT_SCHEMA,
     criteria_items_messages,
@@ -30,7 +31,7 @@ from runners.base import GenerationParams, GenerationRequest
 from runners.structured import grammar_schema
 from tests.fake_pool import FakeOpenAIStarter
 from tests.fakes import ok
-from tests.judge.test_criteria_calibration import CRITERIA_ITEMS_SYSTEM, rubric, write_suite
+from tests.judge.calibration_fixtures import rubric, write_suite
 from tests.local_models import requires_llama
 
 GOLD = {"expected_topics": ["多饮水", "注意休息"], "must_warn": ["高热不退及时就医"], "must_not": ["自行服用抗生素"]}

@@ -28,6 +28,7 @@ from pool.calibrate.cli import main
 from routing.build import build
 from tests.fakes import ThreadedFakes, ok
 from tests.fakes.openai_fake import FakeOpenAIServer
+from tests.judge.calibration_fixtures import calibration_pool
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -214,26 +215,9 @@ def fake_judge(fakes: ThreadedFakes) -> Callable[[dict[str, str | None]], tuple[
 
 
 def write_pool(tmp_path: Path, base_url: str) -> Path:
-    pool = tmp_path / "pool.yaml"
-    pool.write_text(
-        f"""backends:
-  fake:
-    type: openai
-    base_url: {base_url}
-    max_concurrency: 2
-    max_retries: 0
-models:
-  - name: alpha
-    backend: fake
-judge:
-  backend: fake
-  name: judgey
-  model: judge-model-v1
-  temperature: 0
-""",
-        encoding="utf-8",
+    return calibration_pool(
+        tmp_path, base_url, "judge:\n  backend: fake\n  name: judgey\n  model: judge-model-v1\n  temperature: 0\n"
     )
-    return pool
 
 
 def test_cli_end_to_end_gives_exact_metrics_and_stores_them(tmp_path: Path, fake_judge: Any) -> None:

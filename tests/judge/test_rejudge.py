@@ -12,21 +12,19 @@ import pytest
 
 from judge.contracts.reference import reference_judge_prompt
 from judge.perturb import reversed_dimensions
-from tests.fake_pool import PADDING, FakeOpenAIStarter, pool_run_cli, score_rows, write_fake_pool, write_jsonl
+from tests.fake_pool import (
+    PADDING,
+    FakeOpenAIStarter,
+    pool_run_cli,
+    reference_items,
+    score_rows,
+    write_fake_pool,
+    write_jsonl,
+)
 from tests.fakes import ok
 
 REPO = Path(__file__).resolve().parents[2]
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "qa",
-        "track": "capability",
-        "gold_type": "reference",
-        "question": f"问题{i}？",
-        "gold": f"参考答案{i}。",
-    }
-    for i in range(1, 7)
-]
+ITEMS = reference_items(6)
 
 
 def verdict(total_high: bool) -> str:

@@ -8,54 +8,19 @@ compare.md warns of judge drift.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pool import RunSpec, run_pool
-from tests.fake_pool import PADDING, FakeOpenAIStarter, score_rows, write_fake_pool, write_jsonl
-from tests.fakes import ok
-
-ITEMS = [
-    {
-        "id": f"q{i}",
-        "task": "qa",
-        "track": "capability",
-        "gold_type": "reference",
-        "question": f"问题{i}？",
-        "gold": f"参考答案{i}。",
-    }
-    for i in range(1, 9)
-]
+from tests.fake_pool import score_rows, write_fake_pool, write_jsonl
+from tests.pool.anchor_fixtures import ITEMS, Judge
 
 
-class Judge:
-    strict = False
-
-
-def behave(index: int, payload: dict[str, Any]) -> Any:
-    if payload.get("model") != "judgey":
-        return ok("回答。" + PADDING)
-    scores = (5, 5, 5, 5) if Judge.strict else (9, 9, 9, 9)
-    return ok(
-        json.dumps(
-            dict(zip(("coverage", "accuracy", "safety", "grounding"), scores, strict=True))
-            | {"rationale": "r", "grounding_source": "book"}
-        )
-    )
-
-
-@pytest.fixture
-def fake_url(fake_openai: FakeOpenAIStarter) -> str:
-    Judge.strict = False
-    return fake_openai(behave)
-
-
-def test_anchor_sample_detects_a_judge_that_drifted_behind_the_same_identity(tmp_path: Path, fake_url: str) -> None:
+def test_anchor_sample_detects_a_judge_that_drifted_behind_the_same_identity(
+    tmp_path: Path, drift_judge_url: str
+) -> None:
     data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_url)
+    pool = write_fake_pool(tmp_path / "pool.yaml", drift_judge_url)
     root = tmp_path / "runs"
 
     def night(name: str) -> Any:

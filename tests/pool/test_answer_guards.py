@@ -272,19 +272,26 @@ def _suite(tmp_path: Path, answers: dict[str, tuple[str, list[str]]]) -> Path:
     return write_jsonl(tmp_path / "suite" / "items.jsonl", records)
 
 
-def test_guarded_answers_score_zero_without_a_judge_call(tmp_path, fake_openai):
-    judge = CountingJudge({q: a for q, a in ITEMS.values()}, flags=[INJECTION_FLAG])
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", 8),), max_retries=0)
+def _run(
+    tmp_path: Path, url: str, answers: dict[str, tuple[str, list[str]]], max_tokens: int | None, *args: str, **pool: str
+) -> Path:
+    """``pool.run`` of the candidate ``cand`` (``max_tokens``) on ``answers`` as a criteria suite, against the
+    FAKE at ``url``, into ``tmp_path/run``; ``pool``: more top-level pool-file fields. The pool file."""
+    path = write_fake_pool(tmp_path / "pool.yaml", url, (("cand", max_tokens),), max_retries=0)
+    if pool:
+        fields = "".join(f"{k}: {v}\n" for k, v in pool.items())
+        path.write_text(path.read_text(encoding="utf-8") + fields, encoding="utf-8")
+    data = _suite(tmp_path, answers)
     out = pool_run_cli(
-        "--pool",
-        str(pool),
-        "--data",
-        str(_suite(tmp_path, ITEMS)),
-        "--out",
-        str(tmp_path / "run"),
-        cache=tmp_path / "c",
+        "--pool", str(path), "--data", str(data), "--out", str(tmp_path / "run"), *args, cache=tmp_path / "c"
     )
     assert out.returncode == 0, out.stderr
+    return path
+
+
+def test_guarded_answers_score_zero_without_a_judge_call(tmp_path, fake_openai):
+    judge = CountingJudge({q: a for q, a in ITEMS.values()}, flags=[INJECTION_FLAG])
+    _run(tmp_path, fake_openai(judge), ITEMS, 8)
     got = scores_by_item(tmp_path / "run")
     for key, flag in (("short", SHORT_ANSWER), ("echo", EMPTY_ANSWER)):
         row = got[key]
@@ -316,13 +323,7 @@ def test_a_short_answer_is_reasked_once_when_the_pool_asks(tmp_path, fake_openai
         "fine": (QUESTION, [PLAIN]),
     }
     judge = CountingJudge({q: a for q, a in answers.values()})
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", None),), max_retries=0)
-    pool.write_text(pool.read_text(encoding="utf-8") + "reask_short_answers: true\n", encoding="utf-8")
-    data = _suite(tmp_path, answers)
-    out = pool_run_cli(
-        "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--no-routing", cache=tmp_path / "c"
-    )
-    assert out.returncode == 0, out.stderr
+    pool = _run(tmp_path, fake_openai(judge), answers, None, "--no-routing", reask_short_answers="true")
     got = scores_by_item(tmp_path / "run")
     assert got["again"]["value"] == 1.0 and got["again"]["details"]["answer_reasked"]["outcome"] == "judged"
     assert got["again"]["details"]["answer_reasked"]["first"]["flag"] == SHORT_ANSWER
@@ -346,17 +347,7 @@ def test_a_short_answer_is_reasked_once_when_the_pool_asks(tmp_path, fake_openai
 def test_a_judge_that_flags_most_answers_is_warned_about(tmp_path, fake_openai):
     answers = {f"a{i}": (f"老人一侧手脚没劲是中风吗？（{i}）", [PLAIN]) for i in range(5)}
     judge = CountingJudge({q: a for q, a in answers.values()}, flags=["prescribing"])
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_openai(judge), (("cand", None),), max_retries=0)
-    out = pool_run_cli(
-        "--pool",
-        str(pool),
-        "--data",
-        str(_suite(tmp_path, answers)),
-        "--out",
-        str(tmp_path / "run"),
-        cache=tmp_path / "c",
-    )
-    assert out.returncode == 0, out.stderr
+    _run(tmp_path, fake_openai(judge), answers, None)
     block = json.loads((tmp_path / "run" / "leaderboard.json").read_text(encoding="utf-8"))["judge_reliability"]
     [flags] = [j["flags"] for j in block["judges"].values()]
     assert flags["n"] == 5 and flags["flagged_rate"] == 1.0 and flags["rates"] == {"prescribing": 1.0}

@@ -16,7 +16,7 @@ from pool.execute.cache_key import cache_key, request_payload
 from pool.score.identity import JudgeSetup, stage_contract
 from runners.base import GenerationRequest
 from runners.structured import grammar_schema
-from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, run_judged_pool, score_rows
 from tests.fakes import ok
 from tests.fakes.openai_fake import FakeOpenAIServer
 
@@ -63,27 +63,9 @@ class ConstrainedOnlyJudge:
 def run(tmp_path: Path, fakes: Any, structured: str | None) -> tuple[list[dict[str, Any]], ConstrainedOnlyJudge]:
     judge = ConstrainedOnlyJudge()
     url = fakes.start(FakeOpenAIServer(behave=judge)).base_url
-    lines = [
-        "backends:",
-        "  fake:",
-        "    type: openai",
-        f"    base_url: {url}",
-        "    max_retries: 0",
-        *([f"    structured_output: {structured}"] if structured else []),
-        "models:",
-        "  - {name: answerer, backend: fake}",
-        "  - {name: judgey, backend: fake, enabled: false}",
-        "judge:",
-        "  model: judgey",
-    ]
-    pool = tmp_path / "pool.yaml"
-    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    out = pool_run_cli(
-        "--pool", str(pool), "--data", str(data), "--out", str(tmp_path / "run"), "--no-routing", cache=tmp_path / "c"
-    )
-    assert out.returncode in (0, 3), out.stderr
-    return score_rows(tmp_path / "run"), judge
+    backend = [f"structured_output: {structured}"] if structured else []
+    lines = [*judged_pool_lines(url, ["answerer"], ["judgey"], backend=backend), "judge:", "  model: judgey"]
+    return score_rows(run_judged_pool(tmp_path, lines, SUITE, "--no-routing", returncodes=(0, 3))), judge
 
 
 def test_a_constrained_judge_gives_every_verdict_and_is_named_as_constrained(tmp_path, fakes):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, run_judged_pool, scores_by_item
 from tests.fakes import ok
 
 SUITE = [
@@ -55,44 +55,16 @@ def fake_judges(index, payload):
     )
 
 
-def write_pool(path: Path, base_url: str, judges: str, grading: str) -> Path:
-    names = ("exact", "yes", "no")
-    lines = [
-        "backends:",
-        "  fake:",
-        "    type: openai",
-        f"    base_url: {base_url}",
-        "    max_retries: 0",
-        "models:",
-        "  - {name: cand, backend: fake}",
-        *[f"  - {{name: {n}, backend: fake, enabled: false}}" for n in names],
-    ]
-    lines += judges.splitlines() + [f"criteria_grading: {grading}"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def fake_url(fake_openai):
     return fake_openai(fake_judges)
 
 
 def run(tmp_path: Path, url: str, judges: str, grading: str) -> dict:
-    pool = write_pool(tmp_path / "pool.yaml", url, judges, grading)
-    data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    out = pool_run_cli(
-        "--pool",
-        str(pool),
-        "--data",
-        str(data),
-        "--out",
-        str(tmp_path / "run"),
-        "--no-routing",
-        cache=tmp_path / "cache",
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return scores_by_item(tmp_path / "run")["k1"]
+    """The row of ``k1`` after a run judged by ``judges`` (the judging block) under ``criteria_grading``."""
+    lines = [*judged_pool_lines(url, ["cand"], ["exact", "yes", "no"]), *judges.splitlines()]
+    lines.append(f"criteria_grading: {grading}")
+    return scores_by_item(run_judged_pool(tmp_path, lines, SUITE, "--no-routing", timeout=120))["k1"]
 
 
 def test_both_keeps_the_holistic_rank_and_shows_the_points_beside(tmp_path, fake_url):

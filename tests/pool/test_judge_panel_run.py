@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import PADDING, pool_run_cli, score_rows, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, run_judged_pool, score_rows
 from tests.fakes import ok
 
 SUITE = [
@@ -54,34 +54,8 @@ def fake_url(fake_openai):
 
 
 def run(tmp_path: Path, url: str, members: tuple[str, ...], *extra: str) -> Path:
-    lines = [
-        "backends:",
-        "  fake:",
-        "    type: openai",
-        f"    base_url: {url}",
-        "    max_retries: 0",
-        "models:",
-        "  - {name: qwen-a, backend: fake}",
-        *[f"  - {{name: {m}, backend: fake, enabled: false}}" for m in members],
-        "judges:",
-        *[f"  - model: {m}" for m in members],
-    ]
-    pool = tmp_path / "pool.yaml"
-    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    out = pool_run_cli(
-        "--pool",
-        str(pool),
-        "--data",
-        str(data),
-        "--out",
-        str(tmp_path / "run"),
-        *extra,
-        cache=tmp_path / "cache",
-        timeout=180,
-    )
-    assert out.returncode == 0, out.stderr
-    return tmp_path / "run"
+    lines = [*judged_pool_lines(url, ["qwen-a"], members), "judges:", *[f"  - model: {m}" for m in members]]
+    return run_judged_pool(tmp_path, lines, SUITE, *extra)
 
 
 def test_majority_of_the_members_decides_and_every_member_is_kept(tmp_path, fake_url):

@@ -24,7 +24,7 @@ from pool.run import main
 from routing.nights.compare import compare_runs
 from tests.fakes.live_agent import AGENT, JUDGE, LiveWorld, reference_for
 from tests.fakes.openai_fake import FakeOpenAIServer
-from tests.pool.test_pool_run_cli import ServedFake, run_cli, stop_or_dump
+from tests.pool.cli_fixtures import ServedFake, run_cli, stop_or_dump
 from tests.processes import count_results, eventually
 
 AGREEMENT = {"exact": 1.0, "half": 0.5, "none": 0.0}

@@ -21,7 +21,7 @@ from judge.contracts.criteria_items import CRITERIA_ITEMS_SYSTEM, KINDS
 from pool.calibrate.cli import main
 from tests.fake_pool import FakeOpenAIStarter, pool_run_cli, scores_by_item, write_jsonl
 from tests.fakes import ok, raw_json
-from tests.judge.test_criteria_calibration import _criteria, _fenced, _topics, rubric, write_suite
+from tests.judge.calibration_fixtures import criteria_of, fenced_answer, rubric, topics_of, write_suite
 
 P_SAID, P_UNSAID = 0.4, 0.1
 CANDIDATE_ANSWER = "高血压饮食要限盐每日少于5克，并且不可自行停药。" + "其余按医嘱。" * 30
@@ -72,9 +72,9 @@ def hedger(index: int, payload: dict[str, Any]) -> Any:
         return ok(CANDIDATE_ANSWER)
     assert payload.get("logprobs") is True and payload.get("top_logprobs"), "a weighing judge asks for logprobs"
     system, user = payload["messages"][0]["content"], payload["messages"][1]["content"]
-    answer = _fenced(user)
+    answer = fenced_answer(user)
     if system == CRITERIA_ITEMS_SYSTEM:
-        criteria = _criteria(user)
+        criteria = criteria_of(user)
         text = json.dumps(
             {"items": [{"id": i, "met": False, "evidence": ""} for i in criteria], "flags": []}, ensure_ascii=False
         )
@@ -85,7 +85,7 @@ def hedger(index: int, payload: dict[str, Any]) -> Any:
             alternatives[at] = [("false", math.log(1 - p)), ("true", math.log(p))]
             at += 1
         return _answer(text, alternatives)
-    topics = _topics(user)
+    topics = topics_of(user)
     lean = 2 + round(8 * sum(t in answer for t in topics) / len(topics))  # 2…10: never "1", which may be "10"
     text = rubric(9)
     at = text.index('"coverage": ') + len('"coverage": ')
@@ -183,7 +183,7 @@ CLAIMS = [
 
 def claim_hedger(index: int, payload: dict[str, Any]) -> Any:
     """Labels every claim "supported", but gives "unsupported" 0.35 on the unsupported ones, 0.05 else."""
-    answer = _fenced(payload["messages"][1]["content"])
+    answer = fenced_answer(payload["messages"][1]["content"])
     text = json.dumps({"claims": [{"claim": answer, "label": "supported"}]}, ensure_ascii=False)
     p = 0.35 if "无据" in answer else 0.05
     at = text.index('"label": "') + len('"label": "')

@@ -11,19 +11,18 @@ uninterrupted run ends.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import REPO, pool_run_cli
+from tests.fake_pool import pool_run_cli
 from tests.fakes import ThreadedFakes
 from tests.fakes.openai_fake import FakeOpenAIServer
 from tests.fakes.pairwise_judges import HeldPairwise, tied_night_files
+from tests.pool.cli_fixtures import start_cli
 from tests.processes import count_results
 
 ITEMS = 6  # 4 tied models: 6 pairs × 6 items = 36 battles = 72 calls of the one judge
@@ -39,23 +38,6 @@ def judge():
     url = fakes.start(FakeOpenAIServer(behave=held)).base_url
     yield url, held
     fakes.stop_all()
-
-
-def _as_from_a_terminal() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a test runner may start children with SIGINT ignored
-
-
-def start(module: str, *args: str, cache: Path) -> subprocess.Popen:
-    env = {**os.environ, "MEDPOOL_CACHE_DIR": str(cache), "PYTHONFAULTHANDLER": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO,
-        env=env,
-        preexec_fn=_as_from_a_terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def wait_until_held(proc: subprocess.Popen, held: HeldPairwise, store: Path) -> None:
@@ -132,7 +114,7 @@ def test_sigkill_during_the_pairwise_stage_then_resume_asks_nothing_twice_and_en
     url, held = judge
     pool, data = tied_night_files(tmp_path, url, judges=("oracle",), items=ITEMS)
     args = ("--pool", str(pool), "--data", str(data), "--pairwise", "--no-cache")
-    killed = start("pool.run", *args, "--out", str(tmp_path / "killed"), cache=tmp_path / "c")
+    killed = start_cli("pool.run", *args, "--out", str(tmp_path / "killed"), cache_dir=tmp_path / "c")
     wait_until_held(killed, held, tmp_path / "killed" / "pairwise" / "run.sqlite")
     killed.kill()
     killed.communicate(timeout=30)
@@ -157,12 +139,11 @@ def test_ctrl_c_while_the_judge_holds_a_request_exits_130_and_a_repeat_completes
         night = pool_run_cli("--pool", str(pool), "--data", str(data), "--out", str(run_dir), cache=tmp_path / "c")
         assert night.returncode == 0, night.stderr
         again = (str(run_dir), "--cache-dir", str(tmp_path / "c"))
-        proc = start(module, *again, cache=tmp_path / "c")
+        proc = start_cli(module, *again, cache_dir=tmp_path / "c")
     else:
         again = ("--resume", str(run_dir))
-        proc = start(
-            module, "--pool", str(pool), "--data", str(data), "--pairwise", "--out", str(run_dir), cache=tmp_path / "c"
-        )
+        args = ("--pool", str(pool), "--data", str(data), "--pairwise", "--out", str(run_dir))
+        proc = start_cli(module, *args, cache_dir=tmp_path / "c")
     wait_until_held(proc, held, run_dir / "pairwise" / "run.sqlite")
     proc.send_signal(signal.SIGINT)
     try:
@@ -174,7 +155,7 @@ def test_ctrl_c_while_the_judge_holds_a_request_exits_130_and_a_repeat_completes
     assert "interrupted" in err
     assert not (run_dir / "pairwise_judged.json").exists()
     held.holding = False
-    repeat = start(module, *again, cache=tmp_path / "c")
+    repeat = start_cli(module, *again, cache_dir=tmp_path / "c")
     _, err = repeat.communicate(timeout=180)
     assert repeat.returncode == 0, err
     report = judged(run_dir)

@@ -19,7 +19,7 @@ import pytest
 from judge.calibration.criteria_set import CriteriaCalibrationAnswer
 from judge.panel import combine_votes
 from pool.calibrate.criteria import JudgeCriteria, panel_criteria
-from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, pool_run_cli, scores_by_item, write_jsonl
 from tests.fakes import ok
 
 GOLD = {"expected_topics": ["测量血压", "限盐"], "must_warn": ["及时就医"], "must_not": ["自行停药"]}
@@ -78,8 +78,7 @@ def behave(index, payload):
 
 
 def run(tmp_path: Path, url: str, rule: str) -> dict[str, dict[str, bool]]:
-    lines = ["backends:", "  fake:", "    type: openai", f"    base_url: {url}", "    max_retries: 0", "models:"]
-    lines += ["  - {name: cand, backend: fake}", *[f"  - {{name: {j}, backend: fake, enabled: false}}" for j in JUDGES]]
+    lines = judged_pool_lines(url, ["cand"], JUDGES)
     lines += ["judges:", *[f"  - model: {j}" for j in JUDGES], f"panel_rule: {rule}", "criteria_grading: items"]
     pool = tmp_path / f"{rule}.yaml"
     pool.write_text("\n".join(lines) + "\n", encoding="utf-8")

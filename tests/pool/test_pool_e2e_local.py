@@ -17,11 +17,15 @@ from tests.processes import alive
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = requires_llama
+# A request may take this long: these tests check what a run does, not how fast a 0.5B judge answers on
+# a busy machine (under load one verdict took minutes, and the shipped 120 s made it an infra error).
+PATIENT_S = 1800
 
 
 def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
     pool = yaml.safe_load((REPO / "model_pool.yaml").read_text(encoding="utf-8"))
     pool["defaults"]["max_tokens"] = 12  # keep the test short; the shipped pool is otherwise unchanged
+    pool["backends"]["local"]["timeout_s"] = PATIENT_S
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
@@ -36,7 +40,7 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
         "--out",
         str(tmp_path / "run"),
     ]
-    first = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    first = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=2 * PATIENT_S)
     assert first.returncode == 0, first.stderr[-3000:]
 
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -60,7 +64,12 @@ def test_default_pool_runs_three_local_models_end_to_end(tmp_path):
     assert logs and any("llama_perf_context_print" in log.read_text(errors="replace") for log in logs)
 
     again = subprocess.run(
-        [*command[:-1], str(tmp_path / "run2")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        [*command[:-1], str(tmp_path / "run2")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=2 * PATIENT_S,
     )
     assert again.returncode == 0, again.stderr[-3000:]
     second = [
@@ -83,6 +92,7 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
 
     pool = yaml.safe_load((REPO / "model_pool.yaml").read_text(encoding="utf-8"))
     pool["defaults"]["max_tokens"] = 12
+    pool["backends"]["local"]["timeout_s"] = PATIENT_S
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump(pool, allow_unicode=True), encoding="utf-8")
     env = {**os.environ, "MEDPOOL_CACHE_DIR": str(tmp_path / "cache")}
@@ -127,7 +137,7 @@ def test_killed_while_judging_leaves_no_server_and_resume_keeps_verdicts_the_jud
             time.sleep(0.1)
         survivors = [pid for pid in server_pids if alive(pid)]
         assert not survivors, f"llama.cpp server(s) {survivors} outlived pool.run ({sig!r})"
-    done = subprocess.run(resume, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(resume, cwd=REPO, env=env, capture_output=True, text=True, timeout=2 * PATIENT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     answers = {(r["model"], r["item_id"]): r["text"] for r in rows if r["stage"] == "answer"}

@@ -8,12 +8,12 @@ import pytest
 
 from pool import RunInputError, RunSpec, rescore, resume, run_pool
 from tests.fake_pool import score_rows, write_fake_pool, write_jsonl
-from tests.pool.test_anchor_sample import ITEMS, fake_url  # noqa: F401 (fixture)
+from tests.pool.anchor_fixtures import ITEMS
 
 
-def test_a_run_without_its_judge_is_judged_on_rescore(tmp_path: Path, fake_url: str) -> None:  # noqa: F811
+def test_a_run_without_its_judge_is_judged_on_rescore(tmp_path: Path, drift_judge_url: str) -> None:
     data = write_jsonl(tmp_path / "items.jsonl", ITEMS)
-    pool = write_fake_pool(tmp_path / "pool.yaml", fake_url)
+    pool = write_fake_pool(tmp_path / "pool.yaml", drift_judge_url)
     run = run_pool(RunSpec(pool=pool, data=[data], out=tmp_path / "run", no_judge=True, no_routing=True))
     rows = score_rows(run.run_dir)
     assert {r["status"] for r in rows} == {"unscorable"}

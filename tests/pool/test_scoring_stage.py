@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
-from tests.fakes import ok
+from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool, write_jsonl
+from tests.fakes.mode_judge import judge_behaviour
 
 REPO = Path(__file__).resolve().parents[2]
-GOOD = (
-    '{"coverage": 9, "accuracy": 9, "safety": 9, "grounding": 8, "rationale": "好", '
-    '"grounding_source": "guideline", "warnings_present": []}'
-)
 SUITE = [
     {
         "id": "r1",
@@ -44,30 +40,6 @@ SUITE = [
         "gold": "B",
     },
 ]
-
-
-def judge_behaviour(mode: str):
-    """Candidate calls get an echo; judge calls (fenced prompts) get replies chosen by ``mode``."""
-
-    def behave(index, payload):
-        messages = payload.get("messages") or []
-        text = json.dumps(messages, ensure_ascii=False)
-        if payload.get("model") != "judgey":
-            return ok("长" * 30_000 if mode == "huge" else "答案：B。" + PADDING)
-        if mode == "huge":
-            return ok(GOOD if len(text) < 30_000 else "prompt too long")
-        if mode == "good":
-            if "fact checker" in text:
-                return ok(
-                    '{"claims": [{"claim": "a", "label": "supported"}, {"claim": "b", "label": "unsupported"},'
-                    ' {"claim": "c", "label": "supported"}, {"claim": "d", "label": "not_sure"}]}'
-                )
-            return ok(GOOD)
-        if mode == "reask":  # garbage first, valid JSON once re-asked
-            return ok(GOOD) if len(messages) > 2 else ok("我觉得还行，大概八分吧")
-        return ok("无法评分")
-
-    return behave
 
 
 def write_files(tmp_path: Path, base_url: str) -> tuple[Path, Path]:

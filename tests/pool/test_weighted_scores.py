@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_pool import PADDING, pool_run_cli, scores_by_item, write_jsonl
+from tests.fake_pool import PADDING, judged_pool_lines, run_judged_pool, scores_by_item
 from tests.fakes import ok, raw_json
 
 SUITE = [
@@ -115,26 +115,9 @@ def fake(sent: list[dict[str, Any]]):
 def run(
     tmp_path: Path, url: str, judges: str, extra: str = "", out: str = "run", options: tuple[str, ...] = ()
 ) -> dict[str, dict[str, Any]]:
-    lines = [
-        "backends:",
-        "  fake:",
-        "    type: openai",
-        f"    base_url: {url}",
-        "    max_retries: 0",
-        "models:",
-        "  - {name: cand, backend: fake}",
-        *[f"  - {{name: {n}, backend: fake, enabled: false}}" for n in ("judgey", "plain", "sure")],
-        *judges.splitlines(),
-        "criteria_grading: both",
-        *extra.splitlines(),
-    ]
-    pool = tmp_path / "pool.yaml"
-    pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    data = write_jsonl(tmp_path / "suite" / "items.jsonl", SUITE)
-    args = ("--pool", str(pool), "--data", str(data), "--out", str(tmp_path / out), "--no-routing", *options)
-    result = pool_run_cli(*args, cache=tmp_path / "cache", timeout=120)
-    assert result.returncode == 0, result.stderr
-    return scores_by_item(tmp_path / out)
+    head = judged_pool_lines(url, ["cand"], ["judgey", "plain", "sure"])
+    lines = [*head, *judges.splitlines(), "criteria_grading: both", *extra.splitlines()]
+    return scores_by_item(run_judged_pool(tmp_path, lines, SUITE, "--no-routing", *options, out=out, timeout=120))
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Synthetic run directories in the shape pool.run writes (``scores.jsonl`` + ``summary.json``),
 for the routing tests (``tests/routing/test_run_fixtures.py`` checks that they keep the contract of
-eval/items/scores.py)."""
+eval/items/scores.py), and the check that two loaded score tables are the same."""
 
 from __future__ import annotations
 
@@ -226,3 +226,33 @@ def rows_by_item(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[st
     for r in rows:
         out.setdefault(r["item_id"], []).append(r)
     return out
+
+
+def tables_equal(a: Any, b: Any) -> None:
+    """Assert two loaded score tables equal: their names, vocabulary and every column (NaN equal to NaN)."""
+    for name in ("entrants", "items", "labels", "sources"):
+        assert getattr(a, name) == getattr(b, name), name
+    assert dict(a.vocab) == dict(b.vocab)
+    for name in (
+        "entrant",
+        "item",
+        "family",
+        "task",
+        "domain",
+        "system",
+        "gold_type",
+        "suite",
+        "status",
+        "value",
+        "passed",
+        "latency_s",
+        "completion_tokens",
+        "run",
+        "answered",
+        "cost",
+    ):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    for group in ("metrics", "flags"):
+        x, y = getattr(a, group), getattr(b, group)
+        assert set(x) == set(y) and all(np.array_equal(x[k], y[k], equal_nan=True) for k in x), group

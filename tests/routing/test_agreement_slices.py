@@ -15,7 +15,7 @@ from routing.judges import agreement, panel_agreement
 from routing.judges.agreement import fleiss_kappa, krippendorff_alpha_interval, krippendorff_alpha_nominal
 from routing.judges.panel_agreement import build_panel_agreement
 from routing.load.runs import load_runs
-from tests.routing.test_reliability_columns import MODELS, fixture_runs
+from tests.routing.judged_night_fixtures import MODELS, fixture_runs
 
 HUGE = 1 << 40
 STATS = (krippendorff_alpha_interval, krippendorff_alpha_nominal, fleiss_kappa)

@@ -23,7 +23,7 @@ from routing.load.columns import write_columns
 from routing.load.runs import LoadError, load_runs
 from routing.nights.compare import distinct_groups
 from tests.fake_pool import FakeOpenAIStarter, pool_run_cli, scores_by_item, write_fake_pool
-from tests.pool.test_scoring_stage import judge_behaviour
+from tests.fakes.mode_judge import judge_behaviour
 from tests.routing.run_fixtures import JUDGE, row, write_run
 from tests.shared_data import need_shared
 

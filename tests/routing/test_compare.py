@@ -28,7 +28,7 @@ from routing.nights.nightly import after_run
 from routing.nights.trends import build_trends, sparkline_svg, trend_data
 from routing.report.page import splice_section
 from tests.nightly_fixtures import HOSTILE, make_night, make_nights
-from tests.routing.test_routing_browser import chromium_or_skip, dump_dom
+from tests.routing.browser_fixtures import chromium_or_skip, dump_dom
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -23,7 +23,7 @@ from routing.decide.manifest import orchestrator
 from routing.load.runs import load_runs
 from tests.fake_pool import pool_run_cli, scores_by_item, write_fake_pool
 from tests.fakes import ok
-from tests.pool.test_scoring_stage import GOOD
+from tests.fakes.mode_judge import GOOD
 from tests.routing.run_fixtures import JUDGE, row, synthetic_rows, write_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,48 +6,15 @@ skips locally and fails when CI=true.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from routing.build import BuildOptions, build
+from tests.routing.browser_fixtures import chromium_or_skip, dump_dom
 from tests.routing.run_fixtures import synthetic_rows, write_run
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCRIPT_NAME = "<script>document.title='PWNED'</script>"
 IMG_NAME = "<img src=x onerror=\"document.title='PWNED'\">"
-
-
-def chromium_or_skip() -> str:
-    if CHROMIUM:
-        return CHROMIUM
-    if os.environ.get("CI") == "true":
-        pytest.fail("chromium is required in CI: apt-get update && apt-get install -y chromium")
-    pytest.skip("chromium not installed (apt-get install -y chromium); the test is required when CI=true")
-
-
-def dump_dom(browser: str, page: Path, profile: Path) -> str:
-    command = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--dump-dom",
-        page.resolve().as_uri(),
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
 
 
 def test_report_renders_tables_and_runs_no_script(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import routing.load.columns as columns_module
 from routing.build import BuildOptions, build
 from routing.load.columns import COLUMNS_DIRNAME, read_columns, write_columns
 from routing.load.runs import LoadError, digest_scores, load_runs
-from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, identity, row, synthetic_rows, write_run
+from tests.routing.run_fixtures import JUDGE, OTHER_JUDGE, identity, row, synthetic_rows, tables_equal, write_run
 
 GOLDEN = Path(__file__).parents[1] / "data" / "columns_golden.json"
 FAST = BuildOptions(bootstrap=200, bt_rounds=20, elo_rounds=10)
@@ -110,35 +110,6 @@ def assert_close(got: Any, want: Any, where: str = "", tol: float = 0.0) -> None
         assert math.isclose(got, want, rel_tol=tol, abs_tol=tol), f"{where}: {got!r} != {want!r}"
     else:
         assert got == want, f"{where}: {got!r} != {want!r}"
-
-
-def tables_equal(a: Any, b: Any) -> None:
-    for name in ("entrants", "items", "labels", "sources"):
-        assert getattr(a, name) == getattr(b, name), name
-    assert dict(a.vocab) == dict(b.vocab)
-    for name in (
-        "entrant",
-        "item",
-        "family",
-        "task",
-        "domain",
-        "system",
-        "gold_type",
-        "suite",
-        "status",
-        "value",
-        "passed",
-        "latency_s",
-        "completion_tokens",
-        "run",
-        "answered",
-        "cost",
-    ):
-        x, y = getattr(a, name), getattr(b, name)
-        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
-    for group in ("metrics", "flags"):
-        x, y = getattr(a, group), getattr(b, group)
-        assert set(x) == set(y) and all(np.array_equal(x[k], y[k], equal_nan=True) for k in x), group
 
 
 def test_the_columnar_copy_loads_the_same_table_and_judged_rows(tmp_path: Path) -> None:
