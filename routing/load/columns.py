@@ -360,8 +360,7 @@ def _store_in_table_order(folder: Path, meta: dict[str, Any]) -> bool:
         codes["ident"],
         codes["judge"],
         codes["item"],
-        [ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]],
-        [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]],
+        *_identities_of(meta),
         meta["vocab"]["item"],
     )
     del codes
@@ -442,10 +441,7 @@ def read_columns(run_dir: Path | str, only: Iterable[str] | None = None) -> RunC
                 f"{folder / (name + '.bin')}: a code outside its vocabulary; "
                 f"rebuild with python -m routing.columns {run_dir}"
             )
-    identities = [
-        ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]
-    ]
-    judges = [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]]
+    identities, judges = _identities_of(meta)
     if (
         n
         and {"ident", "judge"} <= wanted
@@ -498,6 +494,14 @@ def _read_judged(folder: Path, meta: dict[str, Any], judge_records: list[Any]) -
             return None
         arrays[name] = np.fromfile(path, dtype=dtype)
     return from_files(meta, arrays, judge_records)
+
+
+def _identities_of(meta: Mapping[str, Any]) -> tuple[list[ModelIdentity], list[JudgeIdentity | None]]:
+    """The model and judge identities a copy's ``meta.json`` records (``null`` for judge-free rows)."""
+    return (
+        [ModelIdentity.from_record({k: _frozen(v) for k, v in record.items()}) for record in meta["identities"]],
+        [None if record is None else JudgeIdentity.from_record(record) for record in meta["judges"]],
+    )
 
 
 def _frozen(value: Any) -> Any:

@@ -332,7 +332,7 @@ def merge_columns(per_run: Sequence[tuple[Path, RunColumns]]) -> tuple[ScoreTabl
     entrants, rank = ordered_entrants(np.unique(pair), identities.values, judges.values, n_judges)
     entrant = rank[pair]
     item_names = vocabs["item"].values
-    item_rank = np.argsort(np.argsort(np.array(item_names, dtype=object), kind="stable"), kind="stable")
+    item_rank = item_ranks(item_names)
     order = np.lexsort((item_rank[g_item], entrant))
     chosen = winners[order]
 
